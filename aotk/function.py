@@ -16,29 +16,45 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
-from aotk import dtypes, runtime, trace
+from aotk import compile_cache, dtypes, runtime, trace
 from aotk.call_check import ShapeChecker, coerce_input
 from aotk.dialect.base import elem_of, shape_of
 from aotk.lowering import jit, llvm_ir, pipeline
 
 _CACHE: dict[tuple[str, str, str], jit.CompiledModule] = {}
-COMPILE_COUNT = 0  # compilations done by this process (tests check cache hits with it)
+COMPILE_COUNT = 0  # code generations done by this process (tests check cache hits with it)
+DISK_HITS = 0  # kernels this process took from the on-disk cache instead
 
 
 def clear_cache() -> None:
+    """Forget this process's compiled kernels (the on-disk cache stays)."""
     _CACHE.clear()
 
 
 def compile_traced(module: ModuleOp) -> jit.CompiledModule:
-    """Compile a traced module (stage 0) to native code, through the cache."""
-    global COMPILE_COUNT
+    """Compile a traced module (stage 0) to native code, through both caches."""
+    global COMPILE_COUNT, DISK_HITS
     key = (_structure(module), llvm_ir.host_cpu(), llvm_ir.host_features())
     if key not in _CACHE:
-        lowered = module.clone()
-        pipeline.lower(lowered, "llvm")
-        _CACHE[key] = jit.compile_module(lowered)
-        COMPILE_COUNT += 1
+        if compile_cache.enabled():
+            code, compiled = compile_cache.get_or_compile(
+                compile_cache.entry_key(*key), lambda: lower_to_native(module)
+            )
+        else:
+            code, compiled = lower_to_native(module), True
+        COMPILE_COUNT += compiled
+        DISK_HITS += not compiled
+        _CACHE[key] = jit.load(code)
     return _CACHE[key]
+
+
+def lower_to_native(
+    module: ModuleOp, cpu: str | None = None, features: str | None = None, prefix: str = ""
+) -> jit.NativeCode:
+    """Run the whole pipeline on a copy of a traced module and generate object code."""
+    lowered = module.clone()
+    pipeline.lower(lowered, "llvm")
+    return jit.generate(lowered, cpu, features, prefix)
 
 
 def _structure(module: ModuleOp) -> str:
@@ -89,25 +105,39 @@ class Function:
             inputs = [*inputs, phase]
         self._n_outputs = len(outs)
         self._updated = [u.variable for u in updates]
-        self.module, self.captures = trace.extract(
-            list(inputs), outs + [u.value for u in updates], where
-        )
+        module, captures = trace.extract(list(inputs), outs + [u.value for u in updates], where)
+        self.module, self.captures = module, captures
         self._mark_updates(len(inputs))
-        self._checker = ShapeChecker(self.module, where)
+        self._setup([x.name for x in inputs], compile_traced(self.module))
+
+    def _setup(self, input_names: list[str], compiled: jit.CompiledModule) -> None:
+        """Everything a call needs, from the traced module and its native code."""
+        self._checker = ShapeChecker(self.module, self.where)
         fn_type = next(iter(self.module.ops)).function_type  # type: ignore[attr-defined]
-        n_in = len(inputs)
-        self._inputs = _signature(list(inputs), fn_type.inputs.data[:n_in])
+        n_in = len(input_names)
+        self._inputs = _signature(input_names, fn_type.inputs.data[:n_in])
         self._out_dtypes = [np.dtype(dtypes.numpy_dtype(elem_of(t))) for t in fn_type.outputs.data]
         self._dynamic = [
             (i, a) for i, s in enumerate(self._inputs.shapes) for a, d in enumerate(s) if d is None
         ]
-        self._compiled = compile_traced(self.module)
-        self._kernel = self._compiled["main"]
-        self._ws_size = self._compiled["main_workspace_size"]
+        self._compiled = compiled
+        self._kernel = compiled["main"]
+        self._ws_size = compiled["main_workspace_size"]
         self._workspace = runtime.Workspace()
         self._out_pool: list[np.ndarray | None] = [None] * self._n_outputs
         self._pool_lock = threading.Lock()
-        self._call_lock = threading.Lock() if updates else None
+        self._call_lock = threading.Lock() if self._updated or self.stateful_captures else None
+
+    @property
+    def stateful_captures(self) -> bool:
+        """True when a kernel call writes captured state itself (random-number counters)."""
+        return any(getattr(c, "kernel_updated", False) for c in self.captures)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as native code plus the current values of the captured arrays."""
+        from aotk import shipping
+
+        return shipping.reduce_function(self)
 
     def _mark_updates(self, n_inputs: int) -> None:
         """Tell the lowering which outputs are variables, written after everything else."""
@@ -213,9 +243,9 @@ def _released(array: np.ndarray) -> bool:
     return sys.getrefcount(array) == 3 + 1 and sys.getrefcount(array.base) == 1 + 1
 
 
-def _signature(inputs: list[Any], types: Sequence[Any]) -> _Signature:
+def _signature(names: list[str], types: Sequence[Any]) -> _Signature:
     return _Signature(
-        names=[x.name for x in inputs],
+        names=names,
         shapes=[shape_of(t) for t in types],
         dtypes=[np.dtype(dtypes.numpy_dtype(elem_of(t))) for t in types],
     )

@@ -40,9 +40,12 @@ _FLOATS = ("float16", "float32", "float64")
 class RandomState:
     """The hidden (seed, calls) buffer of one random op; kernels advance `calls`."""
 
+    kernel_updated = True  # each call writes it, so calls on one function are serialized
+
     def __init__(self, seed: int, where: str) -> None:
         self.storage = runtime.aligned_copy(np.array([_seed64(seed, where), 0], np.int64))
         name = f"random_state_{len(trace.graph().captures)}"
+        self.name = name
         self.tensor = KTensor(trace.capture_arg(self, self.storage, name), name=name)
 
 

@@ -1,7 +1,9 @@
-"""Stage 5, in process: MCJIT-compile an optimized module and expose its functions.
+"""Stage 5: optimized LLVM module -> relocatable object code -> functions in this process.
 
-Every kernel takes pointers and i64 and returns void or i64, so ctypes signatures are
-derived from the llvm.func types without a C type registry.
+Code generation and loading are separate steps, so object code can come from the disk
+cache or from a pickle and be linked in without compiling anything. Every kernel takes
+pointers and i64 and returns void or i64, so the ctypes signature of each function is a
+short code ("p" pointer, "i" i64, "v" void) derived from its llvm.func type.
 """
 
 from __future__ import annotations
@@ -16,47 +18,83 @@ from xdsl.ir import Attribute
 
 from aotk.lowering import llvm_ir
 
+_CTYPES: dict[str, type | None] = {"p": ctypes.c_void_p, "i": ctypes.c_int64, "v": None}
 
-def _ctype(t: Attribute) -> type:
-    if isinstance(t, llvm.LLVMPointerType):
-        return ctypes.c_void_p
-    if isinstance(t, IntegerType) and t.width.data == 64:
-        return ctypes.c_int64
-    raise TypeError(f"aotk kernels take pointers and i64, got {t}")
+
+@dataclass(frozen=True)
+class NativeCode:
+    """Object code of one module and the signature of each function it defines."""
+
+    obj: bytes
+    signatures: dict[str, str]  # name -> result code then argument codes, e.g. "vppi"
+    llvm_ir: str = ""
 
 
 @dataclass
 class CompiledModule:
-    """Native code of one module, kept alive with its engine."""
+    """Native code of one module linked into this process, kept alive with its engine."""
 
     engine: llvm_binding.ExecutionEngine
-    llvm_ir: str
+    code: NativeCode
     functions: dict[str, ctypes._CFuncPtr] = field(default_factory=dict)  # type: ignore[name-defined]
 
     def __getitem__(self, name: str) -> ctypes._CFuncPtr:  # type: ignore[name-defined]
         return self.functions[name]
+
+    @property
+    def llvm_ir(self) -> str:
+        return self.code.llvm_ir
+
+
+def signatures(module: ModuleOp) -> dict[str, str]:
+    """The signature code of every llvm.func with a body in a stage-3 module."""
+    out = {}
+    for op in module.ops:
+        if isinstance(op, llvm.FuncOp) and op.body.blocks:
+            fn_type = op.function_type
+            result = "v" if isinstance(fn_type.output, llvm.LLVMVoidType) else _code(fn_type.output)
+            out[op.sym_name.data] = result + "".join(_code(t) for t in fn_type.inputs)
+    return out
+
+
+def _code(t: Attribute) -> str:
+    if isinstance(t, llvm.LLVMPointerType):
+        return "p"
+    if isinstance(t, IntegerType) and t.width.data == 64:
+        return "i"
+    raise TypeError(f"aotk kernels take pointers and i64, got {t}")
+
+
+def generate(
+    module: ModuleOp, cpu: str | None = None, features: str | None = None, prefix: str = ""
+) -> NativeCode:
+    """Optimize a stage-3 module for `cpu`/`features` (default: this host); emit an object
+    whose functions are named `<prefix><name>`."""
+    tm = llvm_ir.target_machine(cpu, features, jit=False)
+    mod = llvm_ir.optimize(llvm_ir.to_llvm_text(module, tm), tm, prefix)
+    sigs = {prefix + name: sig for name, sig in signatures(module).items()}
+    return NativeCode(tm.emit_object(mod), sigs, str(mod))
+
+
+def load(code: NativeCode) -> CompiledModule:
+    """Link object code made for this host into the process; return callables by name."""
+    engine = llvm_binding.create_mcjit_compiler(
+        llvm_binding.parse_assembly(""), llvm_ir.target_machine()
+    )
+    engine.add_object_file(llvm_binding.ObjectFileRef.from_data(code.obj))
+    engine.finalize_object()
+    compiled = CompiledModule(engine, code)
+    for name, sig in code.signatures.items():
+        address = engine.get_function_address(name)
+        if not address:
+            raise RuntimeError(f"aotk: the object code defines no function @{name}")
+        proto = ctypes.CFUNCTYPE(_CTYPES[sig[0]], *(_CTYPES[c] for c in sig[1:]))
+        compiled.functions[name] = proto(address)
+    return compiled
 
 
 def compile_module(
     module: ModuleOp, cpu: str | None = None, features: str | None = None
 ) -> CompiledModule:
     """JIT every llvm.func of a stage-3 module; return callables by name."""
-    tm = llvm_ir.target_machine(cpu, features)
-    text = llvm_ir.to_llvm_text(module, tm)
-    mod = llvm_ir.optimize(text, tm)
-    engine = llvm_binding.create_mcjit_compiler(mod, tm)
-    engine.finalize_object()
-    compiled = CompiledModule(engine, str(mod))
-    for op in module.ops:
-        if not isinstance(op, llvm.FuncOp) or not op.body.blocks:
-            continue
-        name = op.sym_name.data
-        address = engine.get_function_address(name)
-        if not address:
-            raise RuntimeError(f"aotk: MCJIT gave no address for @{name}")
-        fn_type = op.function_type
-        output = fn_type.output
-        restype = None if isinstance(output, llvm.LLVMVoidType) else _ctype(output)
-        proto = ctypes.CFUNCTYPE(restype, *(_ctype(t) for t in fn_type.inputs))
-        compiled.functions[name] = proto(address)
-    return compiled
+    return load(generate(module, cpu, features))

@@ -57,11 +57,22 @@ def to_llvm_text(module: ModuleOp, tm: llvm_binding.TargetMachine) -> str:
     return str(ir_module)
 
 
-def optimize(llvm_text: str, tm: llvm_binding.TargetMachine) -> llvm_binding.ModuleRef:
-    """Parse and run LLVM's O3 module pipeline (loop and SLP vectorizers included)."""
+def optimize(
+    llvm_text: str, tm: llvm_binding.TargetMachine, prefix: str = ""
+) -> llvm_binding.ModuleRef:
+    """Parse and run LLVM's O3 module pipeline (loop and SLP vectorizers included).
+
+    With a `prefix`, every defined function is renamed `<prefix><name>` and hidden, so a
+    library can hold the kernels of several models (and a program its own `main`).
+    """
     mod = llvm_binding.parse_assembly(llvm_text)
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
+    if prefix:
+        for fn in mod.functions:
+            if not fn.is_declaration:
+                fn.name = prefix + fn.name
+                fn.visibility = "hidden"
     mod.verify()
     options = llvm_binding.PipelineTuningOptions(speed_level=3)
     options.loop_vectorization = True

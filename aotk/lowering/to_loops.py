@@ -165,7 +165,7 @@ def _scalar(k: Kernel, op: AotkOp, xs: list[SSAValue]) -> SSAValue:
 
 def lower_function(fn: func.FuncOp) -> list[func.FuncOp]:
     """The kernel and workspace-size functions of one aotk function."""
-    return [_kernel(fn), _workspace_size(fn)]
+    return [_kernel(fn), _workspace_size(fn), _output_dims(fn)]
 
 
 def _kernel(fn: func.FuncOp) -> func.FuncOp:
@@ -215,6 +215,33 @@ def _workspace_size(fn: func.FuncOp) -> func.FuncOp:
     total = low.k.b.insert(arith.IndexCastOp(low.k.index(low.ws_offset), i64)).result
     low.k.b.insert(func.ReturnOp(total))
     return func.FuncOp(f"{fn.sym_name.data}_workspace_size", ([i64] * n_dims, [i64]), Region(block))
+
+
+def _output_dims(fn: func.FuncOp) -> func.FuncOp:
+    """`@f_output_dims(dims..., out)`: writes every output's dims, in order, as i64 to `out`.
+
+    An exported library sizes and checks its callers' output buffers with it, so the
+    shape rules live in one place: the same planning pass the kernel is built from.
+    """
+    n_dims = len(dynamic_dims(fn))
+    block = Block(arg_types=[*[i64] * n_dims, ptr.PtrType()])
+    low = _Lowerer(fn, block, code=False)
+    dims = low.dims_from_args(list(block.args[:n_dims]))
+    for i, arg in enumerate(fn.body.block.args):
+        low.bind_input(arg, None, i, dims)
+    targets = _output_targets(fn, [low.k.index(0)] * len(fn.function_type.outputs))
+    for op in fn.body.block.ops:
+        if not isinstance(op, func.ReturnOp):
+            low.lower_op(op, targets)
+    out_dims = [d for v in _returned(fn) for d in low.bufs[v].dims]
+    mem = low.k.b.insert(ptr.FromPtrOp(block.args[n_dims], MemRefType(i64, [DYNAMIC_INDEX]))).res
+    out = Buf(mem, (len(out_dims),), i64)
+    for j, d in enumerate(out_dims):
+        value = low.k.b.insert(arith.IndexCastOp(low.k.index(d), i64)).result
+        low.k.store_flat(out, j, value)
+    low.k.b.insert(func.ReturnOp())
+    name = f"{fn.sym_name.data}_output_dims"
+    return func.FuncOp(name, ([*[i64] * n_dims, ptr.PtrType()], []), Region(block))
 
 
 def _stage_updates(low: _Lowerer, fn: func.FuncOp) -> list[Buf]:
