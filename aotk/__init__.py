@@ -2,4 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
+
+
+def export(fn: Any, out_dir: Any, name: str = "model", **options: Any) -> Any:
+    """Export a compiled K.function as lib<name>.so/.a and <name>.h (see `aotk.aot`)."""
+    from aotk.aot import export as _export
+
+    return _export(fn, out_dir, name, **options)
+
+
+def load(path: Any, **options: Any) -> Any:
+    """Open an exported lib<name>.so as a callable like its K.function (see `aotk.aot`)."""
+    from aotk.aot import load as _load
+
+    return _load(path, **options)

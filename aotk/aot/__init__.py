@@ -1,0 +1,176 @@
+"""`aotk.export` (this package is `aotk.aot`): a compiled K.function as a C library that runs with no Python.
+
+Writes lib<name>.so, lib<name>.a, <name>.h (with aotk_rt.h next to it), and with
+`weights="external"` a <name>.weights file; `aotk.load` opens the result again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aotk
+from aotk.dialect.base import shape_of
+from aotk.aot import build, cgen, dims, glue, layout
+from aotk.aot.loader import load
+
+MAX_RANK = 8
+MAX_DYNAMIC_DIMS = 64
+DEFAULT_MAX_DIM = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Exported:
+    """The files one export wrote."""
+
+    library: Path
+    static_library: Path
+    header: Path
+    weights: Path | None
+
+
+def export(
+    fn: Any,
+    out_dir: str | Path,
+    name: str = "model",
+    *,
+    weights: str = "embedded",
+    target_cpu: str | None = None,
+    target_features: str | None = None,
+    max_dim: int = DEFAULT_MAX_DIM,
+    progress: Callable[[str], None] | None = None,
+) -> Exported:
+    """Export the compiled function `fn` as model `name` into `out_dir`."""
+    where = "aotk.export"
+    _check_arguments(fn, name, weights, max_dim, where)
+    say = progress or (lambda _: None)
+    cpu, features, needed = build.resolve_target(target_cpu, target_features, where)
+    say("analysing the signature")
+    spec, arrays = _spec(fn, name, weights, cpu, needed, max_dim, where)
+    say(f"lowering and generating code for {cpu}")
+    from aotk.function import lower_to_native
+
+    code = lower_to_native(fn.module, cpu, features, prefix=f"aotk_{name}_")
+    blob = layout.blob(spec.slots, arrays)
+    out = Path(out_dir)
+    outputs = [f"lib{name}.so", f"lib{name}.a", f"{name}.h", "aotk_rt.h"]
+    with build.staging(out) as stage:
+        (stage / "kernels.o").write_bytes(code.obj)
+        objects = ["kernels.o"]
+        if weights == "embedded":
+            (stage / "weights.o").write_bytes(build.weights_object(f"aotk_{name}_weights", blob))
+            objects.append("weights.o")
+            spec = _with_weights_size(spec, len(blob))
+        else:
+            (stage / f"{name}.weights").write_bytes(blob)
+            outputs.append(f"{name}.weights")
+        (stage / f"{name}.h").write_text(cgen.header(spec, aotk.__version__))
+        (stage / f"{name}_model.c").write_text(glue.glue(spec))
+        say("compiling the runtime and linking")
+        build.compile_and_link(stage, name, objects, f"{name}_model.c")
+        build.install(stage, out, outputs)
+    say(f"wrote {', '.join(outputs)} to {out}")
+    return Exported(
+        out / f"lib{name}.so",
+        out / f"lib{name}.a",
+        out / f"{name}.h",
+        out / f"{name}.weights" if weights == "external" else None,
+    )
+
+
+def _check_arguments(fn: Any, name: str, weights: str, max_dim: int, where: str) -> None:
+    from aotk.function import Function
+
+    if not isinstance(fn, Function):
+        raise TypeError(f"{where}: fn must be a compiled K.function, got {type(fn).__name__}")
+    if any(fn._feeds):
+        raise TypeError(f"{where}: functions with sparse inputs cannot be exported")
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name):
+        raise ValueError(f"{where}: name must be a C identifier, got {name!r}")
+    if weights not in ("embedded", "external"):
+        raise ValueError(f"{where}: weights must be 'embedded' or 'external', got {weights!r}")
+    if isinstance(max_dim, bool) or not isinstance(max_dim, int) or max_dim < 1:
+        raise ValueError(f"{where}: max_dim must be a positive int, got {max_dim!r}")
+
+
+def _spec(
+    fn: Any, name: str, weights: str, cpu: str, needed: list[str], max_dim: int, where: str
+) -> tuple[cgen.ModelSpec, list[Any]]:
+    fn_type = next(iter(fn.module.ops)).function_type
+    in_shapes = list(fn._inputs.shapes)
+    out_types = fn_type.outputs.data[: fn._n_outputs]
+    idents = cgen.c_identifiers(fn._inputs.names, {f"out{i}" for i in range(len(out_types))})
+    inputs = [cgen.Arg(i, d, tuple(s)) for i, d, s in zip(idents, fn._inputs.dtypes, in_shapes)]
+    outputs = [
+        cgen.Arg(f"out{i}", d, tuple(shape_of(t)))
+        for i, (d, t) in enumerate(zip(fn._out_dtypes, out_types, strict=True))
+    ]
+    for arg in inputs + outputs:
+        if len(arg.shape) > MAX_RANK:
+            raise ValueError(f"{where}: '{arg.name}' has rank {len(arg.shape)}, over {MAX_RANK}")
+    arrays = [c.storage for c in fn.captures]
+    slots = layout.plan(_unique([_capture_name(c, i) for i, c in enumerate(fn.captures)]), arrays)
+    capture_shapes = [a.shape for a in arrays]
+    dyn = dims.analyze(fn._checker, in_shapes + capture_shapes, max_dim, where)
+    if len(dyn) > MAX_DYNAMIC_DIMS:
+        raise ValueError(f"{where}: {len(dyn)} dynamic dims, at most {MAX_DYNAMIC_DIMS}")
+    updates = [next(i for i, c in enumerate(fn.captures) if c is v) for v in fn._updated]
+    spec = cgen.ModelSpec(
+        name=name,
+        inputs=inputs,
+        outputs=outputs,
+        slots=slots,
+        updates=updates,
+        dims=dyn,
+        serialize=bool(fn._updated) or fn.stateful_captures,
+        fingerprint=layout.fingerprint(slots),
+        weights_size=0,
+        cpu=cpu,
+        features=sorted(needed, key=lambda f: (f not in cgen.CHECKABLE_FEATURES, f)),
+        loader_info=_loader_info(fn, name, slots),
+    )
+    return spec, arrays
+
+
+def _loader_info(fn: Any, name: str, slots: list[layout.ArraySlot]) -> dict[str, Any]:
+    return {
+        "captures": [
+            {"name": s.name, "dtype": s.dtype.name, "shape": list(s.shape)} for s in slots
+        ],
+        "name": name,
+        "aotk_version": aotk.__version__,
+        "where": fn.where,
+        "inputs": [
+            {"name": n, "dtype": d.name, "shape": list(s)}
+            for n, d, s in zip(fn._inputs.names, fn._inputs.dtypes, fn._inputs.shapes)
+        ],
+        "output_dtypes": [d.name for d in fn._out_dtypes[: fn._n_outputs]],
+        "single": fn._single,
+        "implicit_phase": fn._implicit_phase,
+    }
+
+
+def _with_weights_size(spec: cgen.ModelSpec, size: int) -> cgen.ModelSpec:
+    from dataclasses import replace
+
+    return replace(spec, weights_size=size)
+
+
+def _capture_name(capture: Any, index: int) -> str:
+    return str(getattr(capture, "name", None) or f"capture_{index}")
+
+
+def _unique(names: list[str]) -> list[str]:
+    out: list[str] = []
+    for n in names:
+        candidate, k = n, 1
+        while candidate in out:
+            candidate, k = f"{n}_{k}", k + 1
+        out.append(candidate)
+    return out
+
+
+__all__ = ["Exported", "export", "load"]

@@ -1,0 +1,131 @@
+"""Turning an exported model's parts into files: target choice, objects, cc and ar.
+
+Everything is built in a private directory inside the output directory and moved into
+place at the end, so a failed export leaves no half-written library. Builds are
+deterministic: same function and options, same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import llvmlite.binding as llvm_binding
+
+from aotk import paths
+from aotk.lowering import llvm_ir
+
+RUNTIME_SOURCES = ("aotk_rt.c", "aotk_model.c", "aotk_run.c", "aotk_pool.c")
+RUNTIME_HEADERS = ("aotk_rt.h", "aotk_model.h", "aotk_model_internal.h", "aotk_pool.h")
+
+_V2 = ("cx16", "popcnt", "sahf", "sse3", "sse4.1", "sse4.2", "ssse3")
+_V3 = (*_V2, "avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave")
+_V4 = (*_V3, "avx512bw", "avx512cd", "avx512dq", "avx512f", "avx512vl")
+X86_LEVELS: dict[str, tuple[str, ...]] = {
+    "x86-64": (),
+    "x86-64-v2": _V2,
+    "x86-64-v3": _V3,
+    "x86-64-v4": _V4,
+}
+
+
+def resolve_target(cpu: str | None, features: str | None, where: str) -> tuple[str, str, list[str]]:
+    """(cpu, LLVM feature string, features the code needs) for the export options."""
+    host = llvm_ir.host_cpu()
+    if cpu is None and features is None:
+        features = llvm_ir.host_features()
+        return host, features, _enabled(features)
+    cpu = cpu or "x86-64"
+    if features is None:
+        if cpu == host:
+            features = llvm_ir.host_features()
+        elif cpu in X86_LEVELS:
+            features = ""
+        else:
+            raise ValueError(
+                f"{where}: give target_features for cpu '{cpu}' (or use one of "
+                f"{', '.join(X86_LEVELS)}), so the library can check the CPU it runs on"
+            )
+    _check_features(features, where)
+    needed = sorted(set(X86_LEVELS.get(cpu, ())) | set(_enabled(features)))
+    return cpu, features, needed
+
+
+def _enabled(features: str) -> list[str]:
+    return sorted(f[1:] for f in features.split(",") if f.startswith("+"))
+
+
+def _check_features(features: str, where: str) -> None:
+    for item in filter(None, features.split(",")):
+        if item[0] not in "+-" or len(item) < 2:
+            raise ValueError(
+                f"{where}: target_features must look like '+avx2,+fma,-avx512f', got {item!r}"
+            )
+
+
+def weights_object(symbol: str, data: bytes) -> bytes:
+    """An object file defining `symbol` as the 64-byte aligned read-only bytes `data`."""
+    text = "\\" + data.hex("\\") if data else ""
+    ir = (
+        f'@{symbol} = hidden constant [{len(data)} x i8] c"{text}", align 64\n'
+        f"@{symbol}_size = hidden constant i64 {len(data)}\n"
+    )
+    tm = llvm_ir.target_machine(jit=False)
+    mod = llvm_binding.parse_assembly(ir)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    return tm.emit_object(mod)
+
+
+def c_compiler() -> str:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        raise RuntimeError("aotk.export: no C compiler found; install one or set CC")
+    return cc
+
+
+def _run(cmd: list[str], cwd: Path, what: str) -> None:
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()[:8]
+        raise RuntimeError(f"aotk.export: {what} failed: " + " | ".join(detail))
+
+
+def compile_and_link(build: Path, name: str, objects: list[str], glue_c: str) -> None:
+    """Compile the runtime and the glue in `build`, then link lib<name>.so and .a there."""
+    runtime = paths.runtime_dir()
+    for f in (*RUNTIME_SOURCES, *RUNTIME_HEADERS):
+        shutil.copyfile(runtime / f, build / f)
+    cc = c_compiler()
+    flags = ["-std=c99", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread", "-Wall"]
+    for src in (*RUNTIME_SOURCES, glue_c):
+        _run([cc, *flags, "-c", src, "-o", src[:-2] + ".o"], build, f"compiling {src}")
+        objects.append(src[:-2] + ".o")
+    so = [cc, "-shared", f"-Wl,-soname,lib{name}.so", "-o", f"lib{name}.so", *objects]
+    _run([*so, "-lm", "-pthread"], build, "linking the shared library")
+    ar = shutil.which("ar")
+    if ar is None:
+        raise RuntimeError("aotk.export: 'ar' not found; it makes the static library")
+    _run([ar, "rcsD", f"lib{name}.a", *objects], build, "archiving the static library")
+
+
+@contextmanager
+def staging(out_dir: Path) -> Iterator[Path]:
+    """A private build directory inside `out_dir`, removed afterwards whatever happens."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=".aotk-export-", dir=out_dir))
+    try:
+        yield build
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+
+
+def install(build: Path, out_dir: Path, names: list[str]) -> None:
+    """Move the finished files into `out_dir`, each by one atomic rename."""
+    for n in names:
+        os.replace(build / n, out_dir / n)
