@@ -1,4 +1,4 @@
-"""`aotk.export` (this package is `aotk.aot`): a compiled K.function as a C library that runs with no Python.
+"""`aotk.export` and `aotk.load`: a compiled K.function as a C library, no Python needed.
 
 Writes lib<name>.so, lib<name>.a, <name>.h (with aotk_rt.h next to it), and with
 `weights="external"` a <name>.weights file; `aotk.load` opens the result again.
@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import aotk
-from aotk.dialect.base import shape_of
 from aotk.aot import build, cgen, dims, glue, layout
 from aotk.aot.loader import load
+from aotk.dialect.base import shape_of
 
 MAX_RANK = 8
 MAX_DYNAMIC_DIMS = 64
@@ -103,7 +103,10 @@ def _spec(
     in_shapes = list(fn._inputs.shapes)
     out_types = fn_type.outputs.data[: fn._n_outputs]
     idents = cgen.c_identifiers(fn._inputs.names, {f"out{i}" for i in range(len(out_types))})
-    inputs = [cgen.Arg(i, d, tuple(s)) for i, d, s in zip(idents, fn._inputs.dtypes, in_shapes)]
+    inputs = [
+        cgen.Arg(i, d, tuple(s))
+        for i, d, s in zip(idents, fn._inputs.dtypes, in_shapes, strict=True)
+    ]
     outputs = [
         cgen.Arg(f"out{i}", d, tuple(shape_of(t)))
         for i, (d, t) in enumerate(zip(fn._out_dtypes, out_types, strict=True))
@@ -145,7 +148,7 @@ def _loader_info(fn: Any, name: str, slots: list[layout.ArraySlot]) -> dict[str,
         "where": fn.where,
         "inputs": [
             {"name": n, "dtype": d.name, "shape": list(s)}
-            for n, d, s in zip(fn._inputs.names, fn._inputs.dtypes, fn._inputs.shapes)
+            for n, d, s in zip(*vars(fn._inputs).values(), strict=True)
         ],
         "output_dtypes": [d.name for d in fn._out_dtypes[: fn._n_outputs]],
         "single": fn._single,

@@ -101,7 +101,8 @@ def _cpu_check(spec: ModelSpec) -> str:
         if f in CHECKABLE_FEATURES
     )
     body = (
-        "#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))\n"
+        "#if (defined(__x86_64__) || defined(__i386__)) && "
+        "(defined(__GNUC__) || defined(__clang__))\n"
         f"  __builtin_cpu_init();\n{checks}#endif\n"
         if checks
         else ""
