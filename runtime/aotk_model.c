@@ -187,7 +187,8 @@ aotk_status aotk_model_set_variable(aotk_model *m, const char *name, const aotk_
   const aotk_capture_info *v = find_variable(m, name, fn);
   if (v == NULL) return AOTK_ERR_NOT_FOUND;
   aotk_arg_info as_arg = {v->name, v->dtype, v->rank, v->dims};
-  aotk_status s = aotk_check_tensor(fn, "variable", &as_arg, src, NULL);
+  aotk_status s = aotk_check_shape(fn, "variable", &as_arg, src, NULL);
+  if (s == AOTK_OK) s = aotk_check_data(fn, "variable", &as_arg, src);
   if (s != AOTK_OK) return s;
   pthread_rwlock_wrlock(&m->state_lock);
   memcpy(m->payload + v->offset, src->data, v->nbytes);

@@ -28,9 +28,13 @@ struct aotk_model {
   int locks_ready;
 };
 
-/* Check `t` against `arg` (dtype, rank, static dims, data, alignment, capacity). Dynamic
- * dims are accepted as given; if `dims` is not NULL, they are not checked here. */
-aotk_status aotk_check_tensor(const char *fn, const char *kind, const aotk_arg_info *arg,
-                              const aotk_tensor *t, const int64_t *expected_dims);
+/* Check `t`'s dtype, rank and dims against `arg`, or against `expected_dims` if not NULL
+ * (arg's dynamic dims, -1, accept any value). */
+aotk_status aotk_check_shape(const char *fn, const char *kind, const aotk_arg_info *arg,
+                             const aotk_tensor *t, const int64_t *expected_dims);
+
+/* Check `t`'s data pointer, alignment and capacity for its dims. */
+aotk_status aotk_check_data(const char *fn, const char *kind, const aotk_arg_info *arg,
+                            const aotk_tensor *t);
 
 #endif /* AOTK_MODEL_INTERNAL_H */

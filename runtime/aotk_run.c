@@ -21,8 +21,8 @@ static size_t tensor_bytes(aotk_dtype dtype, int32_t rank, const int64_t *dims) 
   return n;
 }
 
-aotk_status aotk_check_tensor(const char *fn, const char *kind, const aotk_arg_info *arg,
-                              const aotk_tensor *t, const int64_t *expected_dims) {
+aotk_status aotk_check_shape(const char *fn, const char *kind, const aotk_arg_info *arg,
+                             const aotk_tensor *t, const int64_t *expected_dims) {
   if (t->dtype != arg->dtype)
     return aotk_fail(AOTK_ERR_DTYPE, "%s: %s '%s' expects dtype %s, got %s", fn, kind, arg->name,
                      aotk_dtype_name(arg->dtype), aotk_dtype_name(t->dtype));
@@ -38,6 +38,11 @@ aotk_status aotk_check_tensor(const char *fn, const char *kind, const aotk_arg_i
       return aotk_fail(AOTK_ERR_DIM_RANGE, "%s: %s '%s' dim %d is negative (%lld)", fn, kind,
                        arg->name, (int)a, (long long)t->dims[a]);
   }
+  return AOTK_OK;
+}
+
+aotk_status aotk_check_data(const char *fn, const char *kind, const aotk_arg_info *arg,
+                            const aotk_tensor *t) {
   size_t need = tensor_bytes(t->dtype, t->rank, t->dims);
   if (need == SIZE_MAX)
     return aotk_fail(AOTK_ERR_DIM_RANGE, "%s: %s '%s' is too large to address", fn, kind,
@@ -83,10 +88,13 @@ static aotk_status check_inputs(aotk_model *m, const aotk_tensor *inputs, size_t
                      info->name, (int)info->n_inputs, n_inputs);
   if (inputs == NULL && n_inputs > 0) return aotk_fail(AOTK_ERR_NULL, "%s: `inputs` is NULL", fn);
   for (int32_t i = 0; i < info->n_inputs; i++) {
-    aotk_status s = aotk_check_tensor(fn, "input", &info->inputs[i], &inputs[i], NULL);
+    aotk_status s = aotk_check_shape(fn, "input", &info->inputs[i], &inputs[i], NULL);
     if (s != AOTK_OK) return s;
   }
-  return gather_dims(info, inputs, dims, fn);
+  aotk_status s = gather_dims(info, inputs, dims, fn);
+  for (int32_t i = 0; i < info->n_inputs && s == AOTK_OK; i++)
+    s = aotk_check_data(fn, "input", &info->inputs[i], &inputs[i]);
+  return s;
 }
 
 /* Check the outputs' buffers against the shapes the inputs give, and set their shapes. */
@@ -107,7 +115,7 @@ static aotk_status shape_outputs(aotk_model *m, const int64_t *dims, aotk_tensor
     t->rank = arg->rank;
     for (int32_t a = 0; a < arg->rank; a++) t->dims[a] = *next++;
     if (check_buffers) {
-      aotk_status s = aotk_check_tensor(fn, "output", arg, t, t->dims);
+      aotk_status s = aotk_check_data(fn, "output", arg, t);
       if (s != AOTK_OK) return s;
     }
   }

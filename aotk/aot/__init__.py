@@ -109,7 +109,7 @@ def _spec(
     ]
     outputs = [
         cgen.Arg(f"out{i}", d, tuple(shape_of(t)))
-        for i, (d, t) in enumerate(zip(fn._out_dtypes, out_types, strict=True))
+        for i, (d, t) in enumerate(zip(fn._out_dtypes[: fn._n_outputs], out_types, strict=True))
     ]
     for arg in inputs + outputs:
         if len(arg.shape) > MAX_RANK:
@@ -148,7 +148,7 @@ def _loader_info(fn: Any, name: str, slots: list[layout.ArraySlot]) -> dict[str,
         "where": fn.where,
         "inputs": [
             {"name": n, "dtype": d.name, "shape": list(s)}
-            for n, d, s in zip(*vars(fn._inputs).values(), strict=True)
+            for n, s, d in zip(*vars(fn._inputs).values(), strict=True)
         ],
         "output_dtypes": [d.name for d in fn._out_dtypes[: fn._n_outputs]],
         "single": fn._single,

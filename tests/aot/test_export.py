@@ -1,0 +1,159 @@
+"""aotk.export / aotk.load: the exported library computes what the JIT function does."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import C_DIR, build_c, linear_model, mlp
+
+import aotk
+from aotk import backend as K
+
+pytestmark = pytest.mark.aot
+
+
+@pytest.fixture(scope="module")
+def exported_mlp(tmp_path_factory: pytest.TempPathFactory):
+    rng = np.random.default_rng(1)
+    f = mlp(rng, (12, 32, 16, 5))
+    out = tmp_path_factory.mktemp("mlp")
+    return f, aotk.export(f, out, "mlp"), out
+
+
+@pytest.mark.parametrize("batch", [0, 1, 7, 64])
+def test_loaded_library_matches_jit(exported_mlp, batch: int) -> None:
+    f, exported, _ = exported_mlp
+    g = aotk.load(exported.library)
+    x = np.random.default_rng(batch).standard_normal((batch, 12)).astype(np.float32)
+    want, got = f([x]), g([x])
+    assert got.shape == (batch, 5) and got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+
+
+def test_exported_files_and_header(exported_mlp) -> None:
+    _, exported, out = exported_mlp
+    assert {p.name for p in out.iterdir()} == {"libmlp.so", "libmlp.a", "mlp.h", "aotk_rt.h"}
+    header = exported.header.read_text()
+    assert "0  x                float32  [?, 12]" in header
+    assert "0  out0             float32  [?, 5]" in header
+    assert "W0                       float32  [12, 32]" in header
+    assert "aotk_status mlp_run(aotk_model *model, const float *x, int64_t x_dim0, " in header
+    assert "may run from several threads at once" in header
+
+
+def test_exports_are_byte_identical(tmp_path: Path) -> None:
+    f = mlp(np.random.default_rng(2), (6, 4))
+    a = aotk.export(f, tmp_path / "a", "m", weights="external")
+    b = aotk.export(f, tmp_path / "b", "m", weights="external")
+    for name in ("libm.so", "libm.a", "m.h", "m.weights"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    assert a.weights is not None and a.weights.stat().st_size % 64 == 0
+
+
+def test_external_weights_are_needed_and_used(tmp_path: Path) -> None:
+    f = mlp(np.random.default_rng(3), (6, 4))
+    exported = aotk.export(f, tmp_path, "ext", weights="external")
+    with pytest.raises(
+        ValueError, match="exported with external weights; set options.weights_path"
+    ):
+        aotk.load(exported.library)
+    g = aotk.load(exported.library, weights=exported.weights)
+    x = np.ones((3, 6), np.float32)
+    np.testing.assert_array_equal(g([x]), f([x]))
+
+
+def test_training_step_updates_weights_inside_the_model(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    x = K.placeholder(shape=(None, 5), dtype="float64", name="x")
+    t = K.placeholder(shape=(None, 3), dtype="float64", name="t")
+    W = K.variable(rng.standard_normal((5, 3)) * 0.1, dtype="float64", name="W")
+    loss = K.mean(K.categorical_crossentropy(t, K.softmax(K.dot(x, W))))
+    (g,) = K.gradients(loss, [W])
+    step = K.function([x, t], [loss], updates=[K.update_sub(W, 0.5 * g)])
+    exported = aotk.export(step, tmp_path, "train")
+    assert "run one at a time" in exported.header.read_text()
+    native = aotk.load(exported.library)
+    xs = rng.standard_normal((8, 5))
+    ts = np.eye(3)[rng.integers(0, 3, 8)]
+    losses = []
+    for _ in range(5):
+        want = step([xs, ts])
+        losses.append(native([xs, ts]))
+        np.testing.assert_allclose(losses[-1], want, rtol=1e-12)
+    np.testing.assert_allclose(native.get_variable("W"), K.get_value(W), rtol=1e-12)
+    assert losses[-1][0] < losses[0][0]
+    native.set_variable("W", np.zeros((5, 3)))
+    np.testing.assert_allclose(native([xs, ts])[0], np.log(3.0), rtol=1e-12)
+
+
+def test_static_library_links_into_a_c_program(tmp_path: Path, exported_mlp) -> None:
+    f, exported, out = exported_mlp
+    source = tmp_path / "main.c"
+    source.write_text(
+        '#include <stdio.h>\n#include "mlp.h"\n'
+        "int main(void) {\n"
+        "  aotk_model *m; float x[2 * 12], y[2 * 5];\n"
+        "  for (int i = 0; i < 24; i++) x[i] = (float)i / 24.0f;\n"
+        "  if (mlp_create(&m, NULL) || mlp_run(m, x, 2, y, 10)) {\n"
+        "    puts(aotk_last_error()); return 1;\n  }\n"
+        '  for (int i = 0; i < 10; i++) printf("%.9g\\n", y[i]);\n'
+        "  aotk_model_destroy(m);\n  return 0;\n}\n"
+    )
+    exe = tmp_path / "main"
+    cc = build_c.__globals__["c_compiler"]()
+    subprocess.run(
+        [cc, "-std=c99", str(source), f"-I{out}", str(exported.static_library), "-lm",
+         "-lpthread", "-o", str(exe)],
+        check=True,
+    )  # fmt: skip
+    printed = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    x = (np.arange(24, dtype=np.float32) / 24).reshape(2, 12)
+    np.testing.assert_allclose(np.array(printed.split(), np.float32).reshape(2, 5), f([x]))
+
+
+@pytest.fixture(scope="module")
+def error_paths(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """The error-path program built against model 'errs', and its weights-file arguments.
+
+    The model is built for x86-64-v3 (AVX2), a portable target valgrind can run: it
+    reports no AVX-512, so a host build would (rightly) refuse to load under it."""
+    root = tmp_path_factory.mktemp("errs")
+    f = linear_model(np.random.default_rng(5), 4, 3)
+    v3 = {"target_cpu": "x86-64-v3", "max_dim": 64}
+    lib = aotk.export(f, root / "lib", "errs", **v3)
+    ext = aotk.export(f, root / "ext", "errs", weights="external", **v3).weights
+    assert ext is not None
+    data = bytearray(ext.read_bytes())
+    data[100] ^= 0xFF
+    (root / "corrupt.weights").write_bytes(data)
+    (root / "truncated.weights").write_bytes(ext.read_bytes()[:-8])
+    other = mlp(np.random.default_rng(6), (4, 3))
+    other_w = aotk.export(other, root / "other", "other", weights="external").weights
+    exe = build_c(C_DIR / "error_paths.c", lib.library.parent, "errs", root / "error_paths")
+    args = [str(ext), str(root / "corrupt.weights"), str(root / "truncated.weights"), str(other_w)]
+    return exe, args
+
+
+def test_every_c_error_path_returns_its_status(error_paths) -> None:
+    exe, args = error_paths
+    done = subprocess.run([str(exe), *args], capture_output=True, text=True)
+    assert "FAIL" not in done.stdout, done.stdout
+    assert done.stdout.count("ok  ") >= 35 and "0 failures" in done.stdout, done.stdout
+    assert done.returncode == 0
+
+
+@pytest.mark.slow
+def test_error_paths_are_clean_under_valgrind(error_paths) -> None:
+    import shutil
+
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        pytest.skip("valgrind is not installed")
+    exe, args = error_paths
+    cmd = [valgrind, "--error-exitcode=9", "--leak-check=full", "--errors-for-leak-kinds=definite"]
+    done = subprocess.run([*cmd, str(exe), *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "ERROR SUMMARY: 0 errors" in done.stderr

@@ -1,0 +1,105 @@
+"""Exported libraries at run time: CPU checks, threads, sanitizers, dynamic-dim rules."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import C_DIR, build_c, c_compiler, mlp
+
+import aotk
+from aotk import backend as K
+from aotk.aot.cgen import CHECKABLE_FEATURES
+from aotk.lowering import llvm_ir
+
+pytestmark = pytest.mark.aot
+
+
+def _missing_feature() -> str | None:
+    host = llvm_ir.host_features().split(",")
+    return next((f for f in CHECKABLE_FEATURES if f"-{f}" in host), None)
+
+
+def test_library_for_missing_cpu_features_refuses_to_load(tmp_path: Path) -> None:
+    feature = _missing_feature()
+    if feature is None:
+        pytest.skip("this CPU has every feature the runtime can check")
+    f = mlp(np.random.default_rng(0), (4, 2))
+    exported = aotk.export(
+        f, tmp_path, "far", target_cpu="x86-64-v2", target_features=f"+{feature}"
+    )
+    assert feature in exported.header.read_text()
+    with pytest.raises(ValueError, match=f"this CPU lacks '{feature}'.*status 15"):
+        aotk.load(exported.library)
+
+
+def test_portable_build_runs_and_matches(tmp_path: Path) -> None:
+    f = mlp(np.random.default_rng(1), (9, 17, 3))
+    g = aotk.load(aotk.export(f, tmp_path, "v2", target_cpu="x86-64-v2").library)
+    x = np.random.default_rng(2).standard_normal((11, 9)).astype(np.float32)
+    np.testing.assert_allclose(g([x]), f([x]), rtol=1e-6, atol=1e-7)
+
+
+def test_bad_target_options_are_clear_errors(tmp_path: Path) -> None:
+    f = mlp(np.random.default_rng(0), (4, 2))
+    with pytest.raises(ValueError, match="give target_features for cpu 'znver9'"):
+        aotk.export(f, tmp_path, "t", target_cpu="znver9")
+    with pytest.raises(ValueError, match=r"must look like '\+avx2"):
+        aotk.export(f, tmp_path, "t", target_features="avx2")
+    with pytest.raises(ValueError, match="name must be a C identifier"):
+        aotk.export(f, tmp_path, "3d-model")
+    with pytest.raises(TypeError, match="must be a compiled K.function"):
+        aotk.export(lambda x: x, tmp_path, "t")
+    assert not any(tmp_path.iterdir())  # nothing written half-way
+
+
+@pytest.fixture(scope="module")
+def concurrent_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("conc")
+    f = mlp(np.random.default_rng(3), (16, 64, 8))
+    lib = aotk.export(f, root, "conc", target_cpu="x86-64-v3")
+    return build_c(C_DIR / "concurrent.c", lib.library.parent, "conc", root / "concurrent")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_four_threads_get_the_sequential_results(concurrent_program: Path, threads: int) -> None:
+    done = subprocess.run([str(concurrent_program), str(threads)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count(": 0 mismatches, status 0") == 4 and "all equal" in done.stdout
+
+
+@pytest.mark.slow
+def test_concurrent_runs_under_address_and_ub_sanitizers(tmp_path: Path) -> None:
+    flags = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g")
+    probe = tmp_path / "probe.c"
+    probe.write_text("int main(void) { return 0; }\n")
+    if subprocess.run([c_compiler(), *flags, str(probe), "-o", str(tmp_path / "p")]).returncode:
+        pytest.skip("the C compiler cannot build with sanitizers here")
+    f = mlp(np.random.default_rng(4), (16, 24, 8))
+    lib = aotk.export(f, tmp_path / "lib", "conc", target_cpu="x86-64-v3")
+    exe = build_c(C_DIR / "concurrent.c", lib.library.parent, "conc", tmp_path / "c", flags)
+    done = subprocess.run([str(exe), "2"], capture_output=True, text=True)
+    assert done.returncode == 0 and "all equal" in done.stdout, done.stdout + done.stderr[-3000:]
+    assert "ERROR: AddressSanitizer" not in done.stderr, done.stderr[-3000:]
+    assert "runtime error" not in done.stderr, done.stderr[-3000:]
+
+
+def test_tied_and_minimum_dims_are_checked(tmp_path: Path) -> None:
+    x = K.placeholder(shape=(None, None, 2), name="img")
+    k = K.variable(np.ones((3, 2, 4), np.float32), name="k")
+    y = K.conv1d(x, k, padding="valid")
+    z = K.placeholder(shape=(None, 1, 4), name="z")
+    f = K.function([x, z], [y + z])
+    g = aotk.load(aotk.export(f, tmp_path, "conv").library)
+    header = (tmp_path / "conv.h").read_text()
+    assert "img dim 1: 3..2147483647" in header
+    assert "z dim 0: 0..2147483647, equal to img dim 0" in header
+    xv = np.random.default_rng(5).standard_normal((2, 7, 2)).astype(np.float32)
+    zv = np.ones((2, 1, 4), np.float32)
+    np.testing.assert_allclose(g([xv, zv]), f([xv, zv]), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"input 'img' dim 1 is 2, outside \[3, "):
+        g([xv[:, :2], zv])
+    with pytest.raises(ValueError, match="input 'z' dim 0 is 3 but must equal input 'img' dim 0"):
+        g([xv, np.ones((3, 1, 4), np.float32)])
