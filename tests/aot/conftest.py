@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import subprocess
 from pathlib import Path
@@ -42,7 +43,7 @@ def linear_model(rng: np.random.Generator, n_in: int, n_out: int) -> Any:
 def mlp(rng: np.random.Generator, sizes: tuple[int, ...]) -> Any:
     x = K.placeholder(shape=(None, sizes[0]), name="x")
     h = x
-    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+    for i, (a, b) in enumerate(itertools.pairwise(sizes)):
         W = K.variable((rng.standard_normal((a, b)) / np.sqrt(a)).astype(np.float32), name=f"W{i}")
         h = K.dot(h, W)
         h = K.tanh(h) if i < len(sizes) - 2 else K.softmax(h)

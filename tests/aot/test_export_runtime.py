@@ -50,7 +50,7 @@ def test_bad_target_options_are_clear_errors(tmp_path: Path) -> None:
         aotk.export(f, tmp_path, "t", target_features="avx2")
     with pytest.raises(ValueError, match="name must be a C identifier"):
         aotk.export(f, tmp_path, "3d-model")
-    with pytest.raises(TypeError, match="must be a compiled K.function"):
+    with pytest.raises(TypeError, match=r"must be a compiled K\.function"):
         aotk.export(lambda x: x, tmp_path, "t")
     assert not any(tmp_path.iterdir())  # nothing written half-way
 
