@@ -51,9 +51,7 @@ def export(
     say("analysing the signature")
     spec, arrays = _spec(fn, name, weights, cpu, needed, max_dim, where)
     say(f"lowering and generating code for {cpu}")
-    from aotk.function import lower_to_native
-
-    code = lower_to_native(fn.module, cpu, features, prefix=f"aotk_{name}_")
+    code = _native_code(fn, cpu, features, f"aotk_{name}_")
     blob = layout.blob(spec.slots, arrays)
     out = Path(out_dir)
     outputs = [f"lib{name}.so", f"lib{name}.a", f"{name}.h", "aotk_rt.h"]
@@ -79,6 +77,18 @@ def export(
         out / f"{name}.h",
         out / f"{name}.weights" if weights == "external" else None,
     )
+
+
+def _native_code(fn: Any, cpu: str, features: str, prefix: str) -> Any:
+    """The kernels for the target: re-optimized from the JIT's LLVM IR when it has it."""
+    from aotk.function import lower_to_native
+    from aotk.lowering import jit, llvm_ir
+
+    source = fn._compiled.code
+    if not source.source_ir:
+        return lower_to_native(fn.module, cpu, features, prefix)
+    tm = llvm_ir.target_machine(cpu, features, jit=False)
+    return jit.generate_from_ir(source.source_ir, source.signatures, tm, prefix)
 
 
 def _check_arguments(fn: Any, name: str, weights: str, max_dim: int, where: str) -> None:

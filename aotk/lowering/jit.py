@@ -16,6 +16,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Attribute
 
+from aotk import native_runtime
 from aotk.lowering import llvm_ir
 
 _CTYPES: dict[str, type | None] = {"p": ctypes.c_void_p, "i": ctypes.c_int64, "v": None}
@@ -27,7 +28,8 @@ class NativeCode:
 
     obj: bytes
     signatures: dict[str, str]  # name -> result code then argument codes, e.g. "vppi"
-    llvm_ir: str = ""
+    llvm_ir: str = ""  # optimized, for reading
+    source_ir: str = ""  # before optimization, which an export re-optimizes for its target
 
 
 @dataclass
@@ -71,13 +73,21 @@ def generate(
     """Optimize a stage-3 module for `cpu`/`features` (default: this host); emit an object
     whose functions are named `<prefix><name>`."""
     tm = llvm_ir.target_machine(cpu, features, jit=False)
-    mod = llvm_ir.optimize(llvm_ir.to_llvm_text(module, tm), tm, prefix)
-    sigs = {prefix + name: sig for name, sig in signatures(module).items()}
-    return NativeCode(tm.emit_object(mod), sigs, str(mod))
+    return generate_from_ir(llvm_ir.to_llvm_text(module, tm), signatures(module), tm, prefix)
+
+
+def generate_from_ir(
+    text: str, sigs: dict[str, str], tm: llvm_binding.TargetMachine, prefix: str = ""
+) -> NativeCode:
+    """Optimize LLVM IR text (stage 4) for `tm` and emit an object, renaming as `generate`."""
+    mod = llvm_ir.optimize(text, tm, prefix)
+    named = {prefix + name: sig for name, sig in sigs.items()}
+    return NativeCode(tm.emit_object(mod), named, str(mod), text if not prefix else "")
 
 
 def load(code: NativeCode) -> CompiledModule:
     """Link object code made for this host into the process; return callables by name."""
+    native_runtime.ensure_loaded()  # kernels call aotk_parallel_for
     engine = llvm_binding.create_mcjit_compiler(
         llvm_binding.parse_assembly(""), llvm_ir.target_machine()
     )
