@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -156,8 +157,11 @@ class LoadedModel:
         ]
 
     def __reduce__(self) -> tuple[Any, ...]:
-        weights = Path(self._weights).read_bytes() if self._weights else None
-        return (_from_bytes, (self.name, self.path.read_bytes(), weights, self._threads))
+        blobs = getattr(self, "_blobs", None)
+        if blobs is None:
+            weights = Path(self._weights).read_bytes() if self._weights else None
+            blobs = (self.path.read_bytes(), weights)
+        return (_from_bytes, (self.name, *blobs, self._threads))
 
     def __del__(self) -> None:
         model = getattr(self, "_model", None)
@@ -172,12 +176,20 @@ def _tensor(a: np.ndarray) -> Tensor:
 
 
 def _from_bytes(name: str, library: bytes, weights: bytes | None, n_threads: int) -> LoadedModel:
-    """Unpickle: write the library (and weights) to a private directory and open it."""
+    """Unpickle: write the library (and weights) to a private directory and open it.
+
+    The files are deleted once opened (the loader and the weights mapping keep them
+    alive), so unpickling leaves nothing behind; the bytes stay for pickling again."""
     folder = Path(tempfile.mkdtemp(prefix="aotk-load-"))
-    path = folder / f"lib{name}.so"
-    path.write_bytes(library)
-    weights_path = None
-    if weights is not None:
-        weights_path = folder / f"{name}.weights"
-        weights_path.write_bytes(weights)
-    return LoadedModel(path, weights_path, n_threads)
+    try:
+        path = folder / f"lib{name}.so"
+        path.write_bytes(library)
+        weights_path = None
+        if weights is not None:
+            weights_path = folder / f"{name}.weights"
+            weights_path.write_bytes(weights)
+        model = LoadedModel(path, weights_path, n_threads)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    model._blobs = (library, weights)
+    return model

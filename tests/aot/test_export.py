@@ -157,3 +157,16 @@ def test_error_paths_are_clean_under_valgrind(error_paths) -> None:
     done = subprocess.run([*cmd, str(exe), *args], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     assert "ERROR SUMMARY: 0 errors" in done.stderr
+
+
+def test_a_loaded_library_pickles_with_its_code_and_weights(tmp_path: Path, exported_mlp) -> None:
+    import pickle
+
+    f, _, _ = exported_mlp
+    ext = aotk.export(f, tmp_path, "mlp_ext", weights="external")
+    for g in (aotk.load(exported_mlp[1].library), aotk.load(ext.library, weights=ext.weights)):
+        copy = pickle.loads(pickle.dumps(g))
+        assert copy.path != g.path and not copy.path.exists()  # a private copy, cleaned up
+        copy = pickle.loads(pickle.dumps(copy))
+        x = np.random.default_rng(9).standard_normal((4, 12)).astype(np.float32)
+        np.testing.assert_array_equal(copy([x]), f([x]))
