@@ -58,6 +58,7 @@ class LoadedModel:
             raise ValueError(f"{where}: expected a lib<name>.so file")
         self.path, self.name, self.where = path, path.name[3:-3], where
         self._weights, self._threads = weights, n_threads
+        self._blobs: tuple[bytes, bytes | None] | None = None  # set when unpickled
         try:
             self._lib = ctypes.CDLL(str(path.resolve()))
         except OSError as err:
@@ -157,7 +158,7 @@ class LoadedModel:
         ]
 
     def __reduce__(self) -> tuple[Any, ...]:
-        blobs = getattr(self, "_blobs", None)
+        blobs = self._blobs
         if blobs is None:
             weights = Path(self._weights).read_bytes() if self._weights else None
             blobs = (self.path.read_bytes(), weights)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass, field
+from typing import Any
 
 import llvmlite.binding as llvm_binding
 from xdsl.dialects import llvm
@@ -19,7 +20,8 @@ from xdsl.ir import Attribute
 from aotk import native_runtime
 from aotk.lowering import llvm_ir
 
-_CTYPES: dict[str, type | None] = {"p": ctypes.c_void_p, "i": ctypes.c_int64, "v": None}
+_ARG_CTYPES: dict[str, Any] = {"p": ctypes.c_void_p, "i": ctypes.c_int64}
+_RESULT_CTYPES: dict[str, Any] = {**_ARG_CTYPES, "v": None}
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def load(code: NativeCode) -> CompiledModule:
         address = engine.get_function_address(name)
         if not address:
             raise RuntimeError(f"aotk: the object code defines no function @{name}")
-        proto = ctypes.CFUNCTYPE(_CTYPES[sig[0]], *(_CTYPES[c] for c in sig[1:]))
+        proto = ctypes.CFUNCTYPE(_RESULT_CTYPES[sig[0]], *(_ARG_CTYPES[c] for c in sig[1:]))
         compiled.functions[name] = proto(address)
     return compiled
 
