@@ -1,8 +1,9 @@
 """Connectionist temporal classification: the loss's forward recursion and the decoders.
 
 `aotk.ctc_forward` runs the alpha recursion (log space) of each sample; the loss is a
-composition on top of it. `aotk.ctc_decode` runs the greedy or the beam search decoder
-into a flat f64 state (see `aotk/lowering/ctc_decode.py` for its layout), from which
+composition on top of it (its gradient: the forward-backward op of ctc_grad.py).
+`aotk.ctc_decode` runs the greedy or the beam search decoder into a flat f64 state (see
+`aotk/lowering/ctc_decode.py` for its layout), from which
 `aotk.ctc_decoded_path` and `aotk.ctc_decoded_log_probs` read the results. The blank is
 the last class. Lengths are clamped to [0, the padded size]; a label outside
 [0, classes) has probability 0.
@@ -336,6 +337,14 @@ def _decode_dims(k: Kernel, ins: Sequence[Buf], t: Attribute, **attrs: Any) -> l
     return [state_dims(k, ins[0].dims, attrs["greedy"], attrs["beam_width"], attrs["top_paths"])]
 
 
+def _grad_forward(g: Any, y: Any, x: Any, labels: Any, il: Any, ll: Any) -> tuple[Any, ...]:
+    """Only the log probabilities have a gradient (ctc_grad.py)."""
+    from aotk.dialect import gradlib
+    from aotk.dialect.ctc_grad import CtcForwardGradOp
+
+    return gradlib.emit(CtcForwardGradOp, g, x, labels, il, ll), None, None, None
+
+
 register(
     OpDef(
         ir=CtcForwardOp,
@@ -343,7 +352,7 @@ register(
         infer=infer_forward,
         numpy=_np_forward,
         lower=lower_ctc_forward,
-        grad=None,
+        grad=_grad_forward,
         dims=lambda k, ins, t: [ins[0].dims[0], k.add(k.mul(ins[1].dims[1], 2), 1)],
     )
 )

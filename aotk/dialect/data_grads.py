@@ -1,5 +1,5 @@
 """Gradient rules of data-movement and scan primitives (pad, broadcast_to, cumsum,
-batch_matmul). Each is the adjoint built from other primitives."""
+batch_matmul, gather). Each is the adjoint built from other primitives."""
 
 from __future__ import annotations
 
@@ -72,31 +72,7 @@ def batch_matmul(g: Any, y: Any, a: Any, b: Any, **_: Any) -> tuple[Any, ...]:
 
 
 def gather(g: Any, y: Any, x: Any, indices: Any, *, axis: int, batch_dims: int) -> tuple[Any, ...]:
-    """Rows of x picked along axis 0 get back the sum of their cotangents: one-hot^T @ g."""
-    from aotk.dialect.data import ViewOp, view_attrs
-    from aotk.dialect.elementwise import ConstantOp, EqualOp, LessOp
-    from aotk.dialect.gather import IotaOp
-    from aotk.dialect.views import ExpandDimsOp
+    """Slices of x that gather picked get back the sum of their cotangents (a scatter-add)."""
+    from aotk.dialect.gather_grad import GatherGradOp
 
-    lib = _lib()
-    n = x.shape[0]
-    if axis != 0 or batch_dims != 0 or n is None:
-        raise ValueError(
-            "K.gradients: gather has a gradient along a static axis 0 without batch dims, "
-            f"got axis {axis}, batch_dims {batch_dims}, {x.shape[0]} rows"
-        )
-    rows = lib.emit(IotaOp, start=0.0, step=1.0, size=n, dtype=indices.dtype)
-    size = lib.emit(IotaOp, start=float(n), step=0.0, size=1, dtype=indices.dtype)
-    negative = lib.emit(LessOp, indices, lib.emit(ConstantOp, value=0.0, dtype=indices.dtype))
-    wrapped = lib.select(negative, lib.add(indices, size), indices)  # NumPy-style negatives
-    picked = lib.emit(ExpandDimsOp, wrapped, axes=(indices.ndim,))
-    one_hot = lib.cast(lib.emit(EqualOp, picked, rows), x.dtype)
-    k = indices.ndim
-
-    def group(axes: range) -> tuple[int, ...] | int:
-        return tuple(axes) or 1
-
-    oh2 = lib.emit(ViewOp, one_hot, **view_attrs([group(range(k)), (k,)], k + 1))
-    g2 = lib.emit(ViewOp, g, **view_attrs([group(range(k)), group(range(k, g.ndim))], g.ndim))
-    gx = lib.matmul(lib.transpose(oh2, (1, 0)), g2)
-    return lib.reshape_like(gx, x), None
+    return _lib().emit(GatherGradOp, g, indices, x, axis=axis, batch_dims=batch_dims), None

@@ -7,7 +7,7 @@ one outside [-n, n) selects zeros (False for bool).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -93,19 +93,35 @@ def _gather_dims(
     return [*x.dims[:axis], *ids.dims[batch_dims:], *x.dims[axis + 1 :]]
 
 
-def _lower_gather(k: Kernel, out: Buf, x: Buf, ids: Buf, *, axis: int, batch_dims: int) -> None:
+def each_pick(
+    k: Kernel,
+    x_dims: Sequence[DimV],
+    ids: Buf,
+    *,
+    axis: int,
+    batch_dims: int,
+    body: Callable[[DimV, DimV, SSAValue], None],
+) -> None:
+    """For every index: body(offset of the picked slice in x, offset of its copy in the
+    gather's result, whether the index is in range). Slices are rows of prod(x_dims[axis +
+    1:]) elements."""
     n_idx = ids.rank - batch_dims
-    inner = x.dims[axis + 1 :]
-    row = k.product(inner)
-    out_strides = k.strides(out.dims)
-    x_strides = k.strides(x.dims)
-    with k.nest([*x.dims[:axis], *ids.dims[batch_dims:]]) as ivs:
+    out_dims = [*x_dims[:axis], *ids.dims[batch_dims:], *x_dims[axis + 1 :]]
+    out_strides = k.strides(out_dims)
+    x_strides = k.strides(x_dims)
+    with k.nest([*x_dims[:axis], *ids.dims[batch_dims:]]) as ivs:
         pre, picked = ivs[:axis], ivs[axis:]
         raw = convert(k.b, k.load(ids, [*pre[:batch_dims], *picked]), ids.elem, I64)
-        src, ok = _wrap(k, k.b.insert(arith.IndexCastOp(raw, INDEX)).result, x.dims[axis])
+        src, ok = _wrap(k, k.b.insert(arith.IndexCastOp(raw, INDEX)).result, x_dims[axis])
         dst = k.linear(ivs, out_strides[: axis + n_idx])
         base = k.add(k.linear(pre, x_strides[:axis]), k.mul(src, x_strides[axis]))
+        body(base, dst, ok)
 
+
+def _lower_gather(k: Kernel, out: Buf, x: Buf, ids: Buf, *, axis: int, batch_dims: int) -> None:
+    row = k.product(x.dims[axis + 1 :])
+
+    def pick(base: DimV, dst: DimV, ok: SSAValue) -> None:
         def copy() -> None:
             with k.loop(row) as j:
                 k.store_flat(out, k.add(dst, j), k.load_flat(x, k.add(base, j)))
@@ -115,6 +131,8 @@ def _lower_gather(k: Kernel, out: Buf, x: Buf, ids: Buf, *, axis: int, batch_dim
                 k.store_flat(out, k.add(dst, j), const(k.b, 0, compute_type(out.elem)))
 
         k.if_else(ok, copy, zero)
+
+    each_pick(k, x.dims, ids, axis=axis, batch_dims=batch_dims, body=pick)
 
 
 def _wrap(k: Kernel, i: SSAValue, n: DimV) -> tuple[SSAValue, SSAValue]:
@@ -129,12 +147,18 @@ def _wrap(k: Kernel, i: SSAValue, n: DimV) -> tuple[SSAValue, SSAValue]:
     return src, ok
 
 
-def _np_gather(x: np.ndarray, ids: np.ndarray, *, axis: int, batch_dims: int) -> np.ndarray:
-    n = x.shape[axis]
+def wrap_indices(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy-style negative indices made positive (0 where out of range), and which are
+    in range."""
     i = ids.astype(np.int64)
     src = np.where(i < 0, i + n, i)
     ok = (src >= 0) & (src < n)
-    src = np.where(ok, src, 0)
+    return np.where(ok, src, 0), ok
+
+
+def _np_gather(x: np.ndarray, ids: np.ndarray, *, axis: int, batch_dims: int) -> np.ndarray:
+    n = x.shape[axis]
+    src, ok = wrap_indices(ids, n)
     a = axis - batch_dims
     out = np.zeros((*x.shape[:axis], *ids.shape[batch_dims:], *x.shape[axis + 1 :]), dtype=x.dtype)
     for b in np.ndindex(*x.shape[:batch_dims]):

@@ -104,6 +104,10 @@ def fsub(k: Kernel, a: SSAValue, c: SSAValue) -> SSAValue:
     return k.b.insert(arith.SubfOp(a, c)).result
 
 
+def fmul(k: Kernel, a: SSAValue, c: SSAValue) -> SSAValue:
+    return k.b.insert(arith.MulfOp(a, c)).result
+
+
 def lse(k: Kernel, a: SSAValue, c: SSAValue) -> SSAValue:
     """log(exp(a) + exp(c)) of two f64 values without overflow; -inf when both are -inf.
 

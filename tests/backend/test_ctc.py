@@ -119,6 +119,45 @@ def test_ctc_batch_cost_dtypes_clamping_and_float_labels(rng):
     np.testing.assert_allclose(got16.astype(np.float64)[:, 0], want16, rtol=2e-3)
 
 
+def dp_loss_grad(y, labels, h=1e-6):
+    """Central differences of the textbook loss, entry by entry."""
+    grad = np.zeros_like(y)
+    for idx in np.ndindex(y.shape):
+        step = np.zeros_like(y)
+        step[idx] = h
+        grad[idx] = (dp_loss(y + step, labels) - dp_loss(y - step, labels)) / (2 * h)
+    return grad
+
+
+@pytest.mark.slow  # compiling the loss and its gradient twice takes about 15 s
+def test_ctc_batch_cost_gradient_matches_differences_of_the_textbook_loss(rng):
+    """float64 with dynamic dims and float32, one sample without any alignment (its loss
+    is inf and its gradient zero) and one input length past the padding."""
+    y64 = K.placeholder((None, None, 4), dtype="float64")
+    y32 = K.placeholder((4, 6, 4), dtype="float32")
+    labels = K.placeholder((None, 3), dtype="int32")
+    il, ll = K.placeholder((None, 1), dtype="int32"), K.placeholder((None, 1), dtype="int32")
+    weights = K.placeholder((None, 1), dtype="float64")
+    losses = [K.ctc_batch_cost(labels, y, il, ll) for y in (y64, y32)]
+    grads = [
+        K.gradients(K.sum(loss * K.cast(weights, K.dtype(y))), [y])[0]
+        for loss, y in zip(losses, (y64, y32), strict=True)
+    ]
+    f = K.function([labels, y64, y32, il, ll, weights], [*losses, *grads])
+    lab = np.array([[0, 1, 1], [2, 2, 0], [1, 0, 2], [0, 1, 2]])
+    ilv, llv = np.array([6, 4, 9, 2]), np.array([3, 2, 1, 3])  # sample 3 cannot fit
+    y = probabilities(rng, (4, 6, 4))
+    w = rng.uniform(0.5, 1.5, (4, 1))
+    loss64, _, g64, g32 = f([lab, y, y.astype(np.float32), ilv[:, None], llv[:, None], w])
+    want = np.zeros_like(y)
+    for b in range(3):
+        t = min(ilv[b], 6)
+        want[b, :t] = w[b, 0] * dp_loss_grad(y[b, :t], lab[b, : llv[b]])
+    assert np.isinf(loss64[3, 0]) and np.isfinite(loss64[:3]).all()
+    np.testing.assert_allclose(g64, want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(g32, want, rtol=1e-4, atol=1e-4)
+
+
 def greedy(y, length):
     """TensorFlow's best path: argmax per frame, repeats merged, blanks dropped."""
     scores = np.log(y[:length].astype(np.float64) + EPS)

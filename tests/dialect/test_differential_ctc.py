@@ -7,15 +7,23 @@ narrow enough to prune. One compiled function per test serves two calls of diffe
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
-from conftest import emit, placeholder, run_both
+from conftest import check_one_op, emit, placeholder, run_both
 
 from aotk import dtypes
-from aotk.dialect import REGISTRY, ctc
+from aotk.dialect import REGISTRY, ctc, ctc_grad
 from aotk.dialect.base import tensor
 
-COVERED_OPS = {ctc.CtcForwardOp, ctc.CtcDecodeOp, ctc.CtcDecodedPathOp, ctc.CtcDecodedLogProbsOp}
+COVERED_OPS = {
+    ctc.CtcForwardOp,
+    ctc.CtcDecodeOp,
+    ctc.CtcDecodedPathOp,
+    ctc.CtcDecodedLogProbsOp,
+    ctc_grad.CtcForwardGradOp,
+}
 
 
 def log_scores(rng, shape, dtype):
@@ -53,6 +61,81 @@ def test_ctc_forward(rng):
             arrays += [il.astype(id_), ll.astype(lld)]
         calls.append(arrays)
     run_both(inputs, outputs, calls)
+
+
+def test_ctc_forward_grad(rng):
+    # (x dtype, labels dtype, lengths dtype, x shape, labels shape); None dims are dynamic
+    specs = [
+        ("float32", "int32", "int64", (None, None, 4), (None, None)),
+        ("float64", "int64", "int8", (5, 6, 3), (5, 3)),
+    ]
+    inputs, outputs = [], []
+    for i, (xd, ld, nd, xs, ls) in enumerate(specs):
+        width = None if ls[1] is None else 2 * ls[1] + 1
+        ins = [placeholder((xs[0], width), xd, f"g{i}"), placeholder(xs, xd, f"x{i}")]
+        ins += [placeholder(ls, ld, f"lab{i}")]
+        ins += [placeholder((xs[0],), nd, f"{name}{i}") for name in ("il", "ll")]
+        inputs += ins
+        outputs.append(emit(ctc_grad.CtcForwardGradOp, *ins))
+    calls = []
+    for batch, n_time, width in [(5, 7, 3), (2, 4, 0)]:
+        arrays = []
+        for xd, ld, nd, xs, ls in specs:
+            b, t, w, classes = xs[0] or batch, xs[1] or n_time, ls[1] or width, xs[2]
+            labels = rng.integers(-1, classes + 1, (b, w))  # -1 and classes are invalid
+            labels[0, :2] = [1, 1][:w]  # a repeat: no skip
+            il, ll = rng.integers(-2, t + 3, b), rng.integers(-1, w + 2, b)
+            il[:2], ll[:2] = t, (min(w, 2), 0)
+            arrays += [rng.standard_normal((b, 2 * w + 1)).astype(xd)]
+            arrays += [log_scores(rng, (b, t, classes), xd), labels.astype(ld)]
+            arrays += [il.astype(nd), ll.astype(nd)]
+        calls.append(arrays)
+    run_both(inputs, outputs, calls)
+
+
+def _alignments_grad(x, labels, ends_in_blank):
+    """d log(total probability of the alignments of `labels` ending in a blank or not) / dx,
+    by enumerating every path."""
+    n_time, classes = x.shape
+    total, grad = 0.0, np.zeros_like(x)
+    for path in itertools.product(range(classes), repeat=n_time):
+        merged = [c for i, c in enumerate(path) if i == 0 or c != path[i - 1]]
+        if [c for c in merged if c != classes - 1] != list(labels):
+            continue
+        if labels and (path[-1] == classes - 1) != ends_in_blank:
+            continue
+        p = np.exp(x[np.arange(n_time), list(path)].sum())
+        total += p
+        grad[np.arange(n_time), list(path)] += p
+    return grad / total if total > 0 else grad
+
+
+@pytest.mark.parametrize("labels", [[0, 1], [1, 1], [1, 0, 1], [], [0, 5], [0, 1, 0, 1]])
+def test_ctc_forward_grad_oracle_against_every_alignment(rng, labels):
+    x = log_scores(rng, (1, 5, 3), "float64")
+    g = rng.standard_normal((1, 2 * len(labels) + 1))
+    lab = np.array([labels], np.int64).reshape(1, len(labels))
+    got = REGISTRY[ctc_grad.CtcForwardGradOp].numpy(g, x, lab, np.array([5]), np.array([9]))
+    n = len(labels)
+    want = g[0, 2 * n] * _alignments_grad(x[0], labels, True)
+    if n:
+        want += g[0, 2 * n - 1] * _alignments_grad(x[0], labels, False)
+    np.testing.assert_allclose(got[0], want, rtol=1e-12, atol=1e-14)
+
+
+def test_ctc_forward_grad_by_hand():
+    # classes (0, blank); label [0]; accepting states 1 (ends in 0) and 2 (ends in a blank).
+    # One frame: only the path "0", which ends in state 1. Two frames: "0b" ends in state
+    # 2; "00" and "b0" in state 1, and frame 0 is "0" with probability 0.6 / (0.6 + 0.4).
+    x = np.log(np.array([[[0.6, 0.4], [0.3, 0.7], [0.5, 0.5]]] * 2))
+    g = np.array([[7.0, 2.0, 9.0], [5.0, 2.0, 3.0]])
+    specs = [((2, 3), "float64"), ((2, 3, 2), "float64"), ((2, 1), "int32")]
+    specs += [((2,), "int32"), ((2,), "int32")]
+    lengths = [np.array([1, 2], np.int32), np.array([1, 1], np.int32)]
+    arrays = [g, x, np.zeros((2, 1), np.int32), *lengths]
+    [got] = check_one_op(ctc_grad.CtcForwardGradOp, specs, arrays)
+    want = [[[2.0, 0.0], [0.0, 0.0], [0.0, 0.0]], [[3 + 2 * 0.6, 2 * 0.4], [2.0, 3.0], [0.0, 0.0]]]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def test_ctc_greedy_decode(rng):
@@ -114,6 +197,8 @@ def test_infer_rules_reject_bad_operands():
         forward(x, tensor(f32, (2, 3)), vec, vec)
     with pytest.raises(ValueError, match="batch sizes differ: log_probs 2, labels 3"):
         forward(x, tensor(i32, (3, 3)), vec, vec)
+    with pytest.raises(ValueError, match=r"g must be like ctc_forward's result \(2, 7\)"):
+        ctc_grad.infer_forward_grad(tensor(f32, (2, 5)), x, tensor(i32, (2, 3)), vec, vec)
     with pytest.raises(ValueError, match=r"log_probs needs at least one class"):
         forward(tensor(f32, (2, 5, 0)), tensor(i32, (2, 3)), vec, vec)
     with pytest.raises(ValueError, match=r"top_paths must be in \[1, beam_width 2\], got 3"):

@@ -65,7 +65,7 @@ def _random(rng: np.random.Generator, shapes: list[tuple[int, ...]], dtype: str)
     return [random_array(rng, s, dtype, "small") for s in shapes]
 
 
-def _gather_inputs(axis: int) -> Gen:
+def gather_inputs(axis: int) -> Gen:
     """x at random; indices over [-n - 2, n + 2), so some wrap and some are out of range."""
 
     def gen(rng: np.random.Generator, shapes: list[tuple[int, ...]], dtype: str) -> list[Any]:
@@ -132,30 +132,30 @@ CASES: dict[type, list[Case]] = {
             ((None, 3), (None,)),
             (((4, 3), (6,)), ((2, 3), (1,))),
             {"axis": 0, "batch_dims": 0},
-            _gather_inputs(0),
+            gather_inputs(0),
         ),
         Case(
             "axis1_matrix_indices",
             ((2, 5, 3), (2, 4)),
             None,
             {"axis": 1, "batch_dims": 0},
-            _gather_inputs(1),
+            gather_inputs(1),
         ),
         Case(
             "batch_dims",
             ((None, 6), (None,)),
             (((3, 6), (3,)), ((5, 6), (5,))),
             {"axis": 1, "batch_dims": 1},
-            _gather_inputs(1),
+            gather_inputs(1),
         ),
         Case(
             "batch_dims_rank3",
             ((2, 4, 3), (2, 5)),
             None,
             {"axis": 1, "batch_dims": 1},
-            _gather_inputs(1),
+            gather_inputs(1),
         ),
-        Case("scalar_index", ((5, 2), ()), None, {"axis": 0, "batch_dims": 0}, _gather_inputs(0)),
+        Case("scalar_index", ((5, 2), ()), None, {"axis": 0, "batch_dims": 0}, gather_inputs(0)),
     ],
     IotaOp: [
         Case("integral", (), None, {"start": -3.0, "step": 2.0, "size": 6, "dtype": "float32"}),
@@ -207,55 +207,39 @@ def _attrs(op: Any, case: Case, dtype: str) -> dict[str, Any]:
     return {**case.attrs, "dtype": dtype} if op is IotaOp else case.attrs
 
 
-def _operand_dtypes(op: Any, case: Case, dtype: str) -> list[str]:
-    return [dtype, "int32"] if op is GatherOp else [dtype] * len(case.decl)
+Operands = Callable[[str], list[str]]  # the op's dtype -> the dtype of each operand
+OPERANDS: dict[type, Operands] = {GatherOp: lambda dtype: [dtype, "int32"]}
 
 
-def _pairs(op: Any) -> list[tuple[Case, str]]:
-    first = CASES[op][0]
-    return [(c, "float32") for c in CASES[op]] + [(first, d) for d in DTYPES[op] if d != "float32"]
+def _operand_dtypes(op: Any, case: Case, dtype: str, operands: dict[type, Operands]) -> list[str]:
+    return operands[op](dtype) if op in operands else [dtype] * len(case.decl)
 
 
-def _one(op: Any, specs: list[tuple[Shape, str]], arrays: list[Any], **attrs: Any) -> Any:
-    """Compile a one-op function, check it against the interpreter, return its output."""
-    xs = [placeholder(s, d, f"x{i}") for i, (s, d) in enumerate(specs)]
-    f = Function(xs, [emit(op, *xs, **attrs)])
-    [got] = f(arrays)
-    [want] = interp.run_module(f.module, arrays)
-    assert_close(got, want, msg=op.name)
-    return got
-
-
-def test_covered_ops_are_registered():
-    assert set(REGISTRY) >= COVERED_OPS
-
-
-@pytest.mark.parametrize("op", OPS, ids=lambda o: o.name)
-def test_dtypes_are_what_infer_accepts(op):
-    case = CASES[op][0]
+def accepted_dtypes(op: Any, case: Case, operands: dict[type, Operands]) -> tuple[str, ...]:
+    """The dtypes for which the op's infer rule takes `case` without a TypeError."""
     accepted = []
     for dtype in ALL_DTYPES:
         types = [
             tensor(dtypes.element_type(d), s)
-            for d, s in zip(_operand_dtypes(op, case, dtype), case.decl, strict=True)
+            for d, s in zip(_operand_dtypes(op, case, dtype, operands), case.decl, strict=True)
         ]
         try:
             REGISTRY[op].infer(*types, **_attrs(op, case, dtype))
         except TypeError:
             continue
         accepted.append(dtype)
-    assert tuple(accepted) == DTYPES[op]
+    return tuple(accepted)
 
 
-@pytest.mark.parametrize("op", OPS, ids=lambda o: o.name)
-def test_compiled_matches_interpreted(op):
-    pairs = _pairs(op)
+def compare_cases(
+    op: Any, cases: list[Case], op_dtypes: tuple[str, ...], operands: dict[type, Operands]
+) -> None:
+    """One function: every case in float32, the first in the other dtypes; called twice."""
+    pairs = [(c, "float32") for c in cases] + [(cases[0], d) for d in op_dtypes if d != "float32"]
     inputs, outputs = [], []
     for n, (case, dt) in enumerate(pairs):
-        xs = [
-            placeholder(s, d, f"c{n}_{i}")
-            for i, (s, d) in enumerate(zip(case.decl, _operand_dtypes(op, case, dt), strict=True))
-        ]
+        decl = zip(case.decl, _operand_dtypes(op, case, dt, operands), strict=True)
+        xs = [placeholder(s, d, f"c{n}_{i}") for i, (s, d) in enumerate(decl)]
         inputs += xs
         outputs.append(emit(op, *xs, **_attrs(op, case, dt)))
     f = Function(inputs, outputs)
@@ -271,10 +255,34 @@ def test_compiled_matches_interpreted(op):
             assert_close(g, w, scale=3.0 * k, rscale=k / 4 + 1, msg=where)
 
 
+def one_op(op: Any, specs: list[tuple[Shape, str]], arrays: list[Any], **attrs: Any) -> Any:
+    """Compile a one-op function, check it against the interpreter, return its output."""
+    xs = [placeholder(s, d, f"x{i}") for i, (s, d) in enumerate(specs)]
+    f = Function(xs, [emit(op, *xs, **attrs)])
+    [got] = f(arrays)
+    [want] = interp.run_module(f.module, arrays)
+    assert_close(got, want, msg=op.name)
+    return got
+
+
+def test_covered_ops_are_registered():
+    assert set(REGISTRY) >= COVERED_OPS
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda o: o.name)
+def test_dtypes_are_what_infer_accepts(op):
+    assert accepted_dtypes(op, CASES[op][0], OPERANDS) == DTYPES[op]
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda o: o.name)
+def test_compiled_matches_interpreted(op):
+    compare_cases(op, CASES[op], DTYPES[op], OPERANDS)
+
+
 def test_gather_policy_against_hand_written_values():
     x = np.array([[1, 2], [3, 4], [5, 6]], np.int16)
     idx = np.array([2, -1, -3, 3, -4, 0], np.int64)
-    got = _one(GatherOp, [((3, 2), "int16"), ((6,), "int64")], [x, idx], axis=0, batch_dims=0)
+    got = one_op(GatherOp, [((3, 2), "int16"), ((6,), "int64")], [x, idx], axis=0, batch_dims=0)
     np.testing.assert_array_equal(got, [[5, 6], [5, 6], [1, 2], [0, 0], [0, 0], [1, 2]])
 
 
@@ -288,14 +296,14 @@ def test_gather_from_an_empty_axis_gives_zeros_without_reading():
 
 def test_upsample_against_hand_written_values():
     x = np.array([1.0, 3.0, 7.0], np.float64)
-    got = _one(UpsampleLinearOp, [((3,), "float64")], [x], axis=0, factor=2)
+    got = one_op(UpsampleLinearOp, [((3,), "float64")], [x], axis=0, factor=2)
     np.testing.assert_allclose(got, [1.0, 2.0, 3.0, 5.0, 7.0, 7.0])
 
 
 def test_iota_against_hand_written_values():
-    ints = _one(IotaOp, [], [], start=5.0, step=-2.0, size=4, dtype="int8")
+    ints = one_op(IotaOp, [], [], start=5.0, step=-2.0, size=4, dtype="int8")
     np.testing.assert_array_equal(ints, np.array([5, 3, 1, -1], np.int8))
-    halves = _one(IotaOp, [], [], start=-1.0, step=0.5, size=4, dtype="float16")
+    halves = one_op(IotaOp, [], [], start=-1.0, step=0.5, size=4, dtype="float16")
     np.testing.assert_array_equal(halves, np.array([-1.0, -0.5, 0.0, 0.5], np.float16))
 
 

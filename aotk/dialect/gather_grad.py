@@ -1,0 +1,117 @@
+"""`aotk.gather_grad`: the adjoint of `aotk.gather`, a scatter-add.
+
+Every slice of x that gather picked gets back the sum of its copies' cotangents; slices
+never picked get zeros, and out-of-range indices contribute nothing, as gather reads
+zeros for them. Any axis and batch_dims gather takes; the work is one pass over the
+cotangent plus zeroing the result, with no one-hot matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IntegerAttr, TensorType
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
+from xdsl.traits import Pure
+
+from aotk import dtypes
+from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, types_compatible
+from aotk.dialect.gather import each_pick, infer_gather, wrap_indices
+from aotk.dialect.registry import Kind, OpDef, register
+from aotk.lowering.kernel import Buf, DimV, Kernel
+from aotk.lowering.scalar import compute_type, const
+
+
+@irdl_op_definition
+class GatherGradOp(AotkOp):
+    """Zeros shaped like x, plus each slice of the cotangent g of gather(x, indices) added
+    where gather read it."""
+
+    name = "aotk.gather_grad"
+    g = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    batch_dims = prop_def(IntegerAttr)
+    traits = traits_def(Pure())
+
+
+def infer_gather_grad(
+    g: Attribute, indices: Attribute, x: Attribute, *, axis: int, batch_dims: int, **_: Any
+) -> Attribute:
+    if not dtypes.is_float(elem_of(x)):
+        raise TypeError(f"expected a float tensor, got {dtype_of(x)}")
+    gathered = infer_gather(x, indices, axis=axis, batch_dims=batch_dims)
+    if not types_compatible(gathered, g) and not types_compatible(g, gathered):
+        raise ValueError(
+            f"g must be like the gather's result {fmt_shape(shape_of(gathered))} "
+            f"{dtype_of(gathered)}, got {fmt_shape(shape_of(g))} {dtype_of(g)}"
+        )
+    assert isinstance(x, TensorType)
+    return TensorType(elem_of(x), x.get_shape())
+
+
+def _lower(k: Kernel, out: Buf, g: Buf, ids: Buf, x: Buf, *, axis: int, batch_dims: int) -> None:
+    zero = const(k.b, 0, compute_type(out.elem))
+    with k.loop(k.product(out.dims)) as i:
+        k.store_flat(out, i, zero)
+    row = k.product(out.dims[axis + 1 :])
+
+    def pick(base: DimV, src: DimV, ok: SSAValue) -> None:
+        def add() -> None:
+            with k.loop(row) as j:
+                at = k.add(base, j)
+                total = arith.AddfOp(k.load_flat(out, at), k.load_flat(g, k.add(src, j)))
+                k.store_flat(out, at, k.b.insert(total).result)
+
+        k.if_else(ok, add, lambda: None)
+
+    each_pick(k, out.dims, ids, axis=axis, batch_dims=batch_dims, body=pick)
+
+
+def _numpy(
+    g: np.ndarray, ids: np.ndarray, x: np.ndarray, *, axis: int, batch_dims: int
+) -> np.ndarray:
+    src, ok = wrap_indices(ids, x.shape[axis])
+    wide = np.float32 if g.dtype == np.float16 else g.dtype  # as the kernel computes
+    out = np.zeros(x.shape, g.dtype)
+    lead = (slice(None),) * (axis - batch_dims)
+    for b in np.ndindex(*x.shape[:batch_dims]):
+        for q in np.ndindex(*ids.shape[batch_dims:]):
+            if not ok[b][q]:
+                continue
+            at = (*b, *lead, src[b][q])
+            out[at] = (out[at].astype(wide) + g[(*b, *lead, *q)].astype(wide)).astype(g.dtype)
+    return out
+
+
+def _grad(g: Any, y: Any, g_in: Any, indices: Any, x: Any, **attrs: Any) -> tuple[Any, ...]:
+    """The adjoint of the scatter-add is the gather again."""
+    from aotk.dialect.gather import GatherOp
+    from aotk.dialect.gradlib import emit
+
+    return emit(GatherOp, g, indices, **attrs), None, None
+
+
+def _dims(k: Kernel, ins: Sequence[Buf], t: Attribute, **_: Any) -> list[DimV]:
+    return list(ins[2].dims)
+
+
+register(
+    OpDef(
+        ir=GatherGradOp,
+        kind=Kind.OPAQUE,
+        infer=infer_gather_grad,
+        numpy=_numpy,
+        lower=_lower,
+        grad=_grad,
+        dims=_dims,
+    )
+)
+
+__all__ = ["GatherGradOp"]
