@@ -19,7 +19,7 @@ import struct
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -28,8 +28,9 @@ import aotk
 from aotk import paths
 from aotk.lowering.jit import NativeCode
 
-MAGIC = b"AOTKNC01"
+MAGIC = b"AOTKNC02"
 _LENGTH = struct.Struct("<Q")
+_DIGEST_SIZE = hashlib.sha256().digest_size
 
 
 class CorruptNativeCode(ValueError):
@@ -37,37 +38,44 @@ class CorruptNativeCode(ValueError):
 
 
 def encode(code: NativeCode, meta: dict[str, Any]) -> bytes:
-    """Object code, signatures, optimized IR and caller metadata as one checksummed blob."""
-    ir = zlib.compress(code.llvm_ir.encode(), 1)
-    payload = code.obj + ir
+    """Object code, signatures, optimized IR and caller metadata as one checksummed blob.
+
+    Layout: magic, header length (u64 little endian), JSON header, object code,
+    zlib-compressed IR, then the SHA-256 of everything before it.
+    """
+    ir = zlib.compress(json.dumps([code.llvm_ir, code.source_ir]).encode(), 1)
     header = {
         "signatures": code.signatures,
         "obj_size": len(code.obj),
         "ir_size": len(ir),
-        "sha256": hashlib.sha256(payload).hexdigest(),
         "meta": meta,
     }
     head = json.dumps(header, sort_keys=True).encode()
-    return MAGIC + _LENGTH.pack(len(head)) + head + payload
+    body = MAGIC + _LENGTH.pack(len(head)) + head + code.obj + ir
+    return body + hashlib.sha256(body).digest()
 
 
 def decode(blob: bytes) -> tuple[NativeCode, dict[str, Any]]:
     """The inverse of `encode`; raises CorruptNativeCode on any damage."""
     if blob[: len(MAGIC)] != MAGIC:
         raise CorruptNativeCode("not aotk native code (bad magic)")
-    try:
-        (n,) = _LENGTH.unpack_from(blob, len(MAGIC))
-        start = len(MAGIC) + _LENGTH.size
-        header = json.loads(blob[start : start + n])
-        payload = blob[start + n :]
-        sizes = header["obj_size"] + header["ir_size"]
-    except (struct.error, ValueError, KeyError, TypeError) as err:
-        raise CorruptNativeCode(f"unreadable header ({err})") from None
-    if len(payload) != sizes or hashlib.sha256(payload).hexdigest() != header["sha256"]:
+    body, digest = blob[:-_DIGEST_SIZE], blob[-_DIGEST_SIZE:]
+    # the digest covers the header too: a flipped bit in a signature would call a kernel
+    # with the wrong arguments, one in the metadata would load the wrong IR
+    if len(blob) < len(MAGIC) + _DIGEST_SIZE or hashlib.sha256(body).digest() != digest:
         raise CorruptNativeCode("checksum mismatch (truncated or altered)")
-    obj, ir = payload[: header["obj_size"]], payload[header["obj_size"] :]
-    code = NativeCode(obj, dict(header["signatures"]), zlib.decompress(ir).decode())
-    return code, header["meta"]
+    try:
+        (n,) = _LENGTH.unpack_from(body, len(MAGIC))
+        start = len(MAGIC) + _LENGTH.size
+        header = json.loads(body[start : start + n])
+        obj_end = start + n + header["obj_size"]
+        obj, ir = body[start + n : obj_end], body[obj_end:]
+        if len(ir) != header["ir_size"]:
+            raise ValueError("section sizes do not add up")
+        code = NativeCode(obj, dict(header["signatures"]), *json.loads(zlib.decompress(ir)))
+        return code, dict(header["meta"])
+    except (struct.error, ValueError, KeyError, TypeError, zlib.error) as err:
+        raise CorruptNativeCode(f"unreadable header ({err})") from None
 
 
 @functools.cache
@@ -117,25 +125,41 @@ def _read(path: Path) -> NativeCode | None:
     except FileNotFoundError:
         return None
     except (OSError, CorruptNativeCode):
-        path.unlink(missing_ok=True)  # recover from a damaged entry by compiling again
+        with suppress(OSError):
+            path.unlink(missing_ok=True)  # recover from a damaged entry by compiling again
         return None
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    """Store `data` at `path` by rename, or not at all (a full disk only costs speed)."""
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except OSError:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            with suppress(OSError):
+                Path(tmp).unlink(missing_ok=True)
 
 
 @contextmanager
 def _locked(lock_path: Path) -> Iterator[None]:
-    with open(lock_path, "a+b") as f:
+    """Hold an exclusive lock on `lock_path`; go on unlocked where locks are unavailable."""
+    f = None
+    try:
+        f = open(lock_path, "a+b")
         fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
+    except OSError:
+        # a read-only cache directory or a file system without flock: entries still
+        # appear atomically, two processes may just both compile
+        if f is not None:
+            f.close()
+        f = None
+    try:
+        yield
+    finally:
+        if f is not None:
             fcntl.flock(f, fcntl.LOCK_UN)
+            f.close()

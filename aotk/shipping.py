@@ -65,14 +65,13 @@ def reduce_function(fn: Function) -> tuple[Any, ...]:
         "features": llvm_ir.host_features(),
         "ir": str(fn.module),
         "where": fn.where,
+        "name": fn.name,
         "names": fn._inputs.names,
         "n_outputs": fn._n_outputs,
         "single": fn._single,
         "implicit_phase": fn._implicit_phase,
         "updated": [_index_of(fn.captures, v) for v in fn._updated],
-        "captures": [
-            (_name(c), bool(getattr(c, "kernel_updated", False))) for c in fn.captures
-        ],
+        "captures": [(_name(c), bool(getattr(c, "kernel_updated", False))) for c in fn.captures],
     }
     blob = compile_cache.encode(fn._compiled.code, meta)
     arrays = [np.array(c.storage) for c in fn.captures]
@@ -89,7 +88,7 @@ def restore_function(blob: bytes, arrays: list[np.ndarray]) -> Function:
         raise ValueError(f"aotk: cannot unpickle a compiled function: {err}") from None
     check_loadable(meta, f"aotk: unpickling {meta.get('where', 'a function')}")
     fn = Function.__new__(Function)
-    fn.where, fn.name = meta["where"], "main"
+    fn.where, fn.name = meta["where"], meta.get("name", "main")
     fn._single, fn._feeds = meta["single"], []
     fn._implicit_phase, fn._n_outputs = meta["implicit_phase"], meta["n_outputs"]
     fn.module = Parser(make_context(), meta["ir"]).parse_module()

@@ -1,4 +1,4 @@
-"""`aotk`: the command-line front door; `aotk stages` and `aotk version` for now.
+"""`aotk`: the command-line front door: `aotk export`, `aotk stages`, `aotk version`.
 
 Each subcommand is a `_cmd_<name>(args) -> int` registered in `_parser()`. Errors print one
 line, `aotk: error: ...`, and exit with status 1 (argparse's usage errors included).
@@ -11,6 +11,8 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import version
 from typing import NoReturn
+
+from aotk.tools import export_cmd
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,6 +43,7 @@ def _parser() -> _Parser:
         prog="aotk", description="Ahead-of-time compiler for Keras-style tensor programs."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    export_cmd.add_parser(commands)
     stages = commands.add_parser("stages", help="list the lowering stages and their passes")
     stages.set_defaults(run=_cmd_stages)
     ver = commands.add_parser("version", help="print the versions of aotk, xDSL and llvmlite")
