@@ -19,3 +19,17 @@ def load(path: Any, **options: Any) -> Any:
     from aotk.aot import load as _load
 
     return _load(path, **options)
+
+
+def set_num_threads(n: int) -> None:
+    """Run compiled kernels on n threads (n <= 0: one per core; see `aotk.native_runtime`)."""
+    from aotk import native_runtime
+
+    native_runtime.set_threads(n)
+
+
+def get_num_threads() -> int:
+    """Threads compiled kernels run on."""
+    from aotk import native_runtime
+
+    return native_runtime.threads()

@@ -1,9 +1,10 @@
 /* aotk thread pool: runs the parallel loops of compiled kernels (plain C99 + pthreads).
  *
- * Generated code calls aotk_parallel_for(fn, ctx, n), which splits [0, n) into at most one
- * contiguous chunk per thread of the pool and runs them, the calling thread included. The
- * split depends only on n and the pool's size, and kernels only parallelize loops whose
- * iterations write disjoint outputs, so results never depend on threads or timing.
+ * Generated code calls aotk_parallel_for(fn, ctx, n), which splits [0, n) into contiguous
+ * chunks (a few per thread; the split depends only on n and the pool's size) and runs
+ * them on the pool's threads, the calling thread included. Kernels only parallelize loops
+ * whose iterations write disjoint outputs, so results never depend on which thread runs
+ * which chunk, on the number of threads, or on timing.
  *
  * A kernel uses the pool bound to its calling thread (aotk_pool_bind), else the
  * process-wide default pool, created at first use with AOTK_NUM_THREADS threads (or one

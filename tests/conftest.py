@@ -7,6 +7,9 @@ and compares them with the tolerance of the output dtype.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +40,13 @@ TOLERANCES = {
     "float32": Tol(rtol=1e-5, atol=1e-6),
     "float64": Tol(rtol=1e-12, atol=1e-14),
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the session's compile cache and runtime builds out of the user's cache."""
+    if not os.environ.get("AOTK_CACHE_DIR"):
+        path = os.environ["AOTK_CACHE_DIR"] = tempfile.mkdtemp(prefix="aotk-test-cache-")
+        config.add_cleanup(lambda: shutil.rmtree(path, ignore_errors=True))
 
 
 @pytest.fixture(autouse=True)

@@ -78,7 +78,7 @@ def _entry(k: Kernel, buf: Buf, index: DimV, rows: DimV, cols: DimV) -> Buf:
 
 def _lower(k: Kernel, out: Buf, a: Buf, b: Buf) -> None:
     m, n, kdim = k.product(a.dims[1:-1]), k.product(b.dims[2:]), a.dims[-1]
-    with k.loop(a.dims[0]) as i:
+    with k.loop(a.dims[0], parallel=True) as i:
         c_i, a_i, b_i = _entry(k, out, i, m, n), _entry(k, a, i, m, kdim), _entry(k, b, i, kdim, n)
         matmul_kernel.emit(k, c_i, a_i, b_i, m=m, n=n, kdim=kdim)
 

@@ -148,7 +148,8 @@ def _lower(
     full: list[cg.Range] = [(0, d) for d in out.dims[1:-1]]
     xst, ost = k.strides(x.dims), k.strides(out.dims)
     init = const(k.b, _identity(mode, x.elem), compute_type(x.elem))
-    with k.loop(x.dims[0]) as n, cg.box(k, full) as ps:
+    # threads split images and output rows: each position writes only its own row
+    with cg.image_box(k, x.dims[0], full) as (n, ps):
         spans: list[cg.Range] = []
         for d, p in enumerate(ps):
             start = k.sub(k.mul(p, strides[d]), pads[d])
@@ -156,7 +157,7 @@ def _lower(
         where = (n, k.linear([n, *ps], ost[:-1]), spans, xst)
         count = _count(k, spans, x.elem) if mode == "avg" else None
         rows = _scalar_rows if isinstance(x.elem, Float16Type) else _rows
-        rows(k, out, x, where, init, _COMBINE[mode], count)
+        rows(k, out, x, where, init, _COMBINE[mode], count, window)
 
 
 def _scalar_rows(
@@ -167,6 +168,7 @@ def _scalar_rows(
     init: SSAValue,
     combine: Any,
     count: SSAValue | None,
+    window: Sequence[int],
 ) -> None:
     """Per channel, fold the window in a register (float16: rounded once, at the end)."""
     n, obase, spans, xst = where
@@ -177,7 +179,7 @@ def _scalar_rows(
             return [combine(k.b, [acc[0], v], [x.elem] * 2, x.elem)]
 
         lows, highs = [lo for lo, _ in spans], [hi for _, hi in spans]
-        acc = cg.fold_nest(k, highs, [init], tap, lows)[0]
+        acc = cg.fold_nest(k, highs, [init], tap, lows, window)[0]
         _finish(k, out, k.add(obase, c), acc, count)
 
 
@@ -189,13 +191,14 @@ def _rows(
     init: SSAValue,
     combine: Any,
     count: SSAValue | None,
+    window: Sequence[int],
 ) -> None:
     """Accumulate the window into the output row, the channel loop innermost."""
     n, obase, spans, xst = where
     channels = x.dims[-1]
     with k.loop(channels) as c:
         k.store_flat(out, k.add(obase, c), init)
-    with cg.box(k, spans) as xi:
+    with cg.box(k, spans, window) as xi:
         xbase = k.linear([n, *xi], xst[:-1])
         with k.loop(channels) as c:
             at = k.add(obase, c)

@@ -3,7 +3,7 @@
 Lowering picks the loop order by layout: when the last axis is reduced, each output
 element accumulates in a register across an inner loop; otherwise the output is
 initialised and the input is swept in memory order, so the inner loop stays contiguous
-(and vectorizes) in both cases.
+(and vectorizes) in both cases. Threads split the outermost kept axis, never a reduced one.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def _register_reduce(
 ) -> None:
     """For each output element, fold the reduced axes in a loop-carried register."""
     x_strides = k.strides(x.dims)
-    with k.nest([x.dims[i] for i in kept]) as ivs:
+    with k.nest([x.dims[i] for i in kept], parallel=True) as ivs:
         base = k.linear(ivs, [x_strides[i] for i in kept])
         acc0 = const(k.b, init, compute_type(x.elem))
 
@@ -185,7 +185,8 @@ def _sweep_reduce(
     out_size = k.product(out.dims)
     with k.loop(out_size) as i:
         k.store_flat(out, i, const(k.b, init, compute_type(x.elem)))
-    with k.nest(x.dims) as ivs:
+    # an outer kept axis gives each thread its own outputs; a reduced one would not
+    with k.nest(x.dims, parallel=0 in kept) as ivs:
         o = k.linear([ivs[i] for i in kept], out_strides)
         k.store_flat(out, o, step(k.load_flat(out, o), k.load(x, ivs)))
 

@@ -98,10 +98,40 @@ def geometry(
 
 
 @contextmanager
-def box(k: Kernel, ranges: Sequence[Range]) -> Iterator[list[SSAValue]]:
-    """Nested loops over [lo, hi) per axis, outermost first."""
+def box(
+    k: Kernel, ranges: Sequence[Range], trips: Sequence[int] | None = None
+) -> Iterator[list[SSAValue]]:
+    """Nested loops over [lo, hi) per axis, outermost first; `trips`: typical lengths of
+    dynamic ranges (for cost estimates)."""
+    hints = list(trips) if trips is not None else [None] * len(ranges)
     with ExitStack() as stack:
-        yield [stack.enter_context(k.loop(hi, lb=lo)) for lo, hi in ranges]
+        yield [
+            stack.enter_context(k.loop(hi, lb=lo, trips=t))
+            for (lo, hi), t in zip(ranges, hints, strict=True)
+        ]
+
+
+@contextmanager
+def image_box(
+    k: Kernel, images: DimV, ranges: Sequence[Range]
+) -> Iterator[tuple[SSAValue, list[SSAValue]]]:
+    """Loops over images and positions [lo, hi) per axis: (image, positions). Images and
+    the first axis form one parallel loop, so threads split the rows of the output: the
+    caller must write only the output at each position it visits."""
+    if not ranges:
+        with k.loop(images, parallel=True) as n:
+            yield n, []
+        return
+    lo, hi = ranges[0]
+    rows = k.sub(hi, lo)
+    with k.loop(k.mul(images, rows), parallel=True) as i:
+        if rows == 1:
+            n, first = i, k.index(lo)
+        else:
+            n = k.index(k.div(i, rows))
+            first = k.index(k.add(lo, k.b.insert(arith.RemUIOp(i, k.index(rows))).result))
+        with box(k, ranges[1:]) as rest:
+            yield n, [first, *rest]
 
 
 def known_empty(r: Range) -> bool:
@@ -166,15 +196,24 @@ def fold_nest(
     inits: Values,
     fn: Callable[[Values, Values], Values],
     lows: Sequence[DimV] | None = None,
+    trips: Sequence[int] | None = None,
 ) -> list[SSAValue]:
-    """Fold `fn(ivs, carried) -> carried` over a loop nest [lows, dims)."""
+    """Fold `fn(ivs, carried) -> carried` over a loop nest [lows, dims); `trips` as in
+    `box`."""
     starts = list(lows) if lows is not None else [0] * len(dims)
+    hints = list(trips) if trips is not None else [None] * len(dims)
 
     def level(d: int, ivs: list[SSAValue], carried: Values) -> list[SSAValue]:
         if d == len(dims):
             return list(fn(ivs, carried))
         return list(
-            k.fold_loop(dims[d], carried, lambda i, c: level(d + 1, [*ivs, i], c), lb=starts[d])
+            k.fold_loop(
+                dims[d],
+                carried,
+                lambda i, c: level(d + 1, [*ivs, i], c),
+                lb=starts[d],
+                trips=hints[d],
+            )
         )
 
     return level(0, [], inits)

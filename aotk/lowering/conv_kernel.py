@@ -26,10 +26,10 @@ from aotk.lowering.conv_geometry import (
     Geometry,
     Range,
     Values,
-    box,
     cmp,
     fold_nest,
     if_values,
+    image_box,
     inside,
     interior,
     known_empty,
@@ -73,7 +73,7 @@ def _row_order(k: Kernel, out: Buf, x: Buf, w: Buf, g: Geometry, ranges: Sequenc
     the input."""
     xst, ost, wst = k.strides(x.dims), k.strides(out.dims), k.strides(w.dims)
     zero = const(k.b, 0, compute_type(out.elem))
-    with k.loop(x.dims[0]) as n, box(k, ranges) as ps:
+    with image_box(k, x.dims[0], ranges) as (n, ps):
         obase = k.linear([n, *ps], ost[:-1])
         with k.loop(w.dims[-1]) as o:
             k.store_flat(out, k.add(obase, o), zero)
@@ -118,7 +118,7 @@ def _register_order(
     cg, n_out = w.dims[-2], w.dims[-1]
     og = n_out // g.groups  # type: ignore[operator]
     zero = const(k.b, 0, compute_type(out.elem))
-    with k.loop(x.dims[0]) as n, box(k, ranges) as ps, k.loop(n_out) as o:
+    with image_box(k, x.dims[0], ranges) as (n, ps), k.loop(n_out) as o:
         first_c = k.mul(k.div(o, og), cg)
 
         def tap(taps: Values, acc: Values) -> Values:

@@ -10,7 +10,8 @@ take one-position tiles that skip the taps outside the input.
 The work is split in parts, one per (output channel block, input channel block), looped
 outermost, so a part's slice of the kernel (window * 64 input channels * one block of
 outputs) stays in cache while every position of every image uses it; a part after the
-first adds to the output. The last tile of positions and the last block of output
+first adds to the output. Within a part, threads split the images and the rows of the
+first spatial axis (parts stay in order). The last tile of positions and the last block of output
 channels are shifted back to end at the box's (channels') end: they recompute a few
 values rather than needing smaller variants of the tile.
 """
@@ -30,10 +31,10 @@ from aotk.lowering.conv_geometry import (
     Geometry,
     Range,
     Values,
-    box,
     cmp,
     fold_nest,
     if_values,
+    image_box,
     in_box,
     inside,
     tap_coords,
@@ -87,7 +88,7 @@ def emit(k: Kernel, bufs: Bufs, g: Geometry, inner: Sequence[Range] | None, rows
 def _border(k: Kernel, bufs: Bufs, g: Geometry, part: Part, inner: Sequence[Range] | None) -> None:
     """Checked one-position tiles for the positions outside the box `inner`."""
     full: list[Range] = [(0, d) for d in g.out_dims]
-    with k.loop(bufs[1].dims[0]) as n, box(k, full) as ps:
+    with image_box(k, bufs[1].dims[0], full) as (n, ps):
         pos = [n, *ps]
 
         def checked() -> None:
@@ -105,7 +106,8 @@ def _box(
     """Unchecked tiles of `rows` positions over the interior box."""
     inner, rows = tiles
     lo, hi = inner[-1]
-    with k.loop(bufs[1].dims[0]) as n, box(k, inner[:-1]) as ps:
+    # the last axis stays serial within a task: its last tile overlaps the one before
+    with image_box(k, bufs[1].dims[0], inner[:-1]) as (n, ps):
         with k.loop(hi, lb=lo, step=rows) as p:
             pos = [n, *ps, k.min(p, k.sub(hi, rows))]
             corner = _corner(k, g, bufs[1], pos)

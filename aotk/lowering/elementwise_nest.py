@@ -2,7 +2,8 @@
 
 Inputs broadcast NumPy-style: a dim that is statically 1 gets stride 0, and a dynamic dim
 gets stride 0 at run time when it turns out to be 1. When no input broadcasts, the nest
-collapses to one flat loop, the form LLVM vectorizes best.
+collapses to one flat loop, the form LLVM vectorizes best. The flat loop runs in chunks
+of `CHUNK` elements, which threads may split among them; the nest splits its outer dim.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from xdsl.ir import SSAValue
 from aotk.lowering.kernel import INDEX, Buf, DimV, Kernel
 
 BodyFn = Callable[[Kernel, list[SSAValue]], list[SSAValue]]
+# Elements per task of a flat loop: a few vector loops' worth, small enough to balance.
+# Fixed, so which element lands in a vector body or a remainder never depends on threads.
+CHUNK = 4096
 
 
 def broadcast_dims(k: Kernel, static: Sequence[int | None], ins: Sequence[Buf]) -> list[DimV]:
@@ -55,7 +59,20 @@ def emit(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> No
 
 
 def _flat(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> None:
-    with k.loop(k.product(outs[0].dims)) as i:
+    total = k.product(outs[0].dims)
+    if isinstance(total, int) and total <= CHUNK:
+        _flat_range(k, outs, ins, body, (0, total))
+        return
+    chunks = k.div(k.add(total, CHUNK - 1), CHUNK)
+    with k.loop(chunks, parallel=True) as c:
+        start = k.mul(c, CHUNK)
+        _flat_range(k, outs, ins, body, (start, k.min(k.add(start, CHUNK), total)))
+
+
+def _flat_range(
+    k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn, span: tuple[DimV, DimV]
+) -> None:
+    with k.loop(span[1], lb=span[0], trips=CHUNK) as i:
         values = body(k, [k.load_flat(b, i) for b in ins])
         for out, v in zip(outs, values, strict=True):
             k.store_flat(out, i, v)
@@ -65,7 +82,7 @@ def _nested(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) ->
     dims = list(outs[0].dims)
     in_strides = [_broadcast_strides(k, b, dims) for b in ins]
     out_strides = [k.strides(o.dims) for o in outs]
-    with k.nest(dims) as ivs:
+    with k.nest(dims, parallel=len(dims) > 1) as ivs:
         loads = [k.load_flat(b, k.linear(ivs, st)) for b, st in zip(ins, in_strides, strict=True)]
         values = body(k, loads)
         for out, st, v in zip(outs, out_strides, values, strict=True):

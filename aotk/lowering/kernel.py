@@ -2,7 +2,8 @@
 
 Every buffer is a flat, dense, row-major `memref<?xT>` (or `memref<NxT>`), with its dims
 kept beside it as ints (static) or `index` SSA values (read at call time). Index arithmetic
-is folded while it is built when both sides are known.
+is folded while it is built when both sides are known. A loop whose iterations write
+disjoint outputs can be marked parallel (`aotk-parallelize` hands it to the thread pool).
 """
 
 from __future__ import annotations
@@ -14,8 +15,16 @@ from typing import cast
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref, ptr, scf
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, IntegerType, MemRefType
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    VectorType,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
@@ -23,6 +32,13 @@ from aotk.lowering.scalar import compute_type, storage_type
 
 DimV = int | SSAValue
 INDEX = IndexType()
+
+PARALLEL_ATTR = "aotk.parallel"  # its value: the smallest trip count worth parallelizing
+# Work (element operations, counted by `body_cost`) a loop should have before it is split
+# over threads: about 5 to 20 us on one core, while a hand-over to a thread costs 1 to 4.
+PARALLEL_GRAIN = 1 << 18
+# Trips assumed for an inner loop whose bounds are only known at run time.
+UNKNOWN_TRIPS = 16
 
 
 @dataclass
@@ -43,6 +59,8 @@ class Kernel:
 
     def __init__(self, builder: Builder):
         self.b = builder
+        # typical trip counts of loops with dynamic bounds, for `body_cost`
+        self.trips: dict[Operation, int] = {}
 
     def index(self, v: DimV) -> SSAValue:
         if isinstance(v, SSAValue):
@@ -154,11 +172,26 @@ class Kernel:
         return value
 
     @contextmanager
-    def loop(self, ub: DimV, lb: DimV = 0, step: DimV = 1) -> Iterator[SSAValue]:
-        """`with k.loop(n) as i:` emits an scf.for and builds its body inside."""
+    def loop(
+        self,
+        ub: DimV,
+        lb: DimV = 0,
+        step: DimV = 1,
+        *,
+        parallel: bool = False,
+        trips: int | None = None,
+    ) -> Iterator[SSAValue]:
+        """`with k.loop(n) as i:` emits an scf.for and builds its body inside.
+
+        `parallel`: the iterations write disjoint outputs and read nothing another one
+        writes, so they may run on several threads (only marked when the work is worth
+        it). `trips`: a typical trip count when the bounds are dynamic, for cost estimates.
+        """
         body = Block(arg_types=[INDEX])
         lb_v, ub_v, step_v = self.index(lb), self.index(ub), self.index(step)
-        self.b.insert(scf.ForOp(lb_v, ub_v, step_v, [], body))
+        loop = self.b.insert(scf.ForOp(lb_v, ub_v, step_v, [], body))
+        if trips is not None:
+            self.trips[loop] = trips
         outer = self.b
         self.b = Builder(InsertPoint.at_end(body))
         try:
@@ -166,6 +199,38 @@ class Kernel:
             self.b.insert(scf.YieldOp())
         finally:
             self.b = outer
+        if parallel:
+            self._mark_parallel(loop)
+
+    def _mark_parallel(self, loop: scf.ForOp) -> None:
+        """Mark `loop` parallel from the trip count on which its work repays the threads;
+        not at all when its static trip count is below that."""
+        per_trip = max(self.body_cost(loop.body.block), 1)
+        threshold = max(-(-PARALLEL_GRAIN // per_trip), 2)
+        known = static_trips(loop)
+        if known is not None and known < threshold:
+            return
+        loop.attributes[PARALLEL_ATTR] = IntegerAttr(threshold, i64)
+
+    def body_cost(self, block: Block) -> int:
+        """Element operations one run of `block` executes: an op per scalar, a vector op
+        per lane, nested loops times their (known, hinted or assumed) trip counts;
+        constants are free."""
+        total = 0
+        for op in block.ops:
+            if isinstance(op, arith.ConstantOp | scf.YieldOp):
+                continue
+            inner = [self.body_cost(b) for r in op.regions for b in r.blocks]
+            if isinstance(op, scf.ForOp):
+                trips = static_trips(op)
+                if trips is None:
+                    trips = self.trips.get(op, UNKNOWN_TRIPS)
+                total += trips * sum(inner)
+            elif isinstance(op, scf.IfOp):
+                total += 1 + max(inner, default=0)
+            else:
+                total += _lanes(op) + sum(inner)
+        return total
 
     def fold_loop(
         self,
@@ -174,11 +239,15 @@ class Kernel:
         body_fn: Callable[[SSAValue, Sequence[SSAValue]], Sequence[SSAValue]],
         lb: DimV = 0,
         step: DimV = 1,
+        trips: int | None = None,
     ) -> Sequence[SSAValue]:
-        """An scf.for carrying `inits` through `body_fn(i, carried) -> new carried`."""
+        """An scf.for carrying `inits` through `body_fn(i, carried) -> new carried`;
+        `trips` as in `loop`."""
         body = Block(arg_types=[INDEX, *(v.type for v in inits)])
         lb_v, ub_v, step_v = self.index(lb), self.index(ub), self.index(step)
         loop = self.b.insert(scf.ForOp(lb_v, ub_v, step_v, list(inits), body))
+        if trips is not None:
+            self.trips[loop] = trips
         outer = self.b
         self.b = Builder(InsertPoint.at_end(body))
         try:
@@ -203,19 +272,39 @@ class Kernel:
                 self.b = outer
 
     @contextmanager
-    def nest(self, dims: Sequence[DimV]) -> Iterator[list[SSAValue]]:
-        """Perfect loop nest over `dims`, outermost first."""
+    def nest(self, dims: Sequence[DimV], *, parallel: bool = False) -> Iterator[list[SSAValue]]:
+        """Perfect loop nest over `dims`, outermost first; `parallel` marks the outermost
+        loop (see `loop`)."""
         ivs: list[SSAValue] = []
-        with _nest(self, list(dims), ivs):
+        with _nest(self, list(dims), ivs, parallel):
             yield ivs
 
 
+def _lanes(op: Operation) -> int:
+    for v in (*op.results, *op.operands):
+        if isinstance(v.type, VectorType):
+            return v.type.element_count()
+    return 1
+
+
+def static_trips(loop: scf.ForOp) -> int | None:
+    """The trip count of `loop` if its bounds are constants."""
+    bounds = []
+    for v in (loop.lb, loop.ub, loop.step):
+        op = v.owner
+        if not isinstance(op, arith.ConstantOp) or not isinstance(op.value, IntegerAttr):
+            return None
+        bounds.append(int(op.value.value.data))
+    lb, ub, step = bounds
+    return max(-(-(ub - lb) // step), 0)
+
+
 @contextmanager
-def _nest(k: Kernel, dims: list[DimV], ivs: list[SSAValue]) -> Iterator[None]:
+def _nest(k: Kernel, dims: list[DimV], ivs: list[SSAValue], parallel: bool) -> Iterator[None]:
     if not dims:
         yield
         return
-    with k.loop(dims[0]) as i:
+    with k.loop(dims[0], parallel=parallel) as i:
         ivs.append(i)
-        with _nest(k, dims[1:], ivs):
+        with _nest(k, dims[1:], ivs, False):
             yield

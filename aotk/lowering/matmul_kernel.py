@@ -7,6 +7,8 @@ k_unroll rows of B per pass. With scratch (`scratch_elems` of it), the bulk of C
 by register tiles on packed blocks of B (`matmul_packed`) and only the edges by panels.
 Every dim may be dynamic; edges are smaller panels and scalar columns, never masked.
 Integers and float16 take a plain i-k-j nest that LLVM vectorizes along N.
+Threads split the rows of C: the loops over row tiles (and over rows, for integers) are
+parallel, inside the K and N blocks, so each thread reads the block of B all share.
 """
 
 from __future__ import annotations
@@ -93,12 +95,13 @@ def _panels(
         return
     heights = tuple(r for r, _ in tiles.panels)
     unroll = dict(tiles.panels)
+    k_block, n_block = _typical((0, ops.kdim), tiles.kc), _typical(cols, tiles.nc)
     with _blocks(k, (0, ops.kdim), tiles.kc) as (k0, k1), _blocks(k, cols, tiles.nc) as j_range:
         groups = {u: k.add(k0, k.mul(k.div(k.sub(k1, k0), u), u)) for u in set(unroll.values())}
         for i0, height in _tiles(k, rows, heights):
             ku = unroll[height]
-            with k.loop(groups[ku], lb=k0, step=ku) as kk:
-                mk.panel(k, ops, i0, height, kk, ku, j_range)
+            with k.loop(groups[ku], lb=k0, step=ku, trips=k_block // ku) as kk:
+                mk.panel(k, ops, i0, height, kk, ku, j_range, n_block // ops.lanes)
             if not _known_empty(groups[ku], k1):
                 with k.loop(k1, lb=groups[ku]) as kk:
                     mk.panel(k, ops, i0, height, kk, 1, j_range)
@@ -130,8 +133,16 @@ def _tiles(k: Kernel, span: Range, sizes: tuple[int, ...]) -> Iterator[tuple[SSA
     for lo, end, size in runs:
         if _known_empty(lo, end):
             continue
-        with k.loop(end, lb=lo, step=size) as i0:
+        with k.loop(end, lb=lo, step=size, parallel=True) as i0:
             yield i0, size
+
+
+def _typical(span: Range, block: int) -> int:
+    """The length of a block of `block` over `span` (for cost estimates)."""
+    lo, hi = span
+    if isinstance(lo, int) and isinstance(hi, int):
+        return max(min(hi - lo, block), 1)
+    return block
 
 
 def _known_empty(lo: DimV, hi: DimV) -> bool:
@@ -147,10 +158,10 @@ def _emit_scalar(k: Kernel, c: Buf, a: Buf, b: Buf, *, m: DimV, n: DimV, kdim: D
     block = heuristics.matmul_k_block(kdim, n)
     with k.loop(kdim, step=block) as k0:
         k_end = k.min(k.add(k0, block), kdim)
-        with k.loop(m) as i:
+        with k.loop(m, parallel=True) as i:
             a_row = k.mul(i, kdim)
             c_row = k.mul(i, n)
-            with k.loop(k_end, lb=k0) as kk:
+            with k.loop(k_end, lb=k0, trips=block) as kk:
                 av = k.load_flat(a, k.add(a_row, kk))
                 b_row = k.mul(kk, n)
                 with k.loop(n) as j:

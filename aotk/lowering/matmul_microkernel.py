@@ -61,7 +61,7 @@ def zero_fill(k: Kernel, ops: Operands, count: DimV) -> None:
     lanes = ops.lanes
     n_vec = k.mul(k.div(count, lanes), lanes)
     zero = splat(k, const(k.b, 0.0, ops.vt.element_type), ops.vt)
-    with k.loop(n_vec, step=lanes) as i:
+    with k.loop(n_vec, step=lanes, parallel=True) as i:
         vstore(k, ops.c, i, zero)
     scalar_zero = const(k.b, 0.0, ops.vt.element_type)
     with k.loop(count, lb=n_vec) as i:
@@ -76,8 +76,10 @@ def panel(
     kk: DimV,
     ku: int,
     j_range: tuple[DimV, DimV],
+    vectors: int | None = None,
 ) -> None:
-    """C[i0:i0+rows, j-range] += A[i0:i0+rows, kk:kk+ku] @ B[kk:kk+ku, j-range]."""
+    """C[i0:i0+rows, j-range] += A[i0:i0+rows, kk:kk+ku] @ B[kk:kk+ku, j-range];
+    `vectors`: the typical number of vectors along j, for cost estimates."""
     lanes, vt = ops.lanes, ops.vt
     a_rows = [k.mul(k.add(i0, r), ops.kdim) for r in range(rows)]
     avals = [
@@ -88,7 +90,7 @@ def panel(
     c_rows = [k.mul(k.add(i0, r), ops.n) for r in range(rows)]
     j_lo, j_hi = j_range
     j_vec = k.add(j_lo, k.mul(k.div(k.sub(j_hi, j_lo), lanes), lanes))
-    with k.loop(j_vec, lb=j_lo, step=lanes) as j:
+    with k.loop(j_vec, lb=j_lo, step=lanes, trips=vectors) as j:
         accs = [vload(k, ops.c, k.add(c_rows[r], j), vt) for r in range(rows)]
         for u in range(ku):
             bv = vload(k, ops.b, k.add(b_rows[u], j), vt)

@@ -5,7 +5,8 @@ each sliver `kc` rows of contiguous memory. A tile of `mr` x `nr` vectors of C t
 in registers (scf.for iter_args) over the K block: per step, `nr` loads of the sliver,
 `mr` broadcasts of A and `mr * nr` FMAs, and C is loaded and stored once per block.
 Packing is what makes this fast for any N: unpacked, rows of a sliver of a B whose rows
-are a multiple of 4 KiB long all land in one cache set and one page each.
+are a multiple of 4 KiB long all land in one cache set and one page each. Threads split
+the packing by rows of B, then the tiles by rows of C.
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ def pack_b(
     width = tiles.nr * tiles.lanes
     k0, k1 = k_range
     jb, j_end = j_range
-    with k.loop(k1, lb=k0) as kk:
+    with k.loop(k1, lb=k0, parallel=True) as kk:
         src = k.mul(kk, ops.n)
         dst = k.mul(k.sub(kk, k0), width)
-        with k.loop(j_end, lb=jb, step=width) as j0:
+        with k.loop(j_end, lb=jb, step=width, trips=tiles.packed_nc // width) as j0:
             sliver = k.add(k.mul(k.sub(j0, jb), tiles.packed_kc), dst)
             for v in range(tiles.nr):
                 off = v * tiles.lanes
@@ -76,7 +77,7 @@ def packed_tile(
                 out[r * nvec + v] = mk.vfma(k, av, bs[v], accs[r * nvec + v])
         return out
 
-    results = k.fold_loop(k1, inits, step, lb=k0)
+    results = k.fold_loop(k1, inits, step, lb=k0, trips=tiles.packed_kc)
     for off, value in zip(c_offs, results, strict=True):
         mk.vstore(k, ops.c, off, value)
 
@@ -97,6 +98,7 @@ def emit_packed(
     width = tiles.nr * tiles.lanes
     k_range, (jb, _) = blocks
     pack_b(k, ops, tiles, scratch, k_range, cols)
-    with k.loop(rows[1], lb=rows[0], step=tiles.mr) as i0:
-        with k.loop(cols[1], lb=cols[0], step=width) as j0:
+    # threads take tiles of rows; the packed block of B is read by all of them
+    with k.loop(rows[1], lb=rows[0], step=tiles.mr, parallel=True) as i0:
+        with k.loop(cols[1], lb=cols[0], step=width, trips=tiles.packed_nc // width) as j0:
             packed_tile(k, ops, tiles, scratch, i0, (j0, jb), k_range)

@@ -25,6 +25,7 @@ STAGES: dict[str, str] = {
             "cse",
             "aotk-ptradd-to-gep",
             "aotk-ptr-to-llvm",
+            "aotk-parallelize",
             "convert-scf-to-cf",
             "reconcile-unrealized-casts",
             "convert-aotk-std-to-llvm",

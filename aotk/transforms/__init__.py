@@ -43,6 +43,12 @@ def _ptr_to_llvm() -> type[ModulePass]:
     return AotkPtrToLLVMPass
 
 
+def _parallelize() -> type[ModulePass]:
+    from aotk.transforms.parallelize import AotkParallelizePass
+
+    return AotkParallelizePass
+
+
 def _std_to_llvm() -> type[ModulePass]:
     from aotk.lowering.to_llvm import ConvertAotkStdToLLVMPass
 
@@ -56,6 +62,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-aotk-to-loops": _to_loops,
     "aotk-ptradd-to-gep": _ptradd_to_gep,
     "aotk-ptr-to-llvm": _ptr_to_llvm,
+    "aotk-parallelize": _parallelize,
     "convert-aotk-std-to-llvm": _std_to_llvm,
 }
 

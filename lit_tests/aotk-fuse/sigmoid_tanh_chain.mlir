@@ -1,5 +1,6 @@
 // The acceptance chain tanh(x*a + b) * sigmoid(x) + x*x, sigmoid(x) = 1 / (1 + exp(-x)):
-// one aotk.fused kernel, then one loop with one load per distinct input and one store.
+// one aotk.fused kernel, then one loop with one load per distinct input and one store
+// (run in chunks of 4096 elements by an outer loop that threads may share).
 // (Static shapes: with dynamic ones the loop is versioned, see convert-aotk-to-loops.)
 // RUN: aotk-opt %s -p aotk-fuse | filecheck %s --check-prefix=FUSED
 // RUN: aotk-opt %s -p aotk-fuse,convert-aotk-to-loops | filecheck %s --check-prefix=LOOPS
@@ -20,6 +21,8 @@
 // LOOPS-LABEL: func.func @fused_sigmoid_tanh_chain(
 // LOOPS-NOT:     memref.{{load|store}}
 // LOOPS:         scf.for
+// LOOPS-NOT:     memref.{{load|store}}
+// LOOPS:         scf.for
 // LOOPS-NOT:     {{scf.for|memref.store}}
 // LOOPS:         memref.load %x[
 // LOOPS-NOT:     {{scf.for|memref.store|memref.load %x}}
@@ -29,6 +32,7 @@
 // LOOPS-NOT:     {{scf.for|memref.load}}
 // LOOPS:         memref.store %{{.*}}, %out0[
 // LOOPS-NEXT:    }
+// LOOPS-NEXT:    } {aotk.parallel = {{[0-9]+}} : i64}
 // LOOPS-NEXT:    func.return
 // LOOPS-LABEL: func.func @fused_sigmoid_tanh_chain_workspace_size
 func.func @fused_sigmoid_tanh_chain(%x: tensor<4194304xf32>, %a: tensor<4194304xf32>, %b: tensor<4194304xf32>) -> tensor<4194304xf32> {

@@ -30,11 +30,12 @@ func.func @add_broadcast(%x: tensor<3x4xf32>, %b: tensor<4xf32>) -> tensor<3x4xf
 // CHECK:         %[[N:.*]] = arith.maxui %[[N0]], %[[N1]] : index
 // CHECK:         %[[SAME:.*]] = arith.andi
 // CHECK:         scf.if %[[SAME]] {
-// CHECK:           scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step
-// CHECK-NEXT:        memref.load %x[%[[K]]]
-// CHECK-NEXT:        memref.load %z[%[[K]]]
-// CHECK-NEXT:        arith.mulf
-// CHECK-NEXT:        memref.store %{{.*}}, %out0[%[[K]]]
+// CHECK:           scf.for
+// CHECK:             scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT:          memref.load %x[%[[K]]]
+// CHECK-NEXT:          memref.load %z[%[[K]]]
+// CHECK-NEXT:          arith.mulf
+// CHECK-NEXT:          memref.store %{{.*}}, %out0[%[[K]]]
 // CHECK:         } else {
 // CHECK:           %[[ONE0:.*]] = arith.cmpi eq, %[[N0]], %{{.*}} : index
 // CHECK:           %[[STRIDE0:.*]] = arith.select %[[ONE0]]
@@ -54,14 +55,17 @@ func.func @mul_dynamic(%x: tensor<?x4xf32>, %z: tensor<?x4xf32>) -> tensor<?x4xf
 // -----
 
 // A fused kernel is one loop nest running its scalar body; constants become arith ones.
+// The flat loop runs in chunks (the outer loop), which threads may share.
 // CHECK-LABEL: func.func @fused_scale_neg(
 // CHECK:         scf.for
-// CHECK-NEXT:      %[[X:.*]] = memref.load %x[
-// CHECK-NEXT:      %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
-// CHECK-NEXT:      %[[M:.*]] = arith.mulf %[[X]], %[[TWO]] : f32
-// CHECK-NEXT:      %[[E:.*]] = arith.negf %[[M]] : f32
-// CHECK-NEXT:      memref.store %[[E]], %out0[
-// CHECK-NEXT:    }
+// CHECK:           scf.for
+// CHECK-NEXT:        %[[X:.*]] = memref.load %x[
+// CHECK-NEXT:        %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK-NEXT:        %[[M:.*]] = arith.mulf %[[X]], %[[TWO]] : f32
+// CHECK-NEXT:        %[[E:.*]] = arith.negf %[[M]] : f32
+// CHECK-NEXT:        memref.store %[[E]], %out0[
+// CHECK-NEXT:      }
+// CHECK-NEXT:    } {aotk.parallel = {{[0-9]+}} : i64}
 // CHECK-NEXT:    func.return
 func.func @fused_scale_neg(%x: tensor<?xf32>) -> tensor<?xf32> {
   %y = "aotk.fused"(%x) ({

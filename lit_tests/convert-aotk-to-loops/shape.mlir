@@ -1,13 +1,16 @@
 // RUN: aotk-opt %s --split-input-file -p convert-aotk-to-loops | filecheck %s
 
-// A reshape moves no data: the neg reads %x directly, over dim0 * 4 elements.
+// A reshape moves no data: the neg reads %x directly, over dim0 * 4 elements (in chunks
+// that threads may share).
 // CHECK-LABEL: func.func @reshape_flatten(
 // CHECK:         %[[N:.*]] = arith.index_cast %dim0 : i64 to index
 // CHECK:         %[[TOTAL:.*]] = arith.muli %[[N]], %{{.*}} : index
-// CHECK:         scf.for %[[I:.*]] = %{{.*}} to %[[TOTAL]] step
-// CHECK-NEXT:      %[[V:.*]] = memref.load %x[%[[I]]] : memref<?xf32>
-// CHECK-NEXT:      %[[NEG:.*]] = arith.negf %[[V]] : f32
-// CHECK-NEXT:      memref.store %[[NEG]], %out0[%[[I]]] : memref<?xf32>
+// CHECK:         scf.for
+// CHECK:           %[[END:.*]] = arith.minsi %{{.*}}, %[[TOTAL]] : index
+// CHECK:           scf.for %[[I:.*]] = %{{.*}} to %[[END]] step
+// CHECK-NEXT:        %[[V:.*]] = memref.load %x[%[[I]]] : memref<?xf32>
+// CHECK-NEXT:        %[[NEG:.*]] = arith.negf %[[V]] : f32
+// CHECK-NEXT:        memref.store %[[NEG]], %out0[%[[I]]] : memref<?xf32>
 func.func @reshape_flatten(%x: tensor<?x4xf32>) -> tensor<?xf32> {
   %r = "aotk.reshape"(%x) <{shape = array<i64: -1>}> : (tensor<?x4xf32>) -> tensor<?xf32>
   %y = "aotk.neg"(%r) : (tensor<?xf32>) -> tensor<?xf32>
@@ -26,9 +29,10 @@ func.func @reshape_flatten(%x: tensor<?x4xf32>) -> tensor<?xf32> {
 // CHECK:             %[[V:.*]] = memref.load %w[
 // CHECK:             memref.store %[[V]], %[[T]][
 // CHECK:         scf.for
-// CHECK-NEXT:      memref.load %[[T]][
-// CHECK-NEXT:      arith.negf
-// CHECK-NEXT:      memref.store %{{.*}}, %out0[
+// CHECK:           scf.for
+// CHECK-NEXT:        memref.load %[[T]][
+// CHECK-NEXT:        arith.negf
+// CHECK-NEXT:        memref.store %{{.*}}, %out0[
 // CHECK-LABEL: func.func @transpose_then_neg_workspace_size(
 // CHECK:         arith.constant 63 : index
 // CHECK:         arith.divui

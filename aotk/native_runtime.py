@@ -1,0 +1,150 @@
+"""The thread pool that in-process kernels call (`runtime/aotk_pool.c`), built and loaded once.
+
+`ensure_loaded()` compiles the pool with the system C compiler (`$CC`, else `cc`) into
+`cache_dir()/runtime/<hash>/libaotk_pool.so`, where the hash covers the sources and the
+compiler, and makes its symbols visible to MCJIT. Several processes may build at once:
+each writes a temporary file and renames it into place. Without a C compiler, a serial
+`aotk_parallel_for` made with llvmlite stands in, and kernels run on one thread.
+Kernels use `set_threads(n)` threads, else $AOTK_NUM_THREADS, else one per core.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+
+import llvmlite.binding as llvm_binding
+
+from aotk import paths
+
+SOURCES = ("aotk_pool.h", "aotk_pool.c")
+LIBRARY = "libaotk_pool.so"
+
+# Runs fn(ctx, 0, n) on the calling thread: the whole contract, minus the threads.
+_SERIAL_IR = """
+define void @aotk_parallel_for(ptr %fn, ptr %ctx, i64 %n) {
+entry:
+  %some = icmp sgt i64 %n, 0
+  br i1 %some, label %run, label %done
+run:
+  call void %fn(ptr %ctx, i64 0, i64 %n)
+  br label %done
+done:
+  ret void
+}
+"""
+
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+_serial_engine: llvm_binding.ExecutionEngine | None = None
+
+
+def compiler() -> str | None:
+    """The C compiler command to build the runtime with ($CC, else `cc`), or None."""
+    command = os.environ.get("CC") or "cc"
+    if not command.split() or shutil.which(command.split()[0]) is None:
+        return None
+    return command
+
+
+def library_path(cc: str) -> Path:
+    """Where the pool built from the current sources by `cc` lives in the cache."""
+    digest = hashlib.sha256(cc.encode())
+    exe = shutil.which(cc.split()[0])
+    if exe is not None:
+        stat = Path(exe).resolve().stat()
+        digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
+    for name in SOURCES:
+        digest.update((paths.runtime_dir() / name).read_bytes())
+    return paths.cache_dir() / "runtime" / digest.hexdigest()[:20] / LIBRARY
+
+
+def build(cc: str) -> Path:
+    """The cached pool library, compiled first if it is not there yet."""
+    path = library_path(cc)
+    if path.exists():
+        return path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:  # an unwritable cache: build for this process only
+        path = Path(tempfile.mkdtemp(prefix="aotk-runtime-")) / LIBRARY
+    fd, tmp = tempfile.mkstemp(prefix=f".{LIBRARY}.", dir=path.parent)
+    os.close(fd)
+    try:
+        source = paths.runtime_dir() / "aotk_pool.c"
+        cmd = [*cc.split(), "-O2", "-fPIC", "-shared", "-pthread", str(source), "-o", tmp]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        os.replace(tmp, path)  # atomic: a concurrent builder's copy is just as good
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return path
+
+
+def ensure_loaded() -> None:
+    """Make `aotk_parallel_for` resolvable by MCJIT; idempotent and thread-safe."""
+    global _lib
+    if _lib is not None or _serial_engine is not None:
+        return
+    with _lock:
+        if _lib is not None or _serial_engine is not None:
+            return
+        cc = compiler()
+        problem = "no C compiler found ($CC or cc)"
+        if cc is not None:
+            try:
+                path = build(cc)
+                llvm_binding.load_library_permanently(str(path))
+                _lib = _bind(ctypes.CDLL(str(path)))
+                return
+            except (OSError, RuntimeError, subprocess.CalledProcessError) as err:
+                problem = f"building the thread pool failed: {_describe(err)}"
+        _load_serial()
+        warnings.warn(
+            f"aotk: {problem}; compiled kernels run on one thread", RuntimeWarning, stacklevel=2
+        )
+
+
+def _describe(err: Exception) -> str:
+    if isinstance(err, subprocess.CalledProcessError):
+        return (err.stderr or "").strip()[-500:] or str(err)
+    return str(err)
+
+
+def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
+    lib.aotk_set_default_threads.argtypes = [ctypes.c_int]
+    lib.aotk_set_default_threads.restype = None
+    lib.aotk_get_default_threads.argtypes = []
+    lib.aotk_get_default_threads.restype = ctypes.c_int
+    return lib
+
+
+def _load_serial() -> None:
+    """Define a one-thread `aotk_parallel_for` in process and register its address."""
+    global _serial_engine
+    from aotk.lowering import llvm_ir
+
+    mod = llvm_binding.parse_assembly(_SERIAL_IR)
+    engine = llvm_binding.create_mcjit_compiler(mod, llvm_ir.target_machine())
+    engine.finalize_object()
+    llvm_binding.add_symbol("aotk_parallel_for", engine.get_function_address("aotk_parallel_for"))
+    _serial_engine = engine  # the code lives as long as its engine
+
+
+def set_threads(n: int) -> None:
+    """Run kernels on n threads (n <= 0: one per core); no-op without the C pool."""
+    ensure_loaded()
+    if _lib is not None:
+        _lib.aotk_set_default_threads(int(n))
+
+
+def threads() -> int:
+    """Threads kernels run on (the default pool's size; 1 without the C pool)."""
+    ensure_loaded()
+    return int(_lib.aotk_get_default_threads()) if _lib is not None else 1

@@ -1,0 +1,118 @@
+"""Multi-threaded kernels: results are bitwise the same on 1, 2 and 3 threads, and match the
+interpreter, on shapes whose chunks split unevenly, with the pool really used."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import pytest
+
+import aotk
+from aotk import backend as K
+from aotk import interp
+from aotk.function import Function
+
+THREADS = (1, 2, 3)
+
+
+@pytest.fixture(autouse=True)
+def restore_threads() -> Iterator[None]:
+    before = aotk.get_num_threads()
+    yield
+    aotk.set_num_threads(before)
+
+
+def _arrays(*shapes: Sequence[int], dtype: str = "float32") -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    return [rng.uniform(-2.0, 2.0, shape).astype(dtype) for shape in shapes]
+
+
+def _os_threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def _same_on_all_threads(f: Function, arrays: list[np.ndarray], inline: bool = False) -> np.ndarray:
+    """f's output, checked bitwise equal for every thread count and close to `interp`.
+
+    Unless `inline`, some loop must reach the pool: the default pool is made at the first
+    `aotk_parallel_for`, so a fresh one shows as new OS threads.
+    """
+    assert "@aotk_parallel_for(" in f.llvm_ir, "no parallel loop to test"
+    results = []
+    for n in THREADS:
+        aotk.set_num_threads(1)  # retires the pool; the next one starts at first use
+        aotk.set_num_threads(n)
+        before = _os_threads()
+        results.append(f(arrays)[0])
+        assert _os_threads() == before + (0 if inline else n - 1), f"{n} threads"
+    for n, got in zip(THREADS[1:], results[1:], strict=True):
+        np.testing.assert_array_equal(got, results[0], err_msg=f"{n} threads vs 1", strict=True)
+    want = interp.run_module(f.module, arrays)[0]
+    assert results[0].dtype == want.dtype and results[0].shape == want.shape
+    np.testing.assert_allclose(results[0], want, rtol=1e-4, atol=1e-4, err_msg="vs interp")
+    return results[0]
+
+
+def test_elementwise_chain() -> None:
+    """The benchmark's chain on 3 * 4096 * 7 + 123 elements: 22 chunks, the last short."""
+    x = K.placeholder(shape=(None,))
+    y = K.tanh(x * 0.5 + -0.25) * K.sigmoid(x) + x * x  # pyright: ignore[reportOperatorIssue]
+    f = K.function([x], [y])
+    _same_on_all_threads(f, _arrays((3 * 4096 * 7 + 123,)))
+
+
+def test_broadcast_nest() -> None:
+    x, b = K.placeholder(shape=(None, 1000)), K.placeholder(shape=(1000,))
+    f = K.function([x, b], [K.relu(K.bias_add(x, b))])
+    _same_on_all_threads(f, _arrays((301, 1000), (1000,)))
+
+
+@pytest.mark.parametrize("rows", [197, 37], ids=["packed", "panels"])
+def test_matmul(rows: int) -> None:
+    x, w = K.placeholder(shape=(None, 301)), K.placeholder(shape=(301, 203))
+    f = K.function([x, w], [K.dot(x, w)])
+    _same_on_all_threads(f, _arrays((rows, 301), (301, 203)))
+
+
+def test_integer_matmul() -> None:
+    x, w = K.placeholder(shape=(None, 67), dtype="int32"), K.placeholder((67, 45), dtype="int32")
+    f = K.function([x, w], [K.dot(x, w)])
+    rng = np.random.default_rng(0)
+    arrays = [rng.integers(-9, 9, s).astype(np.int32) for s in ((301, 67), (67, 45))]
+    got = _same_on_all_threads(f, arrays)
+    np.testing.assert_array_equal(got, arrays[0] @ arrays[1])
+
+
+def test_batch_dot() -> None:
+    a, b = K.placeholder(shape=(None, 70, 90)), K.placeholder(shape=(None, 90, 50))
+    f = K.function([a, b], [K.batch_dot(a, b)])
+    _same_on_all_threads(f, _arrays((9, 70, 90), (9, 90, 50)))
+
+
+@pytest.mark.parametrize("padding", ["same", "valid"])
+def test_conv2d(padding: str) -> None:
+    x, w = K.placeholder(shape=(None, 33, 29, 17)), K.placeholder(shape=(3, 3, 17, 40))
+    f = K.function([x, w], [K.conv2d(x, w, strides=(1, 2), padding=padding)])
+    _same_on_all_threads(f, _arrays((3, 33, 29, 17), (3, 3, 17, 40)))
+
+
+def test_max_pool() -> None:
+    x = K.placeholder(shape=(None, 33, 29, 17))
+    f = K.function([x], [K.pool2d(x, (3, 3), strides=(2, 2), padding="same", pool_mode="max")])
+    _same_on_all_threads(f, _arrays((5, 33, 29, 17)))
+
+
+@pytest.mark.parametrize("axis", [2, 1], ids=["last-axis", "middle-axis"])
+def test_reduction(axis: int) -> None:
+    x = K.placeholder(shape=(None, 517, 33))
+    f = K.function([x], [K.sum(x, axis=axis)])
+    _same_on_all_threads(f, _arrays((7, 517, 33)))
+
+
+def test_small_batch_runs_inline() -> None:
+    """Batch 1 stays under every loop's threshold: no pool is even created."""
+    x, w = K.placeholder(shape=(None, 301)), K.placeholder(shape=(301, 203))
+    f = K.function([x, w], [K.relu(K.dot(x, w))])
+    _same_on_all_threads(f, _arrays((1, 301), (301, 203)), inline=True)

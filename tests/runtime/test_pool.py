@@ -1,0 +1,177 @@
+"""The C thread pool (runtime/aotk_pool.c): its C test program, plainly, under sanitizers
+and under valgrind; and `aotk.native_runtime`, which builds and loads it for the JIT."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import aotk
+from aotk import native_runtime
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNTIME = ROOT / "runtime"
+PROGRAM = Path(__file__).with_name("pool_test.c")
+
+pytestmark = pytest.mark.aot
+
+
+@pytest.fixture(scope="module")
+def cc() -> str:
+    found = shutil.which("cc") or shutil.which("gcc")
+    if found is None:
+        pytest.skip("no C compiler")
+    return found
+
+
+def _build(cc: str, out: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    cmd = [
+        cc,
+        "-std=c99",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-pthread",
+        f"-I{RUNTIME}",
+        *flags,
+        str(PROGRAM),
+        str(RUNTIME / "aotk_pool.c"),
+        "-o",
+        str(out),
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, check=False)
+
+
+def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_pool_program(cc: str, tmp_path: Path) -> None:
+    """Sums over many n and thread counts, nested and concurrent calls, 100 pools."""
+    exe = tmp_path / "pool_test"
+    built = _build(cc, exe, "-O2")
+    assert built.returncode == 0, built.stderr
+    ran = _run([str(exe)])
+    assert ran.returncode == 0 and ran.stdout.strip() == "ok", ran.stderr
+
+
+@pytest.mark.parametrize("sanitizer", ["address,undefined", "thread"])
+def test_pool_program_under_sanitizer(cc: str, tmp_path: Path, sanitizer: str) -> None:
+    exe = tmp_path / "pool_test"
+    built = _build(cc, exe, "-O1", "-g", f"-fsanitize={sanitizer}", "-fno-sanitize-recover=all")
+    if built.returncode != 0:
+        pytest.skip(f"{cc} cannot build with -fsanitize={sanitizer}: {built.stderr[-200:]}")
+    ran = _run([str(exe)])
+    if ran.returncode != 0 and "unexpected memory mapping" in ran.stderr:
+        pytest.skip(f"-fsanitize={sanitizer} does not run on this kernel's memory layout")
+    assert ran.returncode == 0 and ran.stdout.strip() == "ok", ran.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_pool_program_under_valgrind(cc: str, tmp_path: Path) -> None:
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        pytest.skip("valgrind is not installed")
+    exe = tmp_path / "pool_test"
+    built = _build(cc, exe, "-O1", "-g")
+    assert built.returncode == 0, built.stderr
+    cmd = [valgrind, "-q", "--error-exitcode=3", "--leak-check=full", str(exe)]
+    ran = _run(cmd)
+    assert ran.returncode == 0 and ran.stdout.strip() == "ok", ran.stderr[-3000:]
+
+
+def test_build_is_cached_by_sources_and_compiler(
+    cc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AOTK_CACHE_DIR", str(tmp_path))
+    path = native_runtime.build(cc)
+    assert path == native_runtime.library_path(cc)
+    assert path.parent.parent == tmp_path / "runtime"
+    stamp = path.stat().st_mtime_ns
+    assert native_runtime.build(cc) == path and path.stat().st_mtime_ns == stamp
+    assert [p.name for p in path.parent.iterdir()] == [native_runtime.LIBRARY]
+    lib = ctypes.CDLL(str(path))
+    lib.aotk_pool_create.restype = ctypes.c_void_p
+    lib.aotk_pool_threads.argtypes = [ctypes.c_void_p]
+    lib.aotk_pool_destroy.argtypes = [ctypes.c_void_p]
+    pool = lib.aotk_pool_create(3)
+    assert lib.aotk_pool_threads(pool) == 3
+    lib.aotk_pool_destroy(pool)
+
+
+def test_concurrent_builds_agree(cc: str, tmp_path: Path) -> None:
+    """Processes building into one empty cache at once all get the same complete file."""
+    script = "from aotk import native_runtime as n; print(n.build(n.compiler()))"
+    env = {**os.environ, "AOTK_CACHE_DIR": str(tmp_path), "CC": cc}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    paths = {proc.communicate(timeout=120)[0].strip() for proc in procs}
+    assert all(proc.returncode == 0 for proc in procs)
+    assert len(paths) == 1
+    built = Path(paths.pop())
+    assert [p.name for p in built.parent.iterdir()] == [native_runtime.LIBRARY]
+    ctypes.CDLL(str(built))  # loads: no half-written file was renamed into place
+
+
+def test_set_and_get_num_threads() -> None:
+    before = aotk.get_num_threads()
+    try:
+        for n in (1, 3, 2):
+            aotk.set_num_threads(n)
+            assert aotk.get_num_threads() == n
+        aotk.set_num_threads(0)
+        assert aotk.get_num_threads() == os.cpu_count()
+    finally:
+        aotk.set_num_threads(before)
+
+
+def test_thread_count_from_environment() -> None:
+    script = "import aotk; print(aotk.get_num_threads())"
+    env = {**os.environ, "AOTK_NUM_THREADS": "3"}
+    ran = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 0 and ran.stdout.strip() == "3", ran.stderr[-2000:]
+
+
+def test_without_compiler_kernels_run_serially(tmp_path: Path) -> None:
+    """No C compiler: one warning, and kernels still compute (on one thread)."""
+    script = textwrap.dedent(
+        """
+        import warnings
+        import numpy as np
+        import aotk
+        from aotk import backend as K
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            x = K.placeholder(shape=(None, 512))
+            f = K.function([x], [K.tanh(x) * x])
+            a = np.linspace(-3, 3, 64 * 512, dtype=np.float32).reshape(64, 512)
+            got = f([a])[0]
+            f([a])
+        assert np.allclose(got, np.tanh(a) * a, rtol=1e-5, atol=1e-6)
+        messages = [str(w.message) for w in caught if "one thread" in str(w.message)]
+        assert len(messages) == 1, messages
+        assert aotk.get_num_threads() == 1
+        print("ok")
+        """
+    )
+    env = {
+        **os.environ,
+        "CC": str(tmp_path / "no-such-cc"),
+        "AOTK_CACHE_DIR": str(tmp_path),
+        "AOTK_DISK_CACHE": "0",
+    }
+    ran = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert ran.returncode == 0 and ran.stdout.strip() == "ok", ran.stderr[-3000:]
