@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import C_DIR, build_c, c_compiler, mlp
+from export_helpers import C_DIR, build_c, c_compiler, mlp
 
 import aotk
 from aotk import backend as K
