@@ -200,17 +200,23 @@ def _kernel(fn: func.FuncOp) -> func.FuncOp:
     return kernel
 
 
-def _workspace_size(fn: func.FuncOp) -> func.FuncOp:
-    n_dims = len(dynamic_dims(fn))
-    block = Block(arg_types=[i64] * n_dims)
+def _plan(fn: func.FuncOp, block: Block) -> _Lowerer:
+    """Walk `fn` without emitting loops: sizes of every buffer, from `block`'s dim args."""
     low = _Lowerer(fn, block, code=False)
-    dims = low.dims_from_args(list(block.args))
+    dims = low.dims_from_args(list(block.args[: len(dynamic_dims(fn))]))
     for i, arg in enumerate(fn.body.block.args):
         low.bind_input(arg, None, i, dims)
     targets = _output_targets(fn, [low.k.index(0)] * len(fn.function_type.outputs))
     for op in fn.body.block.ops:
         if not isinstance(op, func.ReturnOp):
             low.lower_op(op, targets)
+    return low
+
+
+def _workspace_size(fn: func.FuncOp) -> func.FuncOp:
+    n_dims = len(dynamic_dims(fn))
+    block = Block(arg_types=[i64] * n_dims)
+    low = _plan(fn, block)
     _stage_updates(low, fn)
     total = low.k.b.insert(arith.IndexCastOp(low.k.index(low.ws_offset), i64)).result
     low.k.b.insert(func.ReturnOp(total))
@@ -225,14 +231,7 @@ def _output_dims(fn: func.FuncOp) -> func.FuncOp:
     """
     n_dims = len(dynamic_dims(fn))
     block = Block(arg_types=[*[i64] * n_dims, ptr.PtrType()])
-    low = _Lowerer(fn, block, code=False)
-    dims = low.dims_from_args(list(block.args[:n_dims]))
-    for i, arg in enumerate(fn.body.block.args):
-        low.bind_input(arg, None, i, dims)
-    targets = _output_targets(fn, [low.k.index(0)] * len(fn.function_type.outputs))
-    for op in fn.body.block.ops:
-        if not isinstance(op, func.ReturnOp):
-            low.lower_op(op, targets)
+    low = _plan(fn, block)
     out_dims = [d for v in _returned(fn) for d in low.bufs[v].dims]
     mem = low.k.b.insert(ptr.FromPtrOp(block.args[n_dims], MemRefType(i64, [DYNAMIC_INDEX]))).res
     out = Buf(mem, (len(out_dims),), i64)
