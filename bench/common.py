@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+import aotk
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -117,7 +119,7 @@ def thread_note() -> str:
     return (
         f"cores: {os.cpu_count()}; NumPy {np.__version__} BLAS threads: "
         f"{threads if threads is not None else 'unknown'}"
-        f" (OPENBLAS_NUM_THREADS={env or 'unset'}); aotk: 1 thread"
+        f" (OPENBLAS_NUM_THREADS={env or 'unset'}); aotk threads: {aotk.get_num_threads()}"
     )
 
 
