@@ -19,6 +19,7 @@ import llvmlite.binding as llvm_binding
 
 from aotk import paths
 from aotk.lowering import llvm_ir
+from aotk.shipping import required_features
 
 RUNTIME_SOURCES = ("aotk_rt.c", "aotk_model.c", "aotk_run.c", "aotk_pool.c")
 RUNTIME_HEADERS = ("aotk_rt.h", "aotk_model.h", "aotk_model_internal.h", "aotk_pool.h")
@@ -39,7 +40,7 @@ def resolve_target(cpu: str | None, features: str | None, where: str) -> tuple[s
     host = llvm_ir.host_cpu()
     if cpu is None and features is None:
         features = llvm_ir.host_features()
-        return host, features, _enabled(features)
+        return host, features, required_features(features)
     cpu = cpu or "x86-64"
     if features is None:
         if cpu == host:
@@ -52,12 +53,8 @@ def resolve_target(cpu: str | None, features: str | None, where: str) -> tuple[s
                 f"{', '.join(X86_LEVELS)}), so the library can check the CPU it runs on"
             )
     _check_features(features, where)
-    needed = sorted(set(X86_LEVELS.get(cpu, ())) | set(_enabled(features)))
+    needed = sorted(set(X86_LEVELS.get(cpu, ())) | set(required_features(features)))
     return cpu, features, needed
-
-
-def _enabled(features: str) -> list[str]:
-    return sorted(f[1:] for f in features.split(",") if f.startswith("+"))
 
 
 def _check_features(features: str, where: str) -> None:
