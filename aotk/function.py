@@ -99,7 +99,7 @@ class Function:
             inputs = [p for x in inputs for p in getattr(x, "placeholders", [x])]
         _check_tensors(inputs, outs, where)
         # the learning phase, when not an explicit input, is fed its default on each call
-        phase = getattr(trace.graph(), "learning_phase", None)
+        phase = trace.graph().learning_phase
         self._implicit_phase = phase is not None and all(x is not phase for x in inputs)
         if self._implicit_phase:
             inputs = [*inputs, phase]
@@ -155,9 +155,7 @@ class Function:
     def __call__(self, values: Sequence[Any]) -> Any:
         values = self._flatten(values)
         if self._implicit_phase and _is_seq(values) and len(values) == len(self._inputs.names) - 1:
-            from aotk.backend.phase import default_phase
-
-            values = [*values, np.array(bool(default_phase()))]
+            values = [*values, np.array(bool(trace.default_phase()))]
         arrays = self._coerce(values)
         shapes = [a.shape for a in arrays]
         out_shapes = self._checker.output_shapes(

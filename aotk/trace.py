@@ -30,6 +30,10 @@ class Graph:
         self.insertion = self.block  # where emit appends: the graph, or a loop body
         self.captures: dict[BlockArgument, Any] = {}  # arg -> owner holding a NumPy buffer
         self.placeholders: set[BlockArgument] = set()
+        self.learning_phase: KTensor | None = None  # the phase placeholder, made on first use
+        self.fixed_phase: int | None = None  # set by K.set_learning_phase
+        # variable -> its updated value, while K.control_dependencies(updates) is open
+        self.updated_reads: dict[SSAValue, SSAValue] = {}
         self._names = itertools.count()
 
     def add_arg(self, typ: Attribute, name: str) -> BlockArgument:
@@ -50,10 +54,17 @@ def reset_graph() -> None:
     _graph = Graph()
 
 
+def default_phase() -> int:
+    """The learning phase fed to functions that do not take it as an input (0: test)."""
+    return _graph.fixed_phase or 0
+
+
 class KTensor:
     """A symbolic tensor: an SSA value of the current graph."""
 
     __array_priority__ = 1000  # so ndarray <op> KTensor defers to KTensor
+    _uses_learning_phase = False  # Keras reads it to decide whether to feed the phase
+    _shape_hint: Shape | None = None  # a shape Keras set through `_keras_shape`
 
     def __init__(self, value: SSAValue, name: str | None = None):
         self.value = value
@@ -71,6 +82,15 @@ class KTensor:
     @property
     def dtype(self) -> str:
         return dtype_of(self.value.type)
+
+    @property
+    def _keras_shape(self) -> Shape:
+        """The static shape as Keras reads it: inferred dims, then the dims Keras set."""
+        return merge_shape_hint(self.shape, self._shape_hint)
+
+    @_keras_shape.setter
+    def _keras_shape(self, shape: Any) -> None:
+        self._shape_hint = None if shape is None else tuple(shape)
 
     @property
     def ndim(self) -> int:
@@ -106,6 +126,13 @@ class KTensor:
         raise TypeError("a symbolic tensor has no truth value; use K.switch or K.greater")
 
 
+def merge_shape_hint(shape: Shape, hint: Shape | None) -> Shape:
+    """`shape` with its unknown dims taken from `hint` (ignored when ranks differ)."""
+    if hint is None or len(hint) != len(shape):
+        return shape
+    return tuple(d if d is not None else h for d, h in zip(shape, hint, strict=True))
+
+
 def emit(op_cls: type[AotkOp], *operands: KTensor, where: str, **attrs: Any) -> KTensor:
     """Check types with the op's infer rule, append the op to the graph, wrap its result."""
     for x in operands:
@@ -117,7 +144,8 @@ def emit(op_cls: type[AotkOp], *operands: KTensor, where: str, **attrs: Any) -> 
     except (ValueError, TypeError) as err:
         shapes = ", ".join(f"{x.name}: shape {_fmt(x.shape)} {x.dtype}" for x in operands)
         raise type(err)(f"{where}: {err} (inputs {shapes})") from None
-    op = op_cls.make([x.value for x in operands], result_type, **attrs)
+    reads = _graph.updated_reads
+    op = op_cls.make([reads.get(x.value, x.value) for x in operands], result_type, **attrs)
     _graph.insertion.add_op(op)
     return KTensor(op.results[0], name=f"{where.removeprefix('K.')}_{next(_graph._names)}")
 

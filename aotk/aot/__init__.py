@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import aotk
-from aotk.aot import build, cgen, dims, glue, layout
+from aotk.aot import build, cgen, dims, glue, keras_model, layout
 from aotk.aot.loader import load
 from aotk.dialect.base import shape_of
 
@@ -42,9 +42,15 @@ def export(
     target_features: str | None = None,
     max_dim: int = DEFAULT_MAX_DIM,
     progress: Callable[[str], None] | None = None,
+    step: str = "predict",
 ) -> Exported:
-    """Export the compiled function `fn` as model `name` into `out_dir`."""
+    """Export the compiled function `fn` as model `name` into `out_dir`.
+
+    `fn` may also be a Keras model running on aotk: `step` picks its predict function or
+    its training step (the function behind `train_on_batch`)."""
     where = "aotk.export"
+    if keras_model.is_keras_model(fn):
+        fn = keras_model.step_function(fn, step, where)
     _check_arguments(fn, name, weights, max_dim, where)
     say = progress or (lambda _: None)
     cpu, features, needed = build.resolve_target(target_cpu, target_features, where)
@@ -95,7 +101,9 @@ def _check_arguments(fn: Any, name: str, weights: str, max_dim: int, where: str)
     from aotk.function import Function
 
     if not isinstance(fn, Function):
-        raise TypeError(f"{where}: fn must be a compiled K.function, got {type(fn).__name__}")
+        raise TypeError(
+            f"{where}: fn must be a compiled K.function or a Keras model, got {type(fn).__name__}"
+        )
     if any(fn._feeds):
         raise TypeError(f"{where}: functions with sparse inputs cannot be exported")
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name):

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 import aotk
-from aotk import runtime
+from aotk import runtime, trace
 from aotk.call_check import coerce_input
 
 DTYPE_CODES = {
@@ -145,9 +145,7 @@ class LoadedModel:
             raise TypeError(f"{self.where}: call it with a list of {len(specs)} arrays")
         values = list(values)
         if self.info["implicit_phase"] and len(values) == len(specs) - 1:
-            from aotk.backend.phase import default_phase
-
-            values.append(np.array(bool(default_phase())))
+            values.append(np.array(bool(trace.default_phase())))
         if len(values) != len(specs):
             raise ValueError(f"{self.where}: expected {len(specs)} inputs, got {len(values)}")
         return [

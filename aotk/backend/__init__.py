@@ -5,12 +5,17 @@ Each module below owns one family of functions and lists them in its `__all__`.
 
 from __future__ import annotations
 
+import sys as _sys
+
+from aotk import keras_compat as _keras_compat
+from aotk.backend import config as _config
 from aotk.backend import operators as _operators
 from aotk.backend.config import *  # noqa: F403
 from aotk.backend.conv_ops import *  # noqa: F403
 from aotk.backend.ctc import *  # noqa: F403
 from aotk.backend.data_ops import *  # noqa: F403
 from aotk.backend.functions import *  # noqa: F403
+from aotk.backend.keras_contract import *  # noqa: F403
 from aotk.backend.loops import *  # noqa: F403
 from aotk.backend.math_ops import *  # noqa: F403
 from aotk.backend.nn import *  # noqa: F403
@@ -23,3 +28,6 @@ from aotk.backend.tensors import *  # noqa: F403
 from aotk.backend.training import *  # noqa: F403
 
 _operators.install()
+if _keras_compat.loaded_by_keras():
+    _keras_compat.install()
+    _config.share_with_keras(_sys.modules["keras.backend.common"])

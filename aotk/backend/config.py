@@ -28,6 +28,25 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 _state: dict[str, Any] = dict(_DEFAULTS)
+# Keras's `keras.backend.common` when Keras hosts this backend: it owns the settings then,
+# so K.set_floatx through Keras and through aotk change the same value
+_host: Any = None
+
+
+def share_with_keras(common: Any) -> None:
+    """Read and write floatx, epsilon and the data format through Keras's own settings."""
+    global _host
+    _host = common
+
+
+def _get(key: str) -> Any:
+    return getattr(_host, key)() if _host is not None else _state[key]
+
+
+def _set(key: str, value: Any) -> None:
+    _state[key] = value
+    if _host is not None:
+        getattr(_host, f"set_{key}")(value)
 
 
 def backend() -> str:
@@ -37,7 +56,7 @@ def backend() -> str:
 
 def floatx() -> str:
     """The default float type, as a string."""
-    return _state["floatx"]
+    return _get("floatx")
 
 
 def set_floatx(floatx: str) -> None:
@@ -46,29 +65,29 @@ def set_floatx(floatx: str) -> None:
         raise ValueError(
             f"K.set_floatx: unknown floatx type {floatx!r}; expected one of {', '.join(_FLOATS)}"
         )
-    _state["floatx"] = floatx
+    _set("floatx", floatx)
 
 
 def epsilon() -> float:
     """The fuzz factor used in numeric expressions."""
-    return _state["epsilon"]
+    return _get("epsilon")
 
 
 def set_epsilon(e: float) -> None:
     """Set the fuzz factor used in numeric expressions."""
     if isinstance(e, bool) or not isinstance(e, numbers.Real):
         raise TypeError(f"K.set_epsilon: expected a float, got {e!r}")
-    _state["epsilon"] = float(e)
+    _set("epsilon", float(e))
 
 
 def image_data_format() -> str:
     """The default image data format: 'channels_last' or 'channels_first'."""
-    return _state["image_data_format"]
+    return _get("image_data_format")
 
 
 def set_image_data_format(data_format: str) -> None:
     """Set the default image data format."""
-    _state["image_data_format"] = check_data_format(data_format, "K.set_image_data_format")
+    _set("image_data_format", check_data_format(data_format, "K.set_image_data_format"))
 
 
 def image_dim_ordering() -> str:
@@ -83,7 +102,7 @@ def set_image_dim_ordering(dim_ordering: str) -> None:
             f"K.set_image_dim_ordering: unknown dim_ordering {dim_ordering!r}; "
             "expected 'tf' (channels_last) or 'th' (channels_first)"
         )
-    _state["image_data_format"] = _ORDERINGS[dim_ordering]
+    _set("image_data_format", _ORDERINGS[dim_ordering])
 
 
 def check_data_format(data_format: str | None, where: str) -> str:

@@ -17,6 +17,7 @@ from aotk.backend.config import check_data_format, image_data_format
 from aotk.backend.local_conv_ops import local_conv1d, local_conv2d
 from aotk.backend.pool_ops import pool2d, pool3d
 from aotk.backend.shape_ops import permute_dimensions, reshape
+from aotk.backend.static_eval import static_ints
 from aotk.dialect import shape as sh
 from aotk.dialect.conv import same_pads
 from aotk.trace import KTensor
@@ -160,26 +161,39 @@ def separable_conv2d(
 
 
 def _output_shape(output_shape: Any, rank: int, fmt: str, where: str) -> tuple[int | None, ...]:
-    """output_shape in channels_last order; only the batch dim may be None."""
+    """output_shape in channels_last order; None where it is only known at run time.
+
+    Entries may be tensors (Keras builds them from `K.shape(x)`): those known while
+    tracing count as ints; a batch or spatial dim that is not known is left to the
+    transposed convolution's own geometry, which is what Keras asks for by default.
+    """
     if isinstance(output_shape, KTensor):
-        raise TypeError(
-            f"{where}: output_shape must be a tuple of ints (the spatial dims fix the "
-            f"compiled loops), got the symbolic tensor {output_shape!r}"
-        )
-    dims = _dims_of(output_shape)
-    if dims is None or len(dims) != rank + 2 or any(d is None or d < 1 for d in dims[1:]):
+        dims = static_ints(output_shape)
+    elif isinstance(output_shape, list | tuple):
+        dims = [_static_dim(d) for d in output_shape]
+    else:
+        dims = None
+    if (
+        dims is None
+        or len(dims) != rank + 2
+        or any(d is not None and d < 1 for d in dims[1:])
+        or dims[-1 if fmt == "channels_last" else 1] is None
+    ):
         raise ValueError(
-            f"{where}: output_shape must be {rank + 2} ints (batch may be None) in "
-            f"{fmt} order, got {output_shape!r}"
+            f"{where}: output_shape must be {rank + 2} dims in {fmt} order (ints, or scalar "
+            f"tensors; batch and spatial dims may be None), got {output_shape!r}"
         )
-    return dims if fmt == "channels_last" else (dims[0], *dims[2:], dims[1])
+    return tuple(dims) if fmt == "channels_last" else (dims[0], *dims[2:], dims[1])
 
 
-def _dims_of(shape: Any) -> tuple[int | None, ...] | None:
+def _static_dim(d: Any) -> int | None:
+    if isinstance(d, KTensor):
+        known = static_ints(d)
+        return known[0] if known is not None and len(known) == 1 else None
     try:
-        return tuple(None if d is None else int(d) for d in shape)
+        return None if d is None else int(d)
     except (TypeError, ValueError):
-        return None
+        return -1  # refused by the caller with the whole output_shape in the message
 
 
 def _transposed_pads(
@@ -190,8 +204,10 @@ def _transposed_pads(
     before, after = [], []
     for d, size in enumerate(t.shape[1:-1]):
         total, s = out[1 + d], strides[d]
-        assert total is not None and size is not None
+        assert size is not None
         extent = (w.shape[d] - 1) * dilation[d] + 1  # type: ignore[operator]
+        if total is None:  # Keras's default: the smallest output the forward maps to `size`
+            total = size * s if mode == "same" else size * s + max(extent - s, 0)
         if mode == "same":
             expect, pb = -(-total // s), same_pads(total, s, extent)[0]
         else:

@@ -17,6 +17,7 @@ from aotk.backend.batch_ops import batch_dot, in_top_k
 from aotk.backend.config import check_data_format, floatx
 from aotk.backend.math_ops import equal
 from aotk.backend.shape_ops import permute_dimensions, regroup
+from aotk.backend.static_eval import static_ints, static_value
 from aotk.backend.tensors import as_tensor, cast
 from aotk.dialect import data as dd
 from aotk.dialect import gather as dg
@@ -92,19 +93,32 @@ def repeat_elements(x: Any, rep: int, axis: int) -> KTensor:
 
 
 def tile(x: Any, n: Any) -> KTensor:
-    """Repeat the whole tensor n[i] times along axis i; len(n) must be ndim(x)."""
+    """Repeat the whole tensor n[i] times along axis i, as np.tile: a short `n` is padded
+    with leading 1s, a long one adds leading axes to `x`. `n` may be a tensor known while
+    tracing."""
     t = as_tensor(x, where="K.tile")
     if isinstance(n, int | np.integer) and not isinstance(n, bool):
         n = [n]
-    if isinstance(n, KTensor) or not isinstance(n, Sequence | np.ndarray):
+    if isinstance(n, KTensor):
+        n = _known_reps(n)
+    if not isinstance(n, Sequence | np.ndarray):
         raise TypeError(f"K.tile: n must be a list of ints, got {n!r}")
     reps = [_int_arg(v, "K.tile", f"n[{i}]") for i, v in enumerate(n)]
-    if len(reps) != t.ndim:
-        raise ValueError(
-            f"K.tile: n must have one entry per axis of x (rank {t.ndim}, shape {t.shape}), "
-            f"got {len(reps)}: {tuple(reps)}"
-        )
+    if len(reps) > t.ndim:
+        spec: list[int | tuple[int, ...]] = [1] * (len(reps) - t.ndim)
+        t = regroup(t, spec + [(a,) for a in range(t.ndim)], "K.tile")
+    reps = [1] * (t.ndim - len(reps)) + reps
     return _stretch(t, dict(enumerate(reps)), "K.tile", outer=True)
+
+
+def _known_reps(n: KTensor) -> list[int]:
+    reps = static_ints(n)
+    if reps is None or None in reps:
+        raise TypeError(
+            "K.tile: n must be ints or a tensor known while tracing (the result's shape "
+            f"depends on it), got {n!r}"
+        )
+    return reps  # type: ignore[return-value]
 
 
 def stack(x: Any, axis: int = 0) -> KTensor:
@@ -212,10 +226,13 @@ def one_hot(indices: Any, num_classes: int) -> KTensor:
 
 def _number(value: Any, where: str, name: str) -> float | int:
     if isinstance(value, KTensor):
-        raise TypeError(
-            f"{where}: {name} must be a Python number; a tensor would make the result's "
-            f"length depend on data, got {value!r}"
-        )
+        known = static_value(value) if value.ndim == 0 else None
+        if known is None:
+            raise TypeError(
+                f"{where}: {name} must be a number or a scalar tensor known while tracing; "
+                f"this one would make the result's length depend on data: {value!r}"
+            )
+        value = known.item()
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         raise TypeError(f"{where}: {name} must be a number, got {value!r}")
     return value.item() if isinstance(value, np.generic) else value

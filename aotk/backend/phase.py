@@ -1,8 +1,10 @@
 """The learning phase: K.learning_phase, set_learning_phase, in_train_phase, in_test_phase.
 
-`learning_phase()` is a bool scalar placeholder with a default: a K.function may take it
-as an input (fed 0 or 1), and otherwise it is fed the value of `set_learning_phase`
-(0, test, unless set) on every call.
+As in Keras's TensorFlow backend, `learning_phase()` is a bool scalar placeholder until
+`set_learning_phase(v)` fixes it; from then on it is the Python int `v`, so Keras sees a
+static phase and stops feeding it. A K.function may take the placeholder as an input (fed
+0 or 1); otherwise it is fed the fixed phase (0, test, unless set) on every call. The
+state belongs to the traced graph, so `K.clear_session()` resets it.
 """
 
 from __future__ import annotations
@@ -14,30 +16,24 @@ from aotk import trace
 from aotk.backend.math_ops import switch
 from aotk.trace import KTensor
 
-_default = {"phase": 0}
 
-
-def learning_phase() -> KTensor:
-    """The learning phase flag: a bool scalar, 1 while training."""
+def learning_phase() -> KTensor | int:
+    """The learning phase: a bool scalar placeholder (1 while training), or the fixed int."""
     g = trace.graph()
-    phase = getattr(g, "learning_phase", None)
-    if phase is None:
-        phase = KTensor(
+    if g.fixed_phase is not None:
+        return g.fixed_phase
+    if g.learning_phase is None:
+        g.learning_phase = KTensor(
             trace.placeholder_arg((), "bool", "keras_learning_phase"), name="keras_learning_phase"
         )
-        g.learning_phase = phase  # type: ignore[attr-defined]
-    return phase
+    return g.learning_phase
 
 
 def set_learning_phase(value: int) -> None:
-    """Fix the learning phase fed to functions that do not take it as an input."""
+    """Fix the learning phase: 0 (test) or 1 (train)."""
     if value not in (0, 1) or isinstance(value, float):
         raise ValueError(f"K.set_learning_phase: expected 0 (test) or 1 (train), got {value!r}")
-    _default["phase"] = int(value)
-
-
-def default_phase() -> int:
-    return _default["phase"]
+    trace.graph().fixed_phase = int(value)
 
 
 def _value(x: Any) -> Any:
@@ -45,12 +41,20 @@ def _value(x: Any) -> Any:
 
 
 def in_train_phase(x: Any, alt: Any, training: Any = None) -> Any:
-    """`x` while training, `alt` otherwise (either may be a zero-argument callable)."""
+    """`x` while training, `alt` otherwise (either may be a zero-argument callable).
+
+    With the default `training`, a result that depends on the phase placeholder is marked
+    `_uses_learning_phase`, which is how Keras knows to feed the phase to a model.
+    """
+    uses_phase = training is None
     if training is None:
         training = learning_phase()
     if not isinstance(training, KTensor):  # a Python flag picks a branch while tracing
         return _value(x) if training else _value(alt)
-    return switch(training, x, alt)
+    out = switch(training, x, alt)
+    if uses_phase:
+        out._uses_learning_phase = True
+    return out
 
 
 def in_test_phase(x: Any, alt: Any, training: Any = None) -> Any:

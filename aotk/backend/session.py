@@ -9,11 +9,10 @@ from typing import Any
 import numpy as np
 
 from aotk import trace
-from aotk.backend.sparse import KSparseTensor, dense_dims_of
+from aotk.backend.sparse import KSparseTensor, densify
 from aotk.backend.tensors import as_tensor
 from aotk.dialect import elementwise as ew
 from aotk.dialect.debug import PrintTensorOp
-from aotk.dialect.sparse import SparseToDenseOp
 from aotk.trace import KTensor
 
 # per graph, as Keras keeps them per TF graph: K.clear_session starts every prefix again
@@ -53,8 +52,7 @@ def to_dense(tensor: Any) -> Any:
     """A sparse tensor as a dense one (computed by compiled code); other tensors unchanged."""
     if not isinstance(tensor, KSparseTensor):
         return tensor
-    dims = dense_dims_of(tensor, "K.to_dense")
-    return trace.emit(SparseToDenseOp, tensor.indices, tensor.values, dims, where="K.to_dense")
+    return densify(tensor, "K.to_dense")
 
 
 def is_tensor(x: Any) -> bool:

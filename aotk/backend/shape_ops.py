@@ -9,8 +9,10 @@ from typing import Any
 from aotk import trace
 from aotk.backend.config import check_data_format
 from aotk.backend.math_ops import add
+from aotk.backend.sparse import KSparseTensor, concatenate_sparse, densify
+from aotk.backend.static_eval import static_ints
 from aotk.backend.tensors import as_tensor
-from aotk.dialect import data, linalg
+from aotk.dialect import data, gather, linalg
 from aotk.dialect import shape as sh
 from aotk.dialect.base import normalize_axis
 from aotk.trace import KTensor
@@ -24,7 +26,9 @@ def _axis(axis: int, rank: int, where: str) -> int:
 
 
 def dot(x: Any, y: Any) -> KTensor:
-    """Matrix product; nD x nD follows Theano: contract x's last axis with y's second-to-last."""
+    """Matrix product; nD x nD follows Theano: contract x's last axis with y's second-to-last.
+    A sparse operand is made dense first."""
+    x, y = (densify(v, "K.dot") if isinstance(v, KSparseTensor) else v for v in (x, y))
     a, b = as_tensor(x, where="K.dot"), as_tensor(y, where="K.dot")
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(
@@ -138,7 +142,10 @@ def squeeze(x: Any, axis: int) -> KTensor:
 
 
 def concatenate(tensors: Sequence[Any], axis: int = -1) -> KTensor:
-    """Join tensors along `axis`."""
+    """Join tensors along `axis`; sparse tensors give a sparse tensor."""
+    if tensors and all(isinstance(t, KSparseTensor) for t in tensors):
+        pos = _axis(axis, tensors[0].ndim, "K.concatenate")
+        return concatenate_sparse(list(tensors), pos, "K.concatenate")  # type: ignore[return-value]
     ts = [as_tensor(t, where="K.concatenate") for t in tensors]
     if not ts:
         raise ValueError("K.concatenate: needs at least one tensor")
@@ -182,6 +189,9 @@ def getitem(x: KTensor, key: Any) -> KTensor:
     if len(keys) > x.ndim:
         raise IndexError(f"K: too many indices ({len(keys)}) for a tensor of rank {x.ndim}")
     keys = keys + (slice(None),) * (x.ndim - len(keys))
+    keys = tuple(_static_index(k) for k in keys)
+    picks = {axis: k for axis, k in enumerate(keys) if isinstance(k, KTensor)}
+    keys = tuple(slice(None) if isinstance(k, KTensor) else k for k in keys)
     start, stop, step, drop = [], [], [], []
     for axis, k in enumerate(keys):
         if isinstance(k, slice):
@@ -208,7 +218,21 @@ def getitem(x: KTensor, key: Any) -> KTensor:
     )
     if drop:
         out = regroup(out, [(i,) for i in range(out.ndim) if i not in drop], "K.slice")
+    for axis in sorted(picks, reverse=True):  # later axes first: earlier positions hold
+        at = axis - sum(1 for d in drop if d < axis)
+        out = trace.emit(gather.GatherOp, out, picks[axis], where="K.slice", axis=at, batch_dims=0)
     return out
+
+
+def _static_index(k: Any) -> Any:
+    """An index that is a tensor: its int when known while tracing, else a scalar int tensor
+    (which picks at run time; out of range gives zeros, as K.gather)."""
+    if not isinstance(k, KTensor):
+        return k
+    if k.ndim != 0 or k.dtype not in ("int32", "int64"):
+        raise TypeError(f"K: a tensor index must be an int32/int64 scalar, got {k!r}")
+    known = static_ints(k)
+    return known[0] if known is not None and known[0] is not None else k
 
 
 __all__ = [

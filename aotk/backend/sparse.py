@@ -137,3 +137,30 @@ def dense_dims_of(x: KSparseTensor, where: str) -> KTensor:
             "which is not known at trace time"
         )
     return _DenseDims(tuple(d for d in x.dense_shape if d is not None)).tensor
+
+
+def densify(x: KSparseTensor, where: str) -> KTensor:
+    """The dense tensor of `x`, scattered by compiled code."""
+    from aotk.dialect.sparse import SparseToDenseOp
+
+    return trace.emit(SparseToDenseOp, x.indices, x.values, dense_dims_of(x, where), where=where)
+
+
+def concatenate_sparse(xs: list[KSparseTensor], axis: int, where: str) -> KSparseTensor:
+    """Sparse tensors of static dense shapes joined along `axis`: a sparse tensor."""
+    from aotk.backend.shape_ops import concatenate
+    from aotk.backend.tensors import constant
+
+    shapes = [x.dense_shape for x in xs]
+    if any(None in s for s in shapes):
+        raise ValueError(f"{where}: sparse tensors need static dense shapes, got {shapes}")
+    offset, indices = 0, []
+    for x in xs:
+        shift = np.zeros(x.ndim, np.int64)
+        shift[axis] = offset
+        indices.append(x.indices + constant(shift[None, :], dtype="int64"))
+        offset += x.dense_shape[axis]  # type: ignore[operator]
+    shape = list(shapes[0])
+    shape[axis] = offset
+    values = concatenate([x.values for x in xs], axis=0)
+    return KSparseTensor(concatenate(indices, axis=0), values, tuple(shape))

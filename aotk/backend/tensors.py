@@ -10,7 +10,7 @@ import numpy as np
 
 from aotk import dtypes, runtime, trace
 from aotk.backend.config import floatx, resolve_dtype
-from aotk.backend.sparse import sparse_placeholder
+from aotk.backend.sparse import KSparseTensor, densify, sparse_placeholder
 from aotk.dialect import elementwise as ew
 from aotk.dialect import shape as sh
 from aotk.trace import KTensor
@@ -88,12 +88,23 @@ def _array(value: Any, dtype: Any, where: str) -> np.ndarray:
 def variable(
     value: Any, dtype: Any = None, name: str | None = None, constraint: Any = None
 ) -> KVariable:
-    """A variable initialised from `value` (default dtype: floatx)."""
+    """A variable initialised from `value` (default dtype: floatx); a scipy.sparse matrix
+    gives a sparse tensor whose values are a variable."""
+    if hasattr(value, "tocoo"):
+        return _sparse_variable(value, dtype, name)  # type: ignore[return-value]
     var = KVariable(
         _array(value, dtype, "K.variable"), name or f"variable_{len(trace.graph().captures)}"
     )
     var.constraint = constraint
     return var
+
+
+def _sparse_variable(value: Any, dtype: Any, name: str | None) -> KSparseTensor:
+    coo = value.tocoo()
+    name = name or f"variable_{len(trace.graph().captures)}"
+    indices = np.stack([np.asarray(coo.row), np.asarray(coo.col)], axis=1).astype(np.int64)
+    values = KVariable(np.asarray(coo.data).astype(resolve_dtype(dtype, "K.variable")), name)
+    return KSparseTensor(constant(indices, "int64"), values, tuple(coo.shape), name=name)
 
 
 def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None = None) -> KTensor:
@@ -125,9 +136,35 @@ def as_tensor(x: Any, dtype: str | None = None, where: str = "K") -> KTensor:
     if isinstance(x, bool | int | float | np.number | np.bool_):
         default = "bool" if isinstance(x, bool | np.bool_) else floatx()
         return scalar(x.item() if isinstance(x, np.generic) else x, dtype or default)
+    if isinstance(x, list | tuple) and _holds_tensors(x):
+        return _stack_mixed(x, dtype, where)
     if isinstance(x, np.ndarray | list | tuple):
         return constant(np.asarray(x), dtype=dtype or _default_dtype(np.asarray(x)))
     raise TypeError(f"{where}: expected a tensor, an array or a number, got {type(x).__name__}")
+
+
+def _holds_tensors(x: Any) -> bool:
+    if isinstance(x, list | tuple):
+        return any(_holds_tensors(v) for v in x)
+    return isinstance(x, KTensor)
+
+
+def _first_dtype(x: Any) -> str | None:
+    if isinstance(x, KTensor):
+        return x.dtype
+    for v in x if isinstance(x, list | tuple) else ():
+        if (found := _first_dtype(v)) is not None:
+            return found
+    return None
+
+
+def _stack_mixed(x: list[Any] | tuple[Any, ...], dtype: str | None, where: str) -> KTensor:
+    """A (nested) list of tensors and numbers as one tensor of the tensors' dtype."""
+    from aotk.backend.data_ops import stack  # data_ops builds on this module
+
+    dtype = dtype or _first_dtype(x)
+    parts = [as_tensor(v, dtype, where) for v in x]
+    return stack([p if p.dtype == dtype else cast(p, dtype) for p in parts])
 
 
 def _default_dtype(a: np.ndarray) -> str:
@@ -182,13 +219,20 @@ def ones_like(x: Any, dtype: Any = None, name: str | None = None) -> KTensor:
 
 
 def eval(x: Any) -> np.ndarray:
-    """The value of a tensor, computed by compiled code (variables: their buffer)."""
-    if isinstance(x, KVariable | KConstant):
-        return x.storage.copy()
-    if not isinstance(x, KTensor):
-        raise TypeError(f"K.eval: expected a tensor or variable, got {type(x).__name__}")
+    """The value of a tensor, computed by compiled code (variables: their buffer).
+
+    Evaluating a K.update result applies the update and returns the new value."""
+    from aotk.backend.training import KUpdate  # training builds on this module
     from aotk.function import Function
 
+    if isinstance(x, KVariable | KConstant):
+        return x.storage.copy()
+    if isinstance(x, KSparseTensor):
+        x = densify(x, "K.eval")
+    if isinstance(x, KUpdate):  # as in TensorFlow, evaluating an update applies it
+        return Function([], [x.value], [x], where="K.eval")([])[0]
+    if not isinstance(x, KTensor):
+        raise TypeError(f"K.eval: expected a tensor or variable, got {type(x).__name__}")
     return Function([], x, where="K.eval")([])
 
 
@@ -229,7 +273,7 @@ def int_shape(x: Any) -> tuple[int | None, ...]:
     """The static shape, with None for dynamic dims."""
     if isinstance(x, np.ndarray):
         return tuple(x.shape)
-    return _tensor(x, "K.int_shape").shape
+    return _tensor(x, "K.int_shape")._keras_shape
 
 
 def ndim(x: Any) -> int:

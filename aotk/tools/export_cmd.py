@@ -27,9 +27,10 @@ def add_parser(commands: Any) -> None:
     """Register `aotk export` on the CLI's subcommand parsers."""
     cmd = commands.add_parser(
         "export",
-        help="export the K.function a Python function builds as a C library",
-        description="Import FILE.py, call FUNCTION() (which returns a compiled K.function) "
-        "and write lib<name>.so, lib<name>.a and <name>.h to the output directory.",
+        help="export the K.function or Keras model a Python function builds as a C library",
+        description="Import FILE.py, call FUNCTION() (which returns a compiled K.function "
+        "or a Keras model running on aotk) and write lib<name>.so, lib<name>.a and <name>.h "
+        "to the output directory.",
     )
     cmd.add_argument("target", metavar="FILE.py:FUNCTION", help="where the builder is")
     cmd.add_argument("-o", "--out", required=True, type=Path, metavar="DIR", help="output dir")
@@ -42,6 +43,12 @@ def add_parser(commands: Any) -> None:
     )
     cmd.add_argument("--target-cpu", metavar="CPU", help="LLVM CPU name (default: this host)")
     cmd.add_argument("--target-features", metavar="FEATS", help="LLVM features, e.g. +avx2,+fma")
+    cmd.add_argument(
+        "--step",
+        choices=("predict", "train"),
+        default="predict",
+        help="for a Keras model: its predict function (default) or its training step",
+    )
     cmd.set_defaults(run=run)
 
 
@@ -80,6 +87,7 @@ def parse_target(target: str) -> tuple[Path, str]:
 
 def build(path: Path, func_name: str) -> Any:
     """Import `path`, call its `func_name()` and check that it gave a compiled function."""
+    from aotk.aot.keras_model import is_keras_model
     from aotk.function import Function
 
     with _on_sys_path(path.resolve().parent):
@@ -95,10 +103,10 @@ def build(path: Path, func_name: str) -> Any:
             fn = builder()
         except (Exception, SystemExit) as err:
             raise CommandError(f"{func_name}() in {path} raised {_describe(err)}") from None
-    if not isinstance(fn, Function):
+    if not isinstance(fn, Function) and not is_keras_model(fn):
         raise CommandError(
             f"{func_name}() in {path} returned {_a(type(fn).__name__)}, "
-            "expected a compiled K.function (K.function(inputs, outputs))"
+            "expected a compiled K.function (K.function(inputs, outputs)) or a Keras model"
         )
     return fn
 
@@ -117,6 +125,7 @@ def export(fn: Any, args: argparse.Namespace, name: str) -> Any:
             target_cpu=args.target_cpu,
             target_features=args.target_features,
             progress=progress.step,
+            step=args.step,
         )
     except Exception as err:
         progress.close()

@@ -96,14 +96,21 @@ def test_repeat_repeat_elements_and_tile(rng):
         (lambda x: K.repeat(x[0], -1), ValueError, r"K.repeat: n must be an int >= 0, got -1"),
         (lambda x: K.repeat_elements(x, 2, 3), ValueError, r"K.repeat_elements: axis 3"),
         (lambda x: K.repeat_elements(x, 1.5, 0), TypeError, r"K.repeat_elements: rep must"),
-        (lambda x: K.tile(x, (2, 2)), ValueError, r"K.tile: n must have one entry per axis"),
-        (lambda x: K.tile(x, K.shape(x)), TypeError, r"K.tile: n must be a list of ints"),
+        (lambda x: K.tile(x, K.shape(x)), TypeError, r"K.tile: n must be ints or a tensor known"),
         (lambda x: K.tile(x, (1, -2, 1)), ValueError, r"K.tile: n\[1\] must be an int >= 0"),
     ],
 )
 def test_repeat_and_tile_errors(call, error, message):
     with pytest.raises(error, match=message):
         call(K.placeholder((None, 2, 3)))
+
+
+def test_tile_pads_a_short_n_and_a_long_n_adds_axes_as_numpy():
+    value = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    x = K.variable(value)
+    for n in (2, (2, 1), (2, 1, 2), (1, 1, 1, 2), K.constant([2, 2], dtype="int32")):
+        reps = (2, 2) if K.is_tensor(n) else n
+        np.testing.assert_array_equal(K.eval(K.tile(x, n)), np.tile(value, reps))
 
 
 def test_stack(rng):
@@ -368,7 +375,7 @@ def test_arange():
     ("kwargs", "error", "message"),
     [
         ({"start": 0, "stop": 3, "step": 0}, ValueError, r"K.arange: step must not be 0"),
-        ({"start": K.placeholder(())}, TypeError, r"K.arange: start must be a Python number"),
+        ({"start": K.placeholder(())}, TypeError, r"K.arange: start must be a number or a scalar tensor known while tracing"),
         ({"start": "3"}, TypeError, r"K.arange: start must be a number"),
         ({"start": 3, "dtype": "bool"}, TypeError, r"K.arange: a range cannot be bool"),
         ({"start": 3, "dtype": "complex64"}, TypeError, r"K.arange: dtype"),

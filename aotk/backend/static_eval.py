@@ -1,0 +1,114 @@
+"""Values known while tracing: constants, static dims, and small arithmetic on them.
+
+Keras builds shapes out of tensors (`K.shape(x)[1] * 2`, a stack of such scalars) and
+hands them to functions whose results must have static dims (a transposed convolution's
+`output_shape`, `K.tile`'s reps, `K.arange`'s bounds). `known_entries` evaluates such a
+small tensor with the ops' NumPy rules, tracking which entries depend only on constants
+and static dims; entries that depend on run-time data (a dynamic batch) stay unknown.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from aotk import trace
+from aotk.dialect import data as dg
+from aotk.dialect import elementwise as ew
+from aotk.dialect import gather as ga
+from aotk.dialect import shape as sh
+from aotk.dialect.base import AotkOp, shape_of
+from aotk.dialect.registry import Kind, lookup
+from aotk.trace import KTensor
+
+MAX_ELEMENTS = 4096  # larger values are never folded: tracing must stay cheap
+Folded = tuple[np.ndarray, np.ndarray] | None  # (values, known mask), or nothing known
+
+# ops that move elements without computing: the known mask moves the same way
+_MOVERS = (sh.ReshapeOp, sh.TransposeOp, sh.ConcatOp, sh.SliceOp, dg.ViewOp, dg.BroadcastToOp)
+
+
+def known_entries(x: Any) -> Folded:
+    """(values, mask of the entries known while tracing) of a small tensor, or None."""
+    if not isinstance(x, KTensor):
+        return None
+    return _fold(x.value, {})
+
+
+def static_value(x: Any) -> np.ndarray | None:
+    """The value of `x` when all of it is known while tracing, else None."""
+    folded = known_entries(x)
+    if folded is None or not folded[1].all():
+        return None
+    return folded[0]
+
+
+def static_ints(x: Any) -> list[int | None] | None:
+    """A rank-0 or rank-1 integer tensor's entries as ints (None where unknown)."""
+    folded = known_entries(x)
+    if folded is None or folded[0].ndim > 1 or folded[0].dtype.kind not in "iu":
+        return None
+    values, mask = (a.reshape(-1) for a in folded)
+    return [int(v) if k else None for v, k in zip(values, mask, strict=True)]
+
+
+def _fold(v: SSAValue, memo: dict[SSAValue, Folded]) -> Folded:
+    if v not in memo:
+        memo[v] = _fold_value(v, memo)
+    return memo[v]
+
+
+def _fold_value(v: SSAValue, memo: dict[SSAValue, Folded]) -> Folded:
+    shape = shape_of(v.type)
+    if None in shape or int(np.prod(shape)) > MAX_ELEMENTS:
+        return None
+    if isinstance(v, BlockArgument):
+        return _captured_constant(v)
+    op = v.owner
+    if not isinstance(op, AotkOp) or op.regions:
+        return None
+    if isinstance(op, sh.ShapeOfOp):
+        dims = shape_of(op.x.type)
+        mask = np.array([d is not None for d in dims], dtype=bool)
+        return np.array([d or 0 for d in dims], dtype=np.int32), mask
+    operands = [_fold(u, memo) for u in op.operands]
+    if any(f is None for f in operands):
+        return None
+    return _apply(op, operands)  # type: ignore[arg-type]
+
+
+def _captured_constant(arg: BlockArgument) -> Folded:
+    from aotk.backend.tensors import KConstant
+
+    owner = trace.graph().captures.get(arg)
+    if not isinstance(owner, KConstant):
+        return None
+    return owner.storage, np.ones(owner.storage.shape, dtype=bool)
+
+
+def _apply(op: AotkOp, operands: list[tuple[np.ndarray, np.ndarray]]) -> Folded:
+    opdef = lookup(op)
+    values = [f[0] for f in operands]
+    masks = [f[1] for f in operands]
+    if not _pure(op):
+        return None
+    with np.errstate(all="ignore"):
+        out = np.asarray(opdef.numpy(*values, **op.attrs()))
+    if opdef.kind is Kind.ELEMENTWISE:
+        mask = np.broadcast_to(functools.reduce(np.logical_and, masks, True), out.shape)
+    elif isinstance(op, _MOVERS):  # move a 0/1 copy of the masks as the values move
+        flags = [m.astype(v.dtype) for m, v in zip(masks, values, strict=True)]
+        mask = np.asarray(opdef.numpy(*flags, **op.attrs())) != 0
+    elif all(m.all() for m in masks):
+        mask = np.ones(out.shape, dtype=bool)
+    else:
+        return None
+    return out, np.array(mask, dtype=bool)
+
+
+def _pure(op: Operation) -> bool:
+    """Ops whose NumPy rule is a function of their operands alone (no random state)."""
+    return bool(op.operands) or isinstance(op, ew.ConstantOp | ga.IotaOp)

@@ -1,0 +1,112 @@
+"""The backend contract real Keras relies on: names, tensor attributes, learning phase."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import keras  # noqa: F401  (loads aotk.backend as Keras's backend)
+from aotk import backend as K
+from keras import backend as KB
+from keras import layers
+from keras.models import Sequential
+
+
+def test_keras_loads_aotk_and_every_backend_name_it_imports():
+    assert KB.backend() == "aotk.backend"
+    for name in ("is_variable", "size", "name_scope", "symbolic", "eager",
+                 "control_dependencies", "pattern_broadcast", "get_session",
+                 "set_session", "get_variable_shape", "learning_phase"):  # fmt: skip
+        assert callable(getattr(K, name)), name
+
+
+def test_in_train_phase_marks_its_result_and_set_learning_phase_fixes_it():
+    x = K.placeholder(shape=(None, 3))
+    y = K.in_train_phase(x * 2.0, x)
+    assert y._uses_learning_phase is True
+    assert K.in_train_phase(x * 2.0, x, training=K.placeholder((), dtype="bool"))._uses_learning_phase is False
+    K.set_learning_phase(1)
+    assert K.learning_phase() == 1 and isinstance(K.learning_phase(), int)
+    assert K.in_train_phase(lambda: x * 2.0, x) is not x
+
+
+def test_keras_shape_is_settable_and_fills_unknown_dims():
+    x = K.placeholder(shape=(None, 4))
+    assert x._keras_shape == (None, 4)
+    x._keras_shape = (8, 4)
+    assert K.int_shape(x) == (8, 4)
+    x._keras_shape = (8, 5)  # a contradicting hint never overrides an inferred dim
+    assert K.int_shape(x) == (8, 4)
+
+
+def test_lists_of_scalar_tensors_are_stacked():
+    x = K.placeholder(shape=(None, 3, 4))
+    n = K.prod([K.shape(x)[0], K.shape(x)[2]])
+    f = K.function([x], [n])
+    assert f([np.zeros((5, 3, 4), np.float32)])[0] == 20
+
+
+def test_control_dependencies_make_reads_see_the_update():
+    v = K.variable(np.array([1.0, 2.0], np.float32))
+    u = K.update_add(v, np.array([10.0, 10.0], np.float32))
+    with K.control_dependencies([u]):
+        seen = v * 1.0
+    before = v * 1.0
+    f = K.function([], [seen, before], updates=[u])
+    got_seen, got_before = f([])
+    np.testing.assert_array_equal(got_seen, [11.0, 12.0])
+    np.testing.assert_array_equal(got_before, [1.0, 2.0])
+    np.testing.assert_array_equal(K.get_value(v), [11.0, 12.0])
+
+
+def test_eval_of_an_update_applies_it():
+    v = K.variable(np.ones((2, 2), np.float32))
+    np.testing.assert_array_equal(K.eval(K.update_sub(v, np.full((2, 2), 0.5))), 0.5)
+    np.testing.assert_array_equal(K.get_value(v), 0.5)
+
+
+def test_name_scope_prefixes_variable_names():
+    with K.name_scope("dense_1"):
+        assert K.is_variable(K.variable(np.zeros(2), name="kernel"))
+    assert K.get_variable_shape(K.variable(np.zeros((2, 3)))) == (2, 3)
+
+
+def test_unsupported_session_is_a_clear_error():
+    with pytest.raises(ValueError, match="K.set_session: aotk has one session"):
+        K.set_session(object())
+    x = K.placeholder(shape=(2,))
+    assert K.get_session().run(x * 2.0, {x: np.ones(2, np.float32)}).tolist() == [2.0, 2.0]
+
+
+def test_dropout_drops_during_fit_and_not_during_predict():
+    model = Sequential(
+        [
+            layers.Dropout(0.5, input_shape=(400,)),
+            layers.Dense(1, use_bias=False, kernel_initializer="ones", trainable=False),
+        ]
+    )
+    model.compile("sgd", "mse")
+    assert model.uses_learning_phase
+    x = np.ones((4, 400), np.float32)
+    y = np.full((4, 1), 400.0, np.float32)
+    np.testing.assert_array_equal(model.predict(x), y)
+    assert model.evaluate(x, y, verbose=0) == 0.0
+    assert model.train_on_batch(x, y) > 0.0  # kept inputs count twice, dropped ones not
+
+
+def test_batch_normalization_uses_batch_statistics_while_training():
+    eps, momentum = 1e-3, 0.9
+    model = Sequential([layers.BatchNormalization(input_shape=(3,), epsilon=eps, momentum=momentum)])
+    model.compile(keras.optimizers.SGD(lr=0.0), "mse")
+    x = np.random.default_rng(0).normal(2.0, 3.0, (16, 3)).astype(np.float32)
+    zeros = np.zeros((16, 3), np.float32)
+    mean, var = x.mean(0), x.var(0)
+    train_loss = model.train_on_batch(x, zeros)
+    np.testing.assert_allclose(train_loss, np.mean((x - mean) ** 2 / (var + eps)), rtol=1e-5)
+    n = len(x)
+    moving_mean, moving_var = model.layers[0].get_weights()[2:]
+    np.testing.assert_allclose(moving_mean, (1 - momentum) * mean, rtol=1e-5)
+    unbiased = var * n / (n - (1.0 + eps))  # Keras 2.3.1 normalization.py line 195
+    np.testing.assert_allclose(moving_var, momentum + (1 - momentum) * unbiased, rtol=1e-5)
+    want = (x - moving_mean) / np.sqrt(moving_var + eps)
+    np.testing.assert_allclose(model.predict(x), want, rtol=1e-4, atol=1e-5)
