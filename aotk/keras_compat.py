@@ -1,25 +1,29 @@
 """What Keras 2.2.4 and 2.3.1, written for Python 3.6 and NumPy 1.x, need on today's stack.
 
 They import `collections.Iterable` and friends (moved to `collections.abc`, removed from
-`collections` in Python 3.10) and use NumPy aliases removed in NumPy 1.24 (`np.int`,
-`np.float`). `install()` restores exactly those names, each as the object it always was an
-alias of, and nothing else. `aotk.backend` calls it when Keras loads it as its backend
-(`KERAS_BACKEND=aotk.backend`), before Keras imports the modules that need it, so Keras
-scripts run unchanged; other programs never see the names.
+`collections` in Python 3.10), use NumPy aliases removed in NumPy 1.24 and 2.0 (`np.int`,
+`np.float`, `np.string_`), and call `.decode` on string attributes of HDF5 files, which
+h5py 3 returns as `str` where h5py 2 returned `bytes`. `install()` restores exactly those
+names, each as the object it always was an alias of, and h5py 2's bytes for string
+attributes. `aotk.backend` calls it on import when Keras loads it as its backend or
+`KERAS_BACKEND=aotk.backend` is set, before Keras imports the modules that need it, so
+Keras scripts run unchanged; other programs never see the changes.
 """
 
 from __future__ import annotations
 
 import collections
 import collections.abc
+import os
 import sys
+from typing import Any
 
 import numpy as np
 
 # the collections.abc names Keras 2.2/2.3 reaches through `collections`
 _COLLECTIONS = ("Callable", "Container", "Iterable", "Mapping", "MutableMapping", "Sequence")
 # NumPy's deprecated aliases of Python builtins that Keras 2.2/2.3 use
-_NUMPY = {"int": int, "float": float, "object": object}
+_NUMPY = {"int": int, "float": float, "object": object, "string_": np.bytes_}
 
 
 def install() -> list[str]:
@@ -33,9 +37,33 @@ def install() -> list[str]:
         if name not in np.__dict__:
             setattr(np, name, value)
             added.append(f"numpy.{name}")
+    if _bytes_attributes():
+        added.append("h5py attributes as bytes")
     return added
 
 
-def loaded_by_keras() -> bool:
-    """Whether multi-backend Keras is importing its backend right now."""
-    return "keras.backend.load_backend" in sys.modules
+def _bytes_attributes() -> bool:
+    """Make h5py read string attributes as bytes, as h5py 2 did; True if it was changed."""
+    try:
+        from h5py._hl.attrs import AttributeManager
+    except ImportError:  # no h5py: Keras cannot save models, nothing to restore
+        return False
+    read = AttributeManager.__getitem__
+    if getattr(read, "aotk_bytes", False):
+        return False
+
+    def read_bytes(self: Any, name: str) -> Any:
+        value = read(self, name)
+        return value.encode("utf-8") if isinstance(value, str) else value
+
+    read_bytes.aotk_bytes = True  # type: ignore[attr-defined]
+    AttributeManager.__getitem__ = read_bytes  # type: ignore[method-assign]
+    return True
+
+
+def wanted() -> bool:
+    """Whether Keras runs, or is set to run, on aotk (KERAS_BACKEND=aotk.backend)."""
+    return (
+        os.environ.get("KERAS_BACKEND") == "aotk.backend"
+        or "keras.backend.load_backend" in sys.modules
+    )

@@ -17,6 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+# tests/keras runs real Keras on aotk; Keras reads this when a test module imports it
+os.environ["KERAS_BACKEND"] = "aotk.backend"
+
 from aotk import interp, trace
 from aotk.function import Function
 

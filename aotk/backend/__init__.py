@@ -5,10 +5,7 @@ Each module below owns one family of functions and lists them in its `__all__`.
 
 from __future__ import annotations
 
-import sys as _sys
-
 from aotk import keras_compat as _keras_compat
-from aotk.backend import config as _config
 from aotk.backend import operators as _operators
 from aotk.backend.config import *  # noqa: F403
 from aotk.backend.conv_ops import *  # noqa: F403
@@ -28,6 +25,5 @@ from aotk.backend.tensors import *  # noqa: F403
 from aotk.backend.training import *  # noqa: F403
 
 _operators.install()
-if _keras_compat.loaded_by_keras():
+if _keras_compat.wanted():
     _keras_compat.install()
-    _config.share_with_keras(_sys.modules["keras.backend.common"])

@@ -13,6 +13,7 @@ import json
 import math
 import numbers
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,25 +29,27 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 _state: dict[str, Any] = dict(_DEFAULTS)
-# Keras's `keras.backend.common` when Keras hosts this backend: it owns the settings then,
-# so K.set_floatx through Keras and through aotk change the same value
-_host: Any = None
 
 
-def share_with_keras(common: Any) -> None:
-    """Read and write floatx, epsilon and the data format through Keras's own settings."""
-    global _host
-    _host = common
+def _host() -> Any:
+    """Keras's `keras.backend.common` when Keras runs on aotk: it owns the settings then,
+    so K.set_floatx through Keras and through aotk change the same value."""
+    loader = sys.modules.get("keras.backend.load_backend")
+    if loader is None or getattr(loader, "_BACKEND", None) != "aotk.backend":
+        return None
+    return sys.modules.get("keras.backend.common")
 
 
 def _get(key: str) -> Any:
-    return getattr(_host, key)() if _host is not None else _state[key]
+    host = _host()
+    return getattr(host, key)() if host is not None else _state[key]
 
 
 def _set(key: str, value: Any) -> None:
     _state[key] = value
-    if _host is not None:
-        getattr(_host, f"set_{key}")(value)
+    host = _host()
+    if host is not None:
+        getattr(host, f"set_{key}")(value)
 
 
 def backend() -> str:

@@ -10,6 +10,7 @@ and static dims; entries that depend on run-time data (a dynamic batch) stay unk
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -63,7 +64,7 @@ def _fold(v: SSAValue, memo: dict[SSAValue, Folded]) -> Folded:
 
 def _fold_value(v: SSAValue, memo: dict[SSAValue, Folded]) -> Folded:
     shape = shape_of(v.type)
-    if None in shape or int(np.prod(shape)) > MAX_ELEMENTS:
+    if None in shape or math.prod(d or 0 for d in shape) > MAX_ELEMENTS:
         return None
     if isinstance(v, BlockArgument):
         return _captured_constant(v)

@@ -375,7 +375,11 @@ def test_arange():
     ("kwargs", "error", "message"),
     [
         ({"start": 0, "stop": 3, "step": 0}, ValueError, r"K.arange: step must not be 0"),
-        ({"start": K.placeholder(())}, TypeError, r"K.arange: start must be a number or a scalar tensor known while tracing"),
+        (
+            {"start": K.placeholder(())},
+            TypeError,
+            r"K.arange: start must be a number or a scalar tensor known while tracing",
+        ),
         ({"start": "3"}, TypeError, r"K.arange: start must be a number"),
         ({"start": 3, "dtype": "bool"}, TypeError, r"K.arange: a range cannot be bool"),
         ({"start": 3, "dtype": "complex64"}, TypeError, r"K.arange: dtype"),

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import keras
 import numpy as np
 import pytest
-
-import keras  # noqa: F401  (loads aotk.backend as Keras's backend)
-from aotk import backend as K
 from keras import backend as KB
 from keras import layers
 from keras.models import Sequential
+
+from aotk import backend as K
 
 
 def test_keras_loads_aotk_and_every_backend_name_it_imports():
@@ -24,7 +24,10 @@ def test_in_train_phase_marks_its_result_and_set_learning_phase_fixes_it():
     x = K.placeholder(shape=(None, 3))
     y = K.in_train_phase(x * 2.0, x)
     assert y._uses_learning_phase is True
-    assert K.in_train_phase(x * 2.0, x, training=K.placeholder((), dtype="bool"))._uses_learning_phase is False
+    assert (
+        K.in_train_phase(x * 2.0, x, training=K.placeholder((), dtype="bool"))._uses_learning_phase
+        is False
+    )
     K.set_learning_phase(1)
     assert K.learning_phase() == 1 and isinstance(K.learning_phase(), int)
     assert K.in_train_phase(lambda: x * 2.0, x) is not x
@@ -72,7 +75,7 @@ def test_name_scope_prefixes_variable_names():
 
 
 def test_unsupported_session_is_a_clear_error():
-    with pytest.raises(ValueError, match="K.set_session: aotk has one session"):
+    with pytest.raises(ValueError, match=r"K\.set_session: aotk has one session"):
         K.set_session(object())
     x = K.placeholder(shape=(2,))
     assert K.get_session().run(x * 2.0, {x: np.ones(2, np.float32)}).tolist() == [2.0, 2.0]
@@ -96,7 +99,9 @@ def test_dropout_drops_during_fit_and_not_during_predict():
 
 def test_batch_normalization_uses_batch_statistics_while_training():
     eps, momentum = 1e-3, 0.9
-    model = Sequential([layers.BatchNormalization(input_shape=(3,), epsilon=eps, momentum=momentum)])
+    model = Sequential(
+        [layers.BatchNormalization(input_shape=(3,), epsilon=eps, momentum=momentum)]
+    )
     model.compile(keras.optimizers.SGD(lr=0.0), "mse")
     x = np.random.default_rng(0).normal(2.0, 3.0, (16, 3)).astype(np.float32)
     zeros = np.zeros((16, 3), np.float32)
