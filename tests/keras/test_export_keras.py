@@ -1,0 +1,46 @@
+"""A Keras model exports to a C library that predicts what Keras predicts."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+from keras import layers
+from keras.models import Sequential
+
+import aotk
+
+
+@pytest.mark.aot
+def test_keras_model_exports_and_the_library_predicts_like_keras(tmp_path):
+    rng = np.random.default_rng(0)
+    model = Sequential(
+        [
+            layers.Dense(8, activation="relu", input_shape=(5,)),
+            layers.Dropout(0.3),
+            layers.BatchNormalization(),
+            layers.Dense(3, activation="softmax"),
+        ]
+    )
+    model.compile(keras.optimizers.Adam(), "categorical_crossentropy")
+    x = rng.normal(size=(32, 5)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 32)]
+    model.fit(x, y, epochs=2, batch_size=8, verbose=0)
+    exported = aotk.export(model, tmp_path, "digits")
+    header = exported.header.read_text()
+    assert "digits_run" in header
+    # Keras feeds the phase to a model with Dropout: the library takes it too (0: predict)
+    assert "keras_learning_phase" in header
+    loaded = aotk.load(exported.library)
+    for batch in (1, 7, 32):
+        got = loaded([x[:batch], np.array(False)])
+        got = got[0] if isinstance(got, list) else got
+        np.testing.assert_allclose(got, model.predict(x[:batch]), rtol=1e-5, atol=1e-6)
+
+
+def test_export_refuses_a_training_step_of_an_uncompiled_model(tmp_path):
+    model = Sequential([layers.Dense(2, input_shape=(3,))])
+    with pytest.raises(ValueError, match=r"aotk\.export: step='train' needs a compiled model"):
+        aotk.export(model, tmp_path, "m", step="train")
+    with pytest.raises(ValueError, match=r"aotk\.export: step must be 'predict' or 'train'"):
+        aotk.export(model, tmp_path, "m", step="fit")
