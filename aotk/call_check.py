@@ -24,8 +24,8 @@ from aotk.dialect.registry import lookup
 def coerce_input(value: object, name: str, shape: Shape, dtype: np.dtype, where: str) -> np.ndarray:
     """Convert one argument to an array of `dtype` and check it against `shape`."""
     array = value if isinstance(value, np.ndarray) else np.asarray(value)
-    if dtype == np.bool_ and array.dtype.kind in "iu" and np.isin(array, (0, 1)).all():
-        array = array.astype(bool)  # flags such as the learning phase are fed as 0 or 1
+    if dtype == np.bool_ and array.dtype.kind in "iuf" and np.isin(array, (0, 1)).all():
+        array = array.astype(bool)  # flags such as the learning phase are fed as 0 or 1 (1.)
     if array.dtype != dtype:
         if array.dtype == object or not np.can_cast(array.dtype, dtype, casting="same_kind"):
             raise TypeError(

@@ -88,9 +88,11 @@ class Function:
         updates: Sequence[Any] = (),
         name: str | None = None,
         where: str = "K.function",
+        fixed_phase: int | None = None,
     ):
         self.where = where
         self.name = name or "main"
+        self._traced = (list(inputs), outputs, list(updates))
         self._single = isinstance(outputs, trace.KTensor)
         outs = [outputs] if self._single else list(outputs)
         # a composite input (a sparse placeholder) is several placeholders and `feed`s them
@@ -98,14 +100,21 @@ class Function:
         if any(self._feeds):
             inputs = [p for x in inputs for p in getattr(x, "placeholders", [x])]
         _check_tensors(inputs, outs, where)
-        # the learning phase, when not an explicit input, is fed its default on each call
+        # the learning phase, when not an explicit input, is fed its default on each call;
+        # `fixed_phase` makes it a constant of the compiled code instead
         phase = trace.graph().learning_phase
-        self._implicit_phase = phase is not None and all(x is not phase for x in inputs)
+        fixed = {phase: float(fixed_phase)} if phase is not None and fixed_phase is not None else {}
+        if fixed:
+            inputs = [x for x in inputs if x is not phase]
+        self._implicit_phase = (
+            phase is not None and not fixed and all(x is not phase for x in inputs)
+        )
         if self._implicit_phase:
             inputs = [*inputs, phase]
         self._n_outputs = len(outs)
         self._updated = [u.variable for u in updates]
-        module, captures = trace.extract(list(inputs), outs + [u.value for u in updates], where)
+        values = outs + [u.value for u in updates]
+        module, captures = trace.extract(list(inputs), values, where, fixed)
         self.module, self.captures = module, captures
         self._mark_updates(len(inputs))
         self._setup([x.name for x in inputs], compile_traced(self.module))
@@ -127,6 +136,11 @@ class Function:
         self._out_pool: list[np.ndarray | None] = [None] * self._n_outputs
         self._pool_lock = threading.Lock()
         self._call_lock = threading.Lock() if self._updated or self.stateful_captures else None
+
+    def with_fixed_phase(self, phase: int, where: str) -> Function:
+        """This function compiled again with the learning phase a constant, not an input."""
+        inputs, outputs, updates = self._traced
+        return Function(inputs, outputs, updates, self.name, where, fixed_phase=phase)
 
     @property
     def stateful_captures(self) -> bool:

@@ -2,12 +2,12 @@
 
 They import `collections.Iterable` and friends (moved to `collections.abc`, removed from
 `collections` in Python 3.10), use NumPy aliases removed in NumPy 1.24 and 2.0 (`np.int`,
-`np.float`, `np.string_`), and call `.decode` on string attributes of HDF5 files, which
-h5py 3 returns as `str` where h5py 2 returned `bytes`. `install()` restores exactly those
-names, each as the object it always was an alias of, and h5py 2's bytes for string
-attributes. `aotk.backend` calls it on import when Keras loads it as its backend or
-`KERAS_BACKEND=aotk.backend` is set, before Keras imports the modules that need it, so
-Keras scripts run unchanged; other programs never see the changes.
+`np.Inf`, `np.string_`, `np.unicode_`), and read HDF5 attributes as h5py 2 returned them:
+strings as `bytes` and lists of names as `S` arrays, where h5py 3 gives `str` and object
+arrays. `install()` restores exactly those names, each as the object it always was an
+alias of, and h5py 2's attribute types. `aotk.backend` calls it on import when Keras loads
+it as its backend or `KERAS_BACKEND=aotk.backend` is set, before Keras imports the modules
+that need it, so Keras scripts run unchanged; other programs never see the changes.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 # the collections.abc names Keras 2.2/2.3 reaches through `collections`
 _COLLECTIONS = ("Callable", "Container", "Iterable", "Mapping", "MutableMapping", "Sequence")
 # NumPy's deprecated aliases of Python builtins that Keras 2.2/2.3 use
-_NUMPY = {"int": int, "float": float, "object": object, "string_": np.bytes_}
+_NUMPY = {"int": int, "Inf": np.inf, "string_": np.bytes_, "unicode_": np.str_}
 
 
 def install() -> list[str]:
@@ -54,7 +54,16 @@ def _bytes_attributes() -> bool:
 
     def read_bytes(self: Any, name: str) -> Any:
         value = read(self, name)
-        return value.encode("utf-8") if isinstance(value, str) else value
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if not isinstance(value, np.ndarray) or value.dtype != object and value.size:
+            return value
+        # h5py 2 gave lists of names (Keras's only list attributes) as 'S' arrays, which
+        # Keras turns into lists; an empty list is one too, or NumPy 2 refuses `if names:`
+        items = [v.encode("utf-8") if isinstance(v, str) else v for v in value.ravel()]
+        if not all(isinstance(v, bytes) for v in items):
+            return value
+        return np.array(items, dtype=np.bytes_).reshape(value.shape)
 
     read_bytes.aotk_bytes = True  # type: ignore[attr-defined]
     AttributeManager.__getitem__ = read_bytes  # type: ignore[method-assign]

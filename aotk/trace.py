@@ -8,7 +8,7 @@ every K call appends ops. `K.function` later extracts the ops its outputs need i
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, Shape, dtype_of, shape_of, tensor
+from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.registry import lookup
 
 
@@ -180,15 +181,21 @@ def capture_arg(owner: Any, array: np.ndarray, name: str) -> BlockArgument:
 
 
 def extract(
-    inputs: Sequence[KTensor], outputs: Sequence[KTensor], where: str = "K.function"
+    inputs: Sequence[KTensor],
+    outputs: Sequence[KTensor],
+    where: str = "K.function",
+    fixed: Mapping[KTensor, float] | None = None,
 ) -> tuple[ModuleOp, list[Any]]:
-    """Build `@main(inputs..., captures...)` computing `outputs`; return it and the captures."""
+    """Build `@main(inputs..., captures...)` computing `outputs`; return it and the captures.
+
+    Placeholders in `fixed` become constants of the given values instead of inputs."""
     needed = _needed_ops(outputs)
     input_args = [x.value for x in inputs]
+    fixed_args = {x.value: value for x, value in (fixed or {}).items()}
     used_args = _used_args(needed, outputs)
     captures = [a for a in used_args if a in _graph.captures and a not in input_args]
     for a in used_args:
-        if a not in input_args and a not in _graph.captures:
+        if a not in input_args and a not in _graph.captures and a not in fixed_args:
             raise ValueError(
                 f"{where}: the outputs depend on placeholder '{a.name_hint}', "
                 "which is not among the inputs"
@@ -198,6 +205,11 @@ def extract(
     for old, new in zip([*input_args, *captures], block.args, strict=True):
         mapping[old] = new
         new.name_hint = old.name_hint
+    for old, value in fixed_args.items():
+        if old in used_args:
+            const = ConstantOp.make([], old.type, value=float(value), dtype=dtype_of(old.type))
+            block.add_op(const)
+            mapping[old] = const.results[0]
     for op in needed:
         clone = op.clone(value_mapper=mapping)
         block.add_op(clone)

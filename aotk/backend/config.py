@@ -149,8 +149,8 @@ def load_config(environ: Mapping[str, str] | None = None) -> None:
     ):
         if env.get(var):
             settings[key] = _choice(env[var], allowed, f"environment variable {var}")
-    _state.clear()
-    _state.update(settings)
+    for key, value in settings.items():
+        _set(key, value)
 
 
 def _read_file(path: str) -> dict[str, Any]:

@@ -6,8 +6,11 @@ are left to `aotk-fuse` to turn into one kernel.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from aotk import dtypes, trace
 from aotk.backend.config import floatx
@@ -176,13 +179,28 @@ def where(condition: Any, x: Any, y: Any, where_name: str = "K.switch") -> KTens
 
 
 def switch(condition: Any, then_expression: Any, else_expression: Any) -> KTensor:
-    """Select between two tensors (or zero-argument callables) by a bool condition tensor."""
+    """Select between two tensors (or zero-argument callables) by a bool condition tensor;
+    a condition of lower rank covers the expressions' leading axes (Keras's rule)."""
     then_value = then_expression() if callable(then_expression) else then_expression
     else_value = else_expression() if callable(else_expression) else else_expression
     cond = as_tensor(condition, "bool", "K.switch")
     if cond.dtype != "bool":
         cond = cast(cond, "bool")
+    rank = builtins.max(_rank(then_value), _rank(else_value))
+    if 0 < cond.ndim < rank:  # as Keras's TF backend: the condition's axes lead
+        from aotk.backend.shape_ops import regroup  # shape_ops builds on this module
+
+        spec = [(a,) for a in range(cond.ndim)] + [1] * (rank - cond.ndim)
+        cond = regroup(cond, spec, "K.switch")
+    elif cond.ndim > rank:
+        raise ValueError(
+            f"K.switch: the condition has rank {cond.ndim}, more than the expressions' {rank}"
+        )
     return where(cond, then_value, else_value, "K.switch")
+
+
+def _rank(x: Any) -> int:
+    return x.ndim if isinstance(x, KTensor) else int(np.ndim(x))
 
 
 def sigmoid(x: Any) -> KTensor:

@@ -181,6 +181,8 @@ def batch_normalization(
 
 
 def _reduction_axes(axes: Any, rank: int, where: str) -> tuple[int, ...]:
+    if axes == "per-activation":  # Theano's name: statistics of each activation over the batch
+        return (0,)
     if isinstance(axes, int | str) or not isinstance(axes, Iterable):
         raise TypeError(f"{where}: reduction_axes must be an iterable of ints, got {axes!r}")
     return tuple(sorted({_axis(a, rank, where, "reduction axis") for a in axes}))

@@ -24,10 +24,11 @@ DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "u
 
 @pytest.fixture(autouse=True)
 def keep_config():
-    saved = dict(config._state)
+    saved = (config.floatx(), config.epsilon(), config.image_data_format())
     yield
-    config._state.clear()
-    config._state.update(saved)
+    config.set_floatx(saved[0])
+    config.set_epsilon(saved[1])
+    config.set_image_data_format(saved[2])
 
 
 def _load(tmp_path, content, **env: str) -> None:

@@ -29,11 +29,10 @@ def test_keras_model_exports_and_the_library_predicts_like_keras(tmp_path):
     exported = aotk.export(model, tmp_path, "digits")
     header = exported.header.read_text()
     assert "digits_run" in header
-    # Keras feeds the phase to a model with Dropout: the library takes it too (0: predict)
-    assert "keras_learning_phase" in header
+    assert "keras_learning_phase" not in header  # a constant 0 in the predict library
     loaded = aotk.load(exported.library)
     for batch in (1, 7, 32):
-        got = loaded([x[:batch], np.array(False)])
+        got = loaded([x[:batch]])
         got = got[0] if isinstance(got, list) else got
         np.testing.assert_allclose(got, model.predict(x[:batch]), rtol=1e-5, atol=1e-6)
 
@@ -44,3 +43,12 @@ def test_export_refuses_a_training_step_of_an_uncompiled_model(tmp_path):
         aotk.export(model, tmp_path, "m", step="train")
     with pytest.raises(ValueError, match=r"aotk\.export: step must be 'predict' or 'train'"):
         aotk.export(model, tmp_path, "m", step="fit")
+
+
+def test_keras_training_step_with_free_target_dims_is_refused_clearly(tmp_path):
+    # Keras's target placeholders are (None, None); the loss broadcasts them against the
+    # predictions, a tie between dims that an exported model cannot check in C
+    model = Sequential([layers.Dense(2, input_shape=(4,))])
+    model.compile("sgd", "mse")
+    with pytest.raises(ValueError, match=r"aotk\.export: dynamic dim 0 of input 1 is tied"):
+        aotk.export(model, tmp_path, "step", step="train")

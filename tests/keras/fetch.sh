@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# What the Keras tests need beyond the `keras` extra, installed into the active venv under
+# $VIRTUAL_ENV/aotk-keras (the README's test command runs it once, before pytest):
+#   keras-2.2.4/   Keras 2.2.4, next to the extra's 2.3.1; a subprocess puts it first on
+#                  PYTHONPATH to run Keras 2.2.4 programs
+#   suite-2.2.4/, suite-2.3.1/   tests/keras/backend/ of each Keras sdist (backend_test.py):
+#                  Keras's own backend test suite, run against aotk by test_backend_suite.py
+set -euo pipefail
+root="$(python -c 'import sys; print(sys.prefix)')/aotk-keras"
+mkdir -p "$root/sdist"
+if [[ ! -d "$root/keras-2.2.4/keras" ]]; then
+  pip install -q --no-deps --target "$root/keras-2.2.4" keras==2.2.4
+fi
+for version in 2.2.4 2.3.1; do
+  suite="$root/suite-$version"
+  [[ -f "$suite/backend_test.py" ]] && continue
+  pip download -q --no-deps --no-binary :all: -d "$root/sdist" "keras==$version"
+  tar -xzf "$root/sdist/Keras-$version.tar.gz" -C "$root/sdist" \
+    "Keras-$version/tests/keras/backend"
+  rm -rf "$suite"
+  mv "$root/sdist/Keras-$version/tests/keras/backend" "$suite"
+  printf '[pytest]\n' >"$suite/pytest.ini"  # the suite's own rootdir, not aotk's settings
+done
