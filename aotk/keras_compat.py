@@ -56,7 +56,7 @@ def _bytes_attributes() -> bool:
         value = read(self, name)
         if isinstance(value, str):
             return value.encode("utf-8")
-        if not isinstance(value, np.ndarray) or value.dtype != object and value.size:
+        if not isinstance(value, np.ndarray) or (value.dtype != object and value.size):
             return value
         # h5py 2 gave lists of names (Keras's only list attributes) as 'S' arrays, which
         # Keras turns into lists; an empty list is one too, or NumPy 2 refuses `if names:`
