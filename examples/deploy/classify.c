@@ -1,4 +1,4 @@
-/* classify.c: classify a test set with the exported aotk model `mlp`, in plain C99.
+/* classify.c: classify a test set with an exported aotk model (`mlp` by default), in C99.
  *
  * Usage: classify TEST_SET [WEIGHTS]
  *
@@ -8,6 +8,9 @@
  *   accuracy: 0.xxxx (correct/total)
  * WEIGHTS is a mlp.weights file, needed only by a model exported with external weights.
  * Exits 0 on success, 1 with one message on stderr on any error.
+ *
+ * Another model with one [?, features] input and one [?, classes] output: build with
+ * -DMODEL_HEADER='"digits.h"' -DMODEL_RUN=digits_run -DMODEL_CREATE=digits_create.
  *
  * TEST_SET, all little endian: the magic "ATS1"; int32 n, features, classes; then
  * n * features float32 (row-major); then n int32 labels in [0, classes).
@@ -19,7 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mlp.h"
+#ifndef MODEL_HEADER
+#define MODEL_HEADER "mlp.h"
+#define MODEL_RUN mlp_run
+#define MODEL_CREATE mlp_create
+#endif
+#define NAME_OF(f) NAME_OF_(f)
+#define NAME_OF_(f) #f
+#include MODEL_HEADER
 
 #define BATCH 128
 #define MAX_SAMPLES 100000000L
@@ -148,10 +158,10 @@ static int classify(aotk_model *model, const test_set *set, long *correct) {
   for (start = 0; start < set->n; start += BATCH) {
     int32_t batch = set->n - start < BATCH ? set->n - start : BATCH;
     const float *x = set->x + (size_t)start * (size_t)set->features;
-    aotk_status status = mlp_run(model, x, batch, probs, BATCH * classes);
+    aotk_status status = MODEL_RUN(model, x, batch, probs, BATCH * classes);
     if (status != AOTK_OK) {
       free(probs);
-      return aotk_fail("mlp_run", status);
+      return aotk_fail(NAME_OF(MODEL_RUN), status);
     }
     for (i = 0; i < batch; i++)
       *correct += argmax(probs + (size_t)i * classes, set->classes) == set->labels[start + i];
@@ -175,9 +185,9 @@ int main(int argc, char **argv) {
   if (!failed) {
     memset(&options, 0, sizeof options);
     options.weights_path = argc == 3 ? argv[2] : NULL;
-    status = mlp_create(&model, &options);
+    status = MODEL_CREATE(&model, &options);
     if (status != AOTK_OK)
-      failed = aotk_fail("mlp_create", status);
+      failed = aotk_fail(NAME_OF(MODEL_CREATE), status);
     else
       failed = check_model(model, &set) || classify(model, &set, &correct);
   }
