@@ -81,7 +81,7 @@ def test_other_optimizers_train_a_linear_model(opt, lr):
     assert model.evaluate(x, y, verbose=0) < 0.5 * first
 
 
-def test_cnn_with_transposed_conv_and_upsampling_predicts_every_batch_size():
+def test_cnn_with_transposed_conv_custom_loss_and_checkpoint_predicts_every_batch(tmp_path):
     inp = layers.Input((8, 8, 2))
     h = layers.Conv2D(4, 3, strides=2, padding="same", activation="relu")(inp)
     h = layers.Conv2DTranspose(4, 3, strides=2, padding="same")(h)
@@ -89,13 +89,24 @@ def test_cnn_with_transposed_conv_and_upsampling_predicts_every_batch_size():
     h = layers.UpSampling2D()(h)
     out = layers.Conv2D(2, 1)(h)
     model = Model(inp, out)
-    model.compile("adam", "mse")
+
+    def half_squared_error(y_true, y_pred):
+        return 0.5 * KB.mean(KB.square(y_pred - y_true), axis=-1)
+
+    model.compile("adam", half_squared_error)
     x = RNG.random((10, 8, 8, 2), dtype=np.float32)
-    history = model.fit(x, x, epochs=2, batch_size=4, verbose=0)
+    path = str(tmp_path / "cnn.h5")
+    checkpoint = keras.callbacks.ModelCheckpoint(path, monitor="loss")
+    history = model.fit(x, x, epochs=2, batch_size=4, verbose=0, callbacks=[checkpoint])
     assert np.all(np.isfinite(history.history["loss"]))
+    np.testing.assert_allclose(
+        history.history["loss"][-1], model.evaluate(x, x, verbose=0), rtol=0.5
+    )  # the epoch's running mean, with the weights of each batch, is near the final loss
     whole = model.predict(x, batch_size=10)
     assert whole.shape == (10, 8, 8, 2)
     np.testing.assert_allclose(model.predict(x[:3], batch_size=3), whole[:3], rtol=1e-5, atol=1e-6)
+    saved = load_model(path, custom_objects={"half_squared_error": half_squared_error})
+    np.testing.assert_array_equal(saved.predict(x, batch_size=10), whole)
 
 
 def test_vae_with_lambda_add_loss_custom_metric_and_save_load(tmp_path):
