@@ -1,9 +1,12 @@
 """Ops with effects visible to the user: printing a tensor from compiled code.
 
-`aotk.print_tensor` returns its operand unchanged and prints `message` and the values to
-stdout each time the kernel runs. It has an effect, so it is not Pure: CSE never merges two
-prints, and it runs whenever its result is used. The text is TF's `tf.Print` layout without
-its summarizing: `message[[1 2][3 4]]`, floats as C's %g, bools as 1 and 0.
+`aotk.print_tensor` returns its operand unchanged and prints `message` and the values each
+time the kernel runs, through four runtime calls (runtime/aotk_print.c). In-process, they
+print `print(message, array)`'s line to Python's sys.stdout (NumPy's format, as Keras's
+Theano backend); an exported library prints TensorFlow's tf.Print layout without its
+summarizing, `message[[1 2][3 4]]` (floats as C's %g, bools as 1 and 0), to C's stdout. It
+has an effect, so it is not Pure: CSE never merges two prints, and it runs whenever its
+result is used.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, StringAttr, TensorType, f64, i64
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, TensorType, f64, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
 
@@ -22,7 +25,7 @@ from aotk import dtypes
 from aotk.dialect.base import AotkOp
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.lowering import printf
-from aotk.lowering.kernel import Buf, DimV, Kernel
+from aotk.lowering.kernel import Buf, Kernel
 
 
 @irdl_op_definition
@@ -42,14 +45,14 @@ def _infer_print(x: Attribute, **_: Any) -> Attribute:
 
 
 def format_value(v: Any) -> str:
-    """One element as the kernel prints it."""
+    """One element as an exported library prints it."""
     if isinstance(v, float | np.floating):
         return f"{float(v):g}"
     return str(int(v))
 
 
 def format_tensor(x: np.ndarray, message: str) -> str:
-    """The line `print_tensor` writes for x."""
+    """The line an exported library writes for x."""
     if x.ndim == 0:
         return f"{message}{format_value(x.item())}\n"
     if x.size == 0:
@@ -64,8 +67,7 @@ def format_tensor(x: np.ndarray, message: str) -> str:
 
 
 def _numpy_print(x: np.ndarray, *, message: str, **_: Any) -> np.ndarray:
-    sys.stdout.write(format_tensor(x, message))
-    sys.stdout.flush()
+    print(message, x, file=sys.stdout, flush=True)  # as in-process kernels print
     return x.copy()
 
 
@@ -80,48 +82,20 @@ def _promote(b: Builder, v: SSAValue, elem: Attribute) -> SSAValue:
     return b.insert(op).result
 
 
-def _count_multiples(k: Kernel, i: DimV, blocks: list[DimV]) -> SSAValue:
-    """How many of `blocks` divide i (as an index)."""
-    total: DimV = 0
-    for s in blocks:
-        rem = k.b.insert(arith.RemUIOp(k.index(i), k.index(s))).result
-        hit = k.b.insert(arith.CmpiOp(rem, k.index(0), "eq")).result
-        one = k.b.insert(arith.IndexCastOp(k.b.insert(arith.ExtUIOp(hit, i64)).result, IndexType()))
-        total = k.add(total, one.result)
-    return k.index(total)
-
-
 def _lower_print(k: Kernel, out: Buf, x: Buf, *, message: str) -> None:
     n = k.product(x.dims)
     with k.loop(n) as i:
         k.store_flat(out, i, k.load_flat(x, i))
-    spec = "%g" if dtypes.is_float(x.elem) else "%lld"
-    s = printf.CStrings(k.b, ["%s", message, spec, "[", "]", " ", "[]", "\n"])
-    printf.printf(k.b, s.ptrs["%s"], s.ptrs[message])
-    if x.rank == 0:
-        printf.printf(k.b, s.ptrs[spec], _promote(k.b, k.load_flat(x, 0), x.elem))
-    else:
-        _print_elements(k, x, n, s, spec)
-    printf.printf(k.b, s.ptrs["\n"])
-    printf.flush(k.b)
-
-
-def _print_elements(k: Kernel, x: Buf, n: DimV, s: printf.CStrings, spec: str) -> None:
-    blocks = [k.product(x.dims[a:]) for a in range(x.rank)]
-    empty = k.b.insert(arith.CmpiOp(k.index(n), k.index(0), "eq")).result
-    k.if_else(empty, lambda: printf.printf(k.b, s.ptrs["[]"]), lambda: None)
+    dtype = dtypes.name_of(x.elem)
+    s = printf.CStrings(k.b, [message, dtype])
+    rank = k.b.insert(arith.ConstantOp(IntegerAttr(x.rank, i64))).result
+    printf.call(k.b, "aotk_print_begin", s.ptrs[message], s.ptrs[dtype], rank)
+    for d in x.dims:
+        printf.call(k.b, "aotk_print_dim", k.b.insert(arith.IndexCastOp(k.index(d), i64)).result)
+    element = "aotk_print_f64" if dtypes.is_float(x.elem) else "aotk_print_i64"
     with k.loop(n) as i:
-        with k.loop(_count_multiples(k, i, blocks)):
-            printf.printf(k.b, s.ptrs["["])
-        printf.printf(k.b, s.ptrs[spec], _promote(k.b, k.load_flat(x, i), x.elem))
-        closes = _count_multiples(k, k.add(i, 1), blocks)
-        none = k.b.insert(arith.CmpiOp(closes, k.index(0), "eq")).result
-
-        def close() -> None:
-            with k.loop(closes):
-                printf.printf(k.b, s.ptrs["]"])
-
-        k.if_else(none, lambda: printf.printf(k.b, s.ptrs[" "]), close)
+        printf.call(k.b, element, _promote(k.b, k.load_flat(x, i), x.elem))
+    printf.call(k.b, "aotk_print_end")
 
 
 register(

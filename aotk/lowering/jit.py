@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Attribute
 
 from aotk import native_runtime
-from aotk.lowering import llvm_ir
+from aotk.lowering import jit_print, llvm_ir
 
 _ARG_CTYPES: dict[str, Any] = {"p": ctypes.c_void_p, "i": ctypes.c_int64}
 _RESULT_CTYPES: dict[str, Any] = {**_ARG_CTYPES, "v": None}
@@ -90,6 +90,7 @@ def generate_from_ir(
 def load(code: NativeCode) -> CompiledModule:
     """Link object code made for this host into the process; return callables by name."""
     native_runtime.ensure_loaded()  # kernels call aotk_parallel_for
+    jit_print.register()  # and aotk.print_tensor's calls
     engine = llvm_binding.create_mcjit_compiler(
         llvm_binding.parse_assembly(""), llvm_ir.target_machine()
     )

@@ -1,9 +1,10 @@
-"""Calling C's printf from kernels: strings on the stack, and declarations of callees.
+"""Calling runtime functions from kernels: strings on the stack, declarations of callees.
 
 Lowering rules cannot add module-level ops (they build one function's body), so strings are
 stored into a stack buffer where they are used, and `declare_external_callees` (run by
 `convert-aotk-std-to-llvm`) declares every `llvm.call` target that the module lacks, with
-the callee type the call carries. MCJIT resolves printf and fflush in the process's libc.
+the callee type the call carries. In-process, the JIT binds them (`jit_print`); an exported
+library links them from the C runtime.
 """
 
 from __future__ import annotations
@@ -47,15 +48,9 @@ def _const(b: Builder, value: int, typ: IntegerType) -> SSAValue:
     return b.insert(arith.ConstantOp(IntegerAttr(value, typ))).results[0]
 
 
-def printf(b: Builder, fmt: SSAValue, *args: SSAValue) -> None:
-    """Call printf(fmt, args...); args are promoted already (double, i64)."""
-    b.insert(llvm.CallOp("printf", fmt, *args, return_type=i32, variadic_args=len(args)))
-
-
-def flush(b: Builder) -> None:
-    """fflush(NULL): C's stdout buffer is separate from Python's, so empty it now."""
-    null = b.insert(llvm.ZeroOp(result_types=[llvm.LLVMPointerType()])).results[0]
-    b.insert(llvm.CallOp("fflush", null, return_type=i32))
+def call(b: Builder, name: str, *args: SSAValue) -> None:
+    """Call the runtime function `name(args...)`, which returns an int32 status we ignore."""
+    b.insert(llvm.CallOp(name, *args, return_type=i32))
 
 
 def declare_external_callees(module: ModuleOp) -> None:

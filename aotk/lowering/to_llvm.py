@@ -169,4 +169,4 @@ class ConvertAotkStdToLLVMPass(ModulePass):
         PatternRewriteWalker(IndexToI64(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(NaturalAlignment(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(FuncToLLVM(), apply_recursively=False).rewrite_module(op)
-        declare_external_callees(op)  # printf and fflush, called by aotk.print_tensor
+        declare_external_callees(op)  # the runtime calls of aotk.print_tensor

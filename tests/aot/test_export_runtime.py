@@ -12,6 +12,7 @@ from export_helpers import C_DIR, build_c, c_compiler, mlp
 import aotk
 from aotk import backend as K
 from aotk.aot.cgen import CHECKABLE_FEATURES
+from aotk.dialect.debug import format_tensor
 from aotk.lowering import llvm_ir
 
 pytestmark = pytest.mark.aot
@@ -103,3 +104,20 @@ def test_tied_and_minimum_dims_are_checked(tmp_path: Path) -> None:
         g([xv[:, :2], zv])
     with pytest.raises(ValueError, match="input 'z' dim 0 is 3 but must equal input 'img' dim 0"):
         g([xv, np.ones((3, 1, 4), np.float32)])
+
+
+@pytest.mark.aot
+def test_exported_print_tensor_prints_the_c_layout_to_c_stdout(tmp_path: Path, capfd) -> None:
+    x = K.placeholder(shape=(None, 2), name="x")
+    flags = K.cast(K.greater(x, 0.0), "bool")
+    fn = K.function([x], [K.print_tensor(x, "x=") * 2.0, K.print_tensor(flags, "flags=")])
+    loaded = aotk.load(aotk.export(fn, tmp_path, "printing").library)
+    value = np.array([[1.0, 0.5], [-2.0, 1e-7]], np.float32)
+    capfd.readouterr()
+    doubled, _ = loaded([value])
+    np.testing.assert_array_equal(doubled, 2.0 * value)
+    lines = capfd.readouterr().out
+    assert lines == format_tensor(value, "x=") + format_tensor(value > 0, "flags=")
+    assert lines.splitlines()[0] == "x=[[1 0.5][-2 1e-07]]"
+    loaded([np.zeros((0, 2), np.float32)])
+    assert capfd.readouterr().out == "x=[]\nflags=[]\n"

@@ -328,19 +328,21 @@ def test_identity_is_a_new_tensor_with_the_same_content():
     np.testing.assert_array_equal(got[1], np.array([1.5, 2.5]))
 
 
-def test_print_tensor_prints_from_compiled_code_whenever_its_result_is_used(capfd):
+def test_print_tensor_prints_from_compiled_code_whenever_its_result_is_used(capsys):
     x = K.placeholder((None, 2))
-    shown = K.print_tensor(x, message="x is: ")
+    shown = K.print_tensor(x, message="x is:")
     K.print_tensor(x, message="never used: ")
-    f = K.function([x], [shown * 2, K.print_tensor(K.sum(x), "sum ")])
-    capfd.readouterr()
-    out = f([np.array([[1.0, 0.5], [-2.0, 1e-7]], np.float32)])
-    assert capfd.readouterr().out == "x is: [[1 0.5][-2 1e-07]]\nsum -0.5\n"
+    f = K.function([x], [shown * 2, K.print_tensor(K.sum(x), "sum")])
+    capsys.readouterr()
+    value = np.array([[1.0, 0.5], [-2.0, 1e-7]], np.float32)
+    out = f([value])
+    # to Python's sys.stdout, as print(message, array) writes it
+    assert capsys.readouterr().out == f"x is: {value!s}\nsum {out[1]!s}\n"
     np.testing.assert_array_equal(out[0], np.array([[2.0, 1.0], [-4.0, 2e-7]], np.float32))
     f([np.zeros((0, 2), np.float32)])
-    assert capfd.readouterr().out == "x is: []\nsum 0\n"
-    np.testing.assert_array_equal(K.eval(K.print_tensor(K.eye(2))), np.eye(2))
-    assert capfd.readouterr().out == "[[1 0][0 1]]\n"
+    assert capsys.readouterr().out == "x is: []\nsum 0.0\n"
+    np.testing.assert_array_equal(K.eval(K.print_tensor(K.eye(2), "msg")), np.eye(2))
+    assert capsys.readouterr().out == "msg [[1. 0.]\n [0. 1.]]\n"
 
 
 def test_print_tensor_passes_gradients_through():

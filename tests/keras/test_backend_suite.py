@@ -21,10 +21,10 @@ KERAS = Path(sys.prefix) / "aotk-keras"
 BILINEAR = {f"test_resize_images_bilinear[{f}]" for f in ("channels_first", "channels_last")}
 # tests that cannot pass on any backend but Theano/TF, or whose reference is unstable
 EXPLAINED = {
-    "2.3.1": BILINEAR | {"test_print_tensor", "test_in_top_k"},
+    "2.3.1": BILINEAR | {"test_in_top_k"},
     "2.2.4": BILINEAR | {"test_set_floatx"},
 }
-MIN_PASSED = {"2.3.1": 140, "2.2.4": 120}
+MIN_PASSED = {"2.3.1": 141, "2.2.4": 120}
 
 
 def keras_env(version: str) -> dict[str, str]:
