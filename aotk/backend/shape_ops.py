@@ -10,7 +10,7 @@ from aotk import trace
 from aotk.backend.config import check_data_format
 from aotk.backend.math_ops import add
 from aotk.backend.sparse import KSparseTensor, concatenate_sparse, densify
-from aotk.backend.static_eval import static_ints
+from aotk.backend.static_eval import dim_of, static_ints
 from aotk.backend.tensors import as_tensor
 from aotk.dialect import data, gather, linalg
 from aotk.dialect import shape as sh
@@ -95,17 +95,61 @@ def permute_dimensions(x: Any, pattern: Sequence[int]) -> KTensor:
 
 
 def reshape(x: Any, shape: Any) -> KTensor:
-    """Same elements, new shape; one dim may be -1 (or None)."""
+    """Same elements, new shape; one dim may be -1 (or None).
+
+    Dims may be scalar tensors, as Keras's Reshape layer passes `K.shape(x)[0]`: one known
+    while tracing counts as its int, `K.shape(x)[i]` of a dynamic axis keeps that axis."""
     t = as_tensor(x, where="K.reshape")
-    if isinstance(shape, KTensor):
-        raise TypeError(
-            "K.reshape: a symbolic shape tensor is not supported; "
-            "pass a tuple with -1 for the unknown dim"
-        )
     if isinstance(shape, int):
         shape = (shape,)
-    dims = tuple(-1 if d is None else int(d) for d in shape)
-    return trace.emit(sh.ReshapeOp, t, where="K.reshape", shape=dims)
+    if isinstance(shape, KTensor):
+        known = static_ints(shape)
+        if known is None or None in known:
+            raise TypeError(
+                "K.reshape: the shape must be ints, scalar tensors, or a tensor known while "
+                f"tracing; got {shape!r}; pass a tuple with -1 for the unknown dim"
+            )
+        shape = known
+    dims = [_reshape_dim(t, d) for d in shape]
+    kept = [d for d in dims if isinstance(d, tuple)]
+    if kept and -1 in dims:
+        dims[dims.index(-1)] = _inferred_dim(t, dims, kept)
+    if sum(1 for d in dims if d == -1 or isinstance(d, tuple)) > 1:
+        raise ValueError(
+            f"K.reshape: shape {tuple(shape)!r} of x {t.shape} leaves more than one dim unknown"
+        )
+    final = tuple(-1 if isinstance(d, tuple) else d for d in dims)
+    return trace.emit(sh.ReshapeOp, t, where="K.reshape", shape=final)
+
+
+def _reshape_dim(t: KTensor, d: Any) -> int | tuple[int]:
+    """An int (-1: infer), or (axis,) for "the size of t's dynamic axis"."""
+    if d is None:
+        return -1
+    if not isinstance(d, KTensor):
+        return int(d)
+    known = static_ints(d)
+    if known is not None and len(known) == 1 and known[0] is not None:
+        return known[0]
+    origin = dim_of(d)
+    if origin is not None and origin[0] is t.value:
+        return (origin[1],)
+    raise TypeError(f"K.reshape: a dim must be an int or a dim of x known by K.shape, got {d!r}")
+
+
+def _inferred_dim(t: KTensor, dims: list[Any], kept: list[tuple[int]]) -> int:
+    """The -1 of a shape whose other unknown dims keep t's dynamic axes, from static dims."""
+    dynamic = sorted(a for a, d in enumerate(t.shape) if d is None)
+    if sorted(k[0] for k in kept) != dynamic:
+        raise ValueError(
+            f"K.reshape: cannot infer -1 of x {t.shape}: the shape must keep each dynamic "
+            "axis of x once (as K.shape(x)[i])"
+        )
+    total = math.prod(d for d in t.shape if d is not None)
+    known = math.prod(d for d in dims if isinstance(d, int) and d != -1)
+    if known == 0 or total % known:
+        raise ValueError(f"K.reshape: x {t.shape} does not fit shape {dims}")
+    return total // known
 
 
 def batch_flatten(x: Any) -> KTensor:

@@ -113,3 +113,21 @@ def _apply(op: AotkOp, operands: list[tuple[np.ndarray, np.ndarray]]) -> Folded:
 def _pure(op: Operation) -> bool:
     """Ops whose NumPy rule is a function of their operands alone (no random state)."""
     return bool(op.operands) or isinstance(op, ew.ConstantOp | ga.IotaOp)
+
+
+def dim_of(x: Any) -> tuple[SSAValue, int] | None:
+    """(tensor, axis) when scalar `x` is `K.shape(tensor)[axis]` (maybe cast), else None."""
+    if not isinstance(x, KTensor) or x.ndim != 0:
+        return None
+    v: SSAValue = x.value
+    while isinstance(v.owner, sh.ReshapeOp | dg.ViewOp | ew.CastOp):
+        v = v.owner.operands[0]
+    op = v.owner
+    if not isinstance(op, sh.SliceOp) or len(shape_of(v.type)) != 1 or shape_of(v.type)[0] != 1:
+        return None
+    source = op.operands[0].owner
+    if not isinstance(source, sh.ShapeOfOp):
+        return None
+    axis = op.attrs()["start"][0]
+    rank = len(shape_of(source.x.type))
+    return (source.x, axis % rank) if -rank <= axis < rank else None

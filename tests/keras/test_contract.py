@@ -115,3 +115,19 @@ def test_batch_normalization_uses_batch_statistics_while_training():
     np.testing.assert_allclose(moving_var, momentum + (1 - momentum) * unbiased, rtol=1e-5)
     want = (x - moving_mean) / np.sqrt(moving_var + eps)
     np.testing.assert_allclose(model.predict(x), want, rtol=1e-4, atol=1e-5)
+
+
+def test_reshape_takes_the_batch_as_keras_reshape_passes_it():
+    x = K.placeholder(shape=(None, 3, 4))
+    flat = K.reshape(x, (K.shape(x)[0], -1))  # keras.layers.Reshape((-1,))
+    split = K.reshape(x, (K.shape(x)[0], K.shape(x)[1] * 2, 2))
+    assert K.int_shape(flat) == (None, 12) and K.int_shape(split) == (None, 6, 2)
+    value = np.arange(60, dtype=np.float32).reshape(5, 3, 4)
+    got = K.function([x], [flat, split])([value])
+    np.testing.assert_array_equal(got[0], value.reshape(5, 12))
+    np.testing.assert_array_equal(got[1], value.reshape(5, 6, 2))
+    y = K.placeholder(shape=(None, None, 4))
+    with pytest.raises(ValueError, match=r"K\.reshape: cannot infer -1"):
+        K.reshape(y, (K.shape(y)[0], -1))
+    with pytest.raises(TypeError, match=r"K\.reshape: a dim must be an int or a dim of x"):
+        K.reshape(y, (K.shape(x)[0], -1, 4))
