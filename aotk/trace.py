@@ -35,6 +35,7 @@ class Graph:
         self.fixed_phase: int | None = None  # set by K.set_learning_phase
         # variable -> its updated value, while K.control_dependencies(updates) is open
         self.updated_reads: dict[SSAValue, SSAValue] = {}
+        self.name_scopes: list[str] = []  # open K.name_scope names, outermost first
         self._names = itertools.count()
 
     def add_arg(self, typ: Attribute, name: str) -> BlockArgument:
@@ -53,6 +54,11 @@ def graph() -> Graph:
 def reset_graph() -> None:
     global _graph
     _graph = Graph()
+
+
+def scoped_name(name: str) -> str:
+    """`name` under the open K.name_scope names: "dense_1/kernel"."""
+    return "/".join([*_graph.name_scopes, name])
 
 
 def default_phase() -> int:

@@ -21,7 +21,6 @@ from aotk.dialect import shape as sh
 from aotk.trace import KTensor
 
 F = TypeVar("F", bound=Callable[..., Any])
-_SCOPES: list[str] = []
 
 
 def is_variable(x: Any) -> bool:
@@ -51,16 +50,12 @@ def name_scope(name: str) -> Iterator[str]:
     """Prefix the names of the variables made inside it with `name/`."""
     if not isinstance(name, str):
         raise TypeError(f"K.name_scope: name must be a str, got {name!r}")
-    _SCOPES.append(re.sub(r"[^A-Za-z0-9_.\-]", "_", name))
+    scopes = trace.graph().name_scopes
+    scopes.append(re.sub(r"[^A-Za-z0-9_.\-]", "_", name))
     try:
-        yield "/".join(_SCOPES)
+        yield "/".join(scopes)
     finally:
-        _SCOPES.pop()
-
-
-def scoped(name: str) -> str:
-    """`name` under the open name scopes."""
-    return "/".join([*_SCOPES, name])
+        scopes.pop()
 
 
 @contextmanager

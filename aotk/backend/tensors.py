@@ -92,9 +92,8 @@ def variable(
     gives a sparse tensor whose values are a variable."""
     if hasattr(value, "tocoo"):
         return _sparse_variable(value, dtype, name)  # type: ignore[return-value]
-    var = KVariable(
-        _array(value, dtype, "K.variable"), name or f"variable_{len(trace.graph().captures)}"
-    )
+    name = trace.scoped_name(name or f"variable_{len(trace.graph().captures)}")
+    var = KVariable(_array(value, dtype, "K.variable"), name)
     var.constraint = constraint
     return var
 

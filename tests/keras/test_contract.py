@@ -69,8 +69,10 @@ def test_eval_of_an_update_applies_it():
 
 
 def test_name_scope_prefixes_variable_names():
-    with K.name_scope("dense_1"):
-        assert K.is_variable(K.variable(np.zeros(2), name="kernel"))
+    with K.name_scope("model"), K.name_scope("dense_1") as scope:
+        kernel = K.variable(np.zeros(2), name="kernel")
+    assert scope == "model/dense_1" and kernel.name == "model/dense_1/kernel"
+    assert K.is_variable(kernel) and K.variable(np.zeros(1), name="b").name == "b"
     assert K.get_variable_shape(K.variable(np.zeros((2, 3)))) == (2, 3)
 
 
