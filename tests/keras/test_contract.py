@@ -133,3 +133,14 @@ def test_reshape_takes_the_batch_as_keras_reshape_passes_it():
         K.reshape(y, (K.shape(y)[0], -1))
     with pytest.raises(TypeError, match=r"K\.reshape: a dim must be an int or a dim of x"):
         K.reshape(y, (K.shape(x)[0], -1, 4))
+
+
+def test_stateful_metrics_include_the_batch_they_are_updated_with():
+    model = Sequential([layers.Dense(3, activation="softmax", input_shape=(4,))])
+    model.compile("sgd", "categorical_crossentropy", metrics=["accuracy"])
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(20, 4)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 20)]
+    want = np.mean(model.predict(x).argmax(1) == y.argmax(1))  # the weights the step sees
+    _, accuracy = model.train_on_batch(x, y)  # Keras resets the metric, then updates it
+    np.testing.assert_allclose(accuracy, want, rtol=1e-6)
