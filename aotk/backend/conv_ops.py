@@ -17,7 +17,7 @@ from aotk.backend.config import check_data_format, image_data_format
 from aotk.backend.local_conv_ops import local_conv1d, local_conv2d
 from aotk.backend.pool_ops import pool2d, pool3d
 from aotk.backend.shape_ops import permute_dimensions, reshape
-from aotk.backend.static_eval import static_ints
+from aotk.backend.static_eval import static_int, static_ints
 from aotk.dialect import shape as sh
 from aotk.dialect.conv import same_pads
 from aotk.trace import KTensor
@@ -188,8 +188,7 @@ def _output_shape(output_shape: Any, rank: int, fmt: str, where: str) -> tuple[i
 
 def _static_dim(d: Any) -> int | None:
     if isinstance(d, KTensor):
-        known = static_ints(d)
-        return known[0] if known is not None and len(known) == 1 else None
+        return static_int(d)
     try:
         return None if d is None else int(d)
     except (TypeError, ValueError):

@@ -62,9 +62,9 @@ def name_scope(name: str) -> Iterator[str]:
 def control_dependencies(control_inputs: Any) -> Iterator[None]:
     """Inside it, reads of a variable that one of `control_inputs` updates see the new value.
 
-    That is what TensorFlow's control dependencies give Keras: a metric's result and
-    Adam's step count are computed after their updates. Other control inputs (tensors)
-    are ordering hints that a pure graph does not need.
+    That is what TensorFlow's control dependencies give Keras: a stateful metric's result
+    is computed after its update. Other control inputs (tensors) are ordering hints that a
+    pure graph does not need.
     """
     from aotk.backend.training import KUpdate
 

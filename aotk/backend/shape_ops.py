@@ -10,7 +10,7 @@ from aotk import trace
 from aotk.backend.config import check_data_format
 from aotk.backend.math_ops import add
 from aotk.backend.sparse import KSparseTensor, concatenate_sparse, densify
-from aotk.backend.static_eval import dim_of, static_ints
+from aotk.backend.static_eval import dim_of, static_int, static_ints
 from aotk.backend.tensors import as_tensor
 from aotk.dialect import data, gather, linalg
 from aotk.dialect import shape as sh
@@ -128,9 +128,9 @@ def _reshape_dim(t: KTensor, d: Any) -> int | tuple[int]:
         return -1
     if not isinstance(d, KTensor):
         return int(d)
-    known = static_ints(d)
-    if known is not None and len(known) == 1 and known[0] is not None:
-        return known[0]
+    known = static_int(d)
+    if known is not None:
+        return known
     origin = dim_of(d)
     if origin is not None and origin[0] is t.value:
         return (origin[1],)
@@ -275,8 +275,8 @@ def _static_index(k: Any) -> Any:
         return k
     if k.ndim != 0 or k.dtype not in ("int32", "int64"):
         raise TypeError(f"K: a tensor index must be an int32/int64 scalar, got {k!r}")
-    known = static_ints(k)
-    return known[0] if known is not None and known[0] is not None else k
+    known = static_int(k)
+    return k if known is None else known
 
 
 __all__ = [

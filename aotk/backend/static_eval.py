@@ -56,6 +56,12 @@ def static_ints(x: Any) -> list[int | None] | None:
     return [int(v) if k else None for v, k in zip(values, mask, strict=True)]
 
 
+def static_int(x: Any) -> int | None:
+    """A scalar integer tensor's value when known while tracing, else None."""
+    known = static_ints(x) if isinstance(x, KTensor) and x.ndim == 0 else None
+    return known[0] if known else None
+
+
 def _fold(v: SSAValue, memo: dict[SSAValue, Folded]) -> Folded:
     if v not in memo:
         memo[v] = _fold_value(v, memo)
