@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
-from aotk import compile_cache, dtypes, runtime, trace
+from aotk import compile_cache, dtypes, runtime, timing, trace
 from aotk.call_check import ShapeChecker, coerce_input
 from aotk.dialect.base import elem_of, shape_of
 from aotk.lowering import jit, llvm_ir, pipeline
@@ -53,7 +53,8 @@ def lower_to_native(
 ) -> jit.NativeCode:
     """Run the whole pipeline on a copy of a traced module and generate object code."""
     lowered = module.clone()
-    pipeline.lower(lowered, "llvm")
+    with timing.stage("xdsl passes, total"):
+        pipeline.lower(lowered, "llvm")
     return jit.generate(lowered, cpu, features, prefix)
 
 

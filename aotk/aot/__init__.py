@@ -16,6 +16,7 @@ import aotk
 from aotk.aot import build, cgen, dims, glue, keras_model, layout
 from aotk.aot.loader import load
 from aotk.dialect.base import shape_of
+from aotk.kernels import native as micro_kernels
 
 MAX_RANK = 8
 MAX_DYNAMIC_DIMS = 64
@@ -57,13 +58,17 @@ def export(
     say("analysing the signature")
     spec, arrays = _spec(fn, name, weights, cpu, needed, max_dim, where)
     say(f"lowering and generating code for {cpu}")
-    code = _native_code(fn, cpu, features, f"aotk_{name}_")
+    prefix = f"aotk_{name}_"
+    code = _native_code(fn, cpu, features, prefix)
     blob = layout.blob(spec.slots, arrays)
     out = Path(out_dir)
     outputs = [f"lib{name}.so", f"lib{name}.a", f"{name}.h", "aotk_rt.h"]
     with build.staging(out) as stage:
         (stage / "kernels.o").write_bytes(code.obj)
         objects = ["kernels.o"]
+        for file, obj in micro_kernels.export_objects(code.llvm_ir, cpu, features, prefix).items():
+            (stage / file).write_bytes(obj)
+            objects.append(file)
         if weights == "embedded":
             (stage / "weights.o").write_bytes(build.weights_object(f"aotk_{name}_weights", blob))
             objects.append("weights.o")

@@ -17,7 +17,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Attribute
 
-from aotk import native_runtime
+from aotk import native_runtime, timing
 from aotk.lowering import jit_print, llvm_ir
 
 _ARG_CTYPES: dict[str, Any] = {"p": ctypes.c_void_p, "i": ctypes.c_int64}
@@ -75,27 +75,36 @@ def generate(
     """Optimize a stage-3 module for `cpu`/`features` (default: this host); emit an object
     whose functions are named `<prefix><name>`."""
     tm = llvm_ir.target_machine(cpu, features, jit=False)
-    return generate_from_ir(llvm_ir.to_llvm_text(module, tm), signatures(module), tm, prefix)
+    with timing.stage("llvm-ir text"):
+        text = llvm_ir.to_llvm_text(module, tm)
+    return generate_from_ir(text, signatures(module), tm, prefix)
 
 
 def generate_from_ir(
     text: str, sigs: dict[str, str], tm: llvm_binding.TargetMachine, prefix: str = ""
 ) -> NativeCode:
     """Optimize LLVM IR text (stage 4) for `tm` and emit an object, renaming as `generate`."""
-    mod = llvm_ir.optimize(text, tm, prefix)
+    with timing.stage("llvm optimize"):
+        mod = llvm_ir.optimize(text, tm, prefix)
     named = {prefix + name: sig for name, sig in sigs.items()}
-    return NativeCode(tm.emit_object(mod), named, str(mod), text if not prefix else "")
+    with timing.stage("llvm emit object"):
+        obj = tm.emit_object(mod)
+    return NativeCode(obj, named, str(mod), text if not prefix else "")
 
 
 def load(code: NativeCode) -> CompiledModule:
     """Link object code made for this host into the process; return callables by name."""
+    from aotk.kernels import library, native
+
     native_runtime.ensure_loaded()  # kernels call aotk_parallel_for
     jit_print.register()  # and aotk.print_tensor's calls
+    native.ensure_loaded(library.called(code.obj))  # and micro-kernels
     engine = llvm_binding.create_mcjit_compiler(
         llvm_binding.parse_assembly(""), llvm_ir.target_machine()
     )
-    engine.add_object_file(llvm_binding.ObjectFileRef.from_data(code.obj))
-    engine.finalize_object()
+    with timing.stage("link in process"):
+        engine.add_object_file(llvm_binding.ObjectFileRef.from_data(code.obj))
+        engine.finalize_object()
     compiled = CompiledModule(engine, code)
     for name, sig in code.signatures.items():
         address = engine.get_function_address(name)

@@ -70,7 +70,8 @@ def optimize(
     mod.data_layout = str(tm.target_data)
     if prefix:
         for fn in mod.functions:
-            if not fn.is_declaration:
+            # micro-kernels are renamed too: the library links its own copy of each
+            if not fn.is_declaration or fn.name.startswith("aotk_uk_"):
                 fn.name = prefix + fn.name
                 fn.visibility = "hidden"
     mod.verify()

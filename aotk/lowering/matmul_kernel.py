@@ -7,6 +7,8 @@ k_unroll rows of B per pass. With scratch (`scratch_elems` of it), the bulk of C
 by register tiles on packed blocks of B (`matmul_packed`) and only the edges by panels.
 Every dim may be dynamic; edges are smaller panels and scalar columns, never masked.
 Integers and float16 take a plain i-k-j nest that LLVM vectorizes along N.
+Float kernels are micro-kernels (`aotk.kernels`): built once with every dim dynamic, so
+a call site is one call (the tile sizes depend only on the dtype and the host anyway).
 Threads split the rows of C: the loops over row tiles (and over rows, for integers) are
 parallel, inside the K and N blocks, so each thread reads the block of B all share.
 """
@@ -16,11 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType
+import functools
+
+from xdsl.dialects import arith, ptr
+from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, Float64Type, MemRefType, VectorType
 from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
+from aotk.kernels import library
 from aotk.lowering import heuristics
 from aotk.lowering import matmul_microkernel as mk
 from aotk.lowering import matmul_packed as packed
@@ -41,10 +46,43 @@ def emit(
     kdim: DimV,
     scratch: Buf | None = None,
 ) -> None:
-    """Emit the loops computing c = a @ b; with `scratch` (see `scratch_elems`), pack B."""
+    """Emit c = a @ b; with `scratch` (see `scratch_elems`), B is packed."""
     if not isinstance(c.elem, Float32Type | Float64Type):
         _emit_scalar(k, c, a, b, m=m, n=n, kdim=kdim)
         return
+    pointers = [c, a, b] if scratch is None else [c, a, b, scratch]
+    library.call(k, _kernel_name(c.elem, scratch is not None), [*pointers, m, n, kdim])
+
+
+def _kernel_name(elem: Attribute, packed: bool) -> str:
+    return f"matmul_{dtypes.numpy_dtype(elem)}" + ("_packed" if packed else "")
+
+
+def _build(elem: Float32Type | Float64Type, packed: bool, k: Kernel, args: list[SSAValue]) -> None:
+    """The body of a float matmul micro-kernel: (c, a, b[, scratch], m, n, k)."""
+    m, n, kdim = args[-3:]
+    flat = MemRefType(elem, [DYNAMIC_INDEX])
+    dims: list[tuple[DimV, ...]] = [(m, n), (m, kdim), (kdim, n), (scratch_elems(elem, m, n, kdim),)]
+    bufs = [
+        Buf(k.b.insert(ptr.FromPtrOp(p, flat)).res, d, elem)
+        for p, d in zip(args[:-3], dims, strict=False)
+    ]
+    c, a, b = bufs[:3]
+    emit_loops(k, c, a, b, m=m, n=n, kdim=kdim, scratch=bufs[3] if packed else None)
+
+
+def emit_loops(
+    k: Kernel,
+    c: Buf,
+    a: Buf,
+    b: Buf,
+    *,
+    m: DimV,
+    n: DimV,
+    kdim: DimV,
+    scratch: Buf | None = None,
+) -> None:
+    """Emit the loops computing float c = a @ b (a micro-kernel's body)."""
     tiles = heuristics.matmul_tiles(dtypes.byte_size(c.elem), m, n, kdim)
     ops = mk.Operands(c, a, b, n, kdim, VectorType(c.elem, [tiles.lanes]))
     mk.zero_fill(k, ops, k.mul(m, n))
@@ -175,3 +213,14 @@ def _emit_scalar(k: Kernel, c: Buf, a: Buf, b: Buf, *, m: DimV, n: DimV, kdim: D
                         prod = k.b.insert(arith.MuliOp(av, bv)).result
                         acc = k.b.insert(arith.AddiOp(cv, prod)).result
                     k.store_flat(c, c_off, acc)
+
+
+for _elem in (Float32Type(), Float64Type()):
+    for _packed in (False, True):
+        library.register(
+            library.MicroKernel(
+                _kernel_name(_elem, _packed),
+                "ppp" + "p" * _packed + "iii",
+                functools.partial(_build, _elem, _packed),
+            )
+        )

@@ -10,12 +10,16 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
+from aotk import timing
 from aotk.context import make_context
+
+# cleans up loops as emitted (by convert-aotk-to-loops, or the micro-kernel library)
+LOOPS_CLEANUP = "canonicalize,cse,aotk-check-stage{stage=loops}"
 
 STAGES: dict[str, str] = {
     "trace": "",
     "graph": "aotk-simplify,canonicalize,cse,dce,aotk-fuse,cse,dce",
-    "loops": "convert-aotk-to-loops,canonicalize,cse,aotk-check-stage{stage=loops}",
+    "loops": f"convert-aotk-to-loops,{LOOPS_CLEANUP}",
     "llvm": ",".join(
         [
             "convert-vector-to-ptr",
@@ -51,9 +55,20 @@ def passes_for(stop_after: str, start_after: str = "trace") -> str:
 
 def lower(module: ModuleOp, stop_after: str = "llvm", start_after: str = "trace") -> ModuleOp:
     """Run the pipeline in place from after `start_after` through `stop_after`."""
+    return run(module, passes_for(stop_after, start_after))
+
+
+def lower_emitted_loops(module: ModuleOp) -> ModuleOp:
+    """Clean up and lower to the llvm stage a module of loops built directly (no aotk ops)."""
+    return run(module, f"{LOOPS_CLEANUP},{STAGES['llvm']}")
+
+
+def run(module: ModuleOp, spec: str) -> ModuleOp:
+    """Apply the comma-joined pass `spec` in place (timed per pass with AOTK_TIMING=1)."""
     from aotk.transforms import all_passes
 
-    spec = passes_for(stop_after, start_after)
     if spec:
-        PassPipeline.parse_spec(all_passes(), spec).apply(make_context(), module)
+        passes = PassPipeline.parse_spec(all_passes(), spec).passes
+        callback = timing.pass_callback() if timing.enabled() else None
+        PassPipeline(passes, callback).apply(make_context(), module)
     return module

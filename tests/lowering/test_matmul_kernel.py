@@ -25,6 +25,7 @@ from xdsl.rewriter import InsertPoint
 from aotk import runtime
 from aotk.dialect.linalg import MatMulOp
 from aotk.function import Function
+from aotk.kernels import native
 from aotk.lowering import heuristics, jit, matmul_kernel, pipeline
 from aotk.lowering.kernel import Buf, Kernel
 
@@ -129,15 +130,15 @@ def test_float16(rng: np.random.Generator) -> None:
 @pytest.mark.parametrize("dtype, scalar", [("float32", "float"), ("float64", "double")])
 def test_vectorized_fma(dtype: str, scalar: str) -> None:
     lanes = heuristics.vector_shape()[0] // np.dtype(dtype).itemsize
-    ir = _compile((None, 64), (64, 96), dtype).llvm_ir
+    ir = native.cached(f"matmul_{dtype}_packed").llvm_ir  # the micro-kernel calls compute
     vec = f"<{lanes} x {scalar}>"
     fmas = re.findall(rf"call {re.escape(vec)} @llvm\.fma\.v\d+f\d+", ir)
     assert len(fmas) >= 8, f"expected vector FMAs on {vec} in the matmul kernel"
 
 
 def test_unaligned_vector_access_is_declared() -> None:
-    """N = 37: rows of B and C start anywhere, so vector loads must say align 4."""
-    ir = _compile((None, 8), (8, 37), "float32").llvm_ir
+    """Rows of B and C start anywhere (N = 37, say), so vector loads must say align 4."""
+    ir = native.cached("matmul_float32").llvm_ir
     loads = re.findall(r"load <\d+ x float>, ptr [^,]+, align (\d+)", ir)
     assert loads and all(int(x) <= 4 for x in loads), loads
 
@@ -151,9 +152,8 @@ def test_mlp_sizes(rng: np.random.Generator, shape: tuple[int, int, int]) -> Non
     _check(f([a, b])[0], a, b, f"{shape}")
 
 
-# The packed path needs scratch memory, which `aotk.matmul` does not request yet; these
-# tests call `matmul_kernel.emit` directly on a hand-built kernel that takes a scratch
-# buffer. M >= packed_min_rows (64) packs B; smaller M falls back to panels. Compiled
+# These tests call the loop emitter (the micro-kernels' body) directly on a hand-built
+# kernel taking a scratch buffer, with static dims too. M >= packed_min_rows (64) packs B; smaller M falls back to panels. Compiled
 # modules live for the session (an MCJIT engine owns the cached target machine, so
 # freeing one would free it).
 @functools.cache
@@ -166,7 +166,7 @@ def _packed_kernel(dtype: str, static: tuple[int | None, int | None, int | None]
     dims = [k.b.insert(arith.IndexCastOp(v, IndexType())).result for v in body.args[4:]]
     m, n, kd = (d if d is not None else v for d, v in zip(static, dims, strict=True))
     count = matmul_kernel.scratch_elems(elem, m, n, kd)
-    matmul_kernel.emit(
+    matmul_kernel.emit_loops(
         k, Buf(c, (m, n), elem), Buf(a, (m, kd), elem), Buf(b, (kd, n), elem),
         m=m, n=n, kdim=kd, scratch=Buf(s, (count,), elem),
     )  # fmt: skip

@@ -1,0 +1,119 @@
+"""The registry of micro-kernels, calls to them, and the IR module that defines them.
+
+Calling convention: every micro-kernel is `void @aotk_uk_<name>(params...)` where each
+parameter is a pointer to the start of a flat buffer ("p") or an i64 ("i"); it writes
+only its output buffers, whose memory does not overlap its inputs, and may split its
+loops over the thread pool. A call site passes `Buf`s and dims, so its IR is one call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func, llvm, ptr
+from xdsl.dialects.builtin import ModuleOp, i64
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from aotk.lowering.kernel import INDEX, Buf, DimV, Kernel
+
+PREFIX = "aotk_uk_"
+SYMBOL = re.compile(rb"aotk_uk_[A-Za-z0-9_]+")
+
+# The body builder gets the kernel builder and one value per parameter: a `!ptr_xdsl.ptr`
+# for "p", an `index` for "i".
+BodyFn = Callable[[Kernel, list[SSAValue]], None]
+
+
+@dataclass(frozen=True)
+class MicroKernel:
+    """One routine of the library: its name (without prefix), parameters and body."""
+
+    name: str
+    params: str  # one letter per parameter: "p" pointer, "i" i64
+    build: BodyFn
+
+    @property
+    def symbol(self) -> str:
+        return PREFIX + self.name
+
+
+_REGISTRY: dict[str, MicroKernel] = {}
+
+
+def register(kernel: MicroKernel) -> MicroKernel:
+    if kernel.name in _REGISTRY and _REGISTRY[kernel.name] != kernel:
+        raise ValueError(f"micro-kernel {kernel.name!r} is registered twice")
+    if set(kernel.params) - {"p", "i"}:
+        raise ValueError(f"micro-kernel {kernel.name!r}: params must be 'p' or 'i' letters")
+    _REGISTRY[kernel.name] = kernel
+    return kernel
+
+
+def lookup(name: str) -> MicroKernel:
+    """The micro-kernel called `name` (with or without the symbol prefix)."""
+    _load_builtin()
+    short = name.removeprefix(PREFIX)
+    if short not in _REGISTRY:
+        raise KeyError(f"no aotk micro-kernel named {name!r}")
+    return _REGISTRY[short]
+
+
+def names() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def _load_builtin() -> None:
+    # the emitters register their micro-kernels when imported
+    from aotk.lowering import matmul_kernel  # noqa: F401
+
+
+def call(k: Kernel, name: str, args: Sequence[Buf | DimV]) -> None:
+    """Emit `call @aotk_uk_<name>(args)` at `k`'s insertion point."""
+    kernel = lookup(name)
+    if len(args) != len(kernel.params):
+        raise ValueError(f"{kernel.symbol} takes {len(kernel.params)} arguments, got {len(args)}")
+    values = []
+    for arg, kind in zip(args, kernel.params, strict=True):
+        if kind == "p":
+            assert isinstance(arg, Buf), f"{kernel.symbol}: a pointer parameter needs a Buf"
+            values.append(k.b.insert(ptr.ToPtrOp(arg.mem)).res)
+        else:
+            assert not isinstance(arg, Buf), f"{kernel.symbol}: an i64 parameter needs a dim"
+            values.append(k.b.insert(arith.IndexCastOp(k.index(arg), i64)).result)
+    k.b.insert(llvm.CallOp(kernel.symbol, *values, return_type=None))
+
+
+def called(obj_or_ir: bytes | str) -> set[str]:
+    """The micro-kernel symbols that object code or LLVM IR text refers to."""
+    data = obj_or_ir.encode() if isinstance(obj_or_ir, str) else obj_or_ir
+    found = {m.decode() for m in SYMBOL.findall(data)}
+    # outlined parallel bodies of a micro-kernel (`..._par0`) are not entry points
+    return {s for s in found if s.removeprefix(PREFIX) in _registered()}
+
+
+def _registered() -> set[str]:
+    _load_builtin()
+    return set(_REGISTRY)
+
+
+def module(kernel_names: Sequence[str]) -> ModuleOp:
+    """The loops-stage IR defining the named micro-kernels (one func.func each)."""
+    return ModuleOp([_define(lookup(n)) for n in kernel_names])
+
+
+def _define(kernel: MicroKernel) -> func.FuncOp:
+    arg_types = [ptr.PtrType() if c == "p" else i64 for c in kernel.params]
+    block = Block(arg_types=arg_types)
+    k = Kernel(Builder(InsertPoint.at_end(block)))
+    args = [
+        a if c == "p" else k.b.insert(arith.IndexCastOp(a, INDEX)).result
+        for a, c in zip(block.args, kernel.params, strict=True)
+    ]
+    kernel.build(k, args)
+    k.b.insert(func.ReturnOp())
+    return func.FuncOp(kernel.symbol, (arg_types, []), Region(block))

@@ -1,0 +1,91 @@
+"""Micro-kernels as native code: compiled once per target, cached, linked in process.
+
+The object code of a micro-kernel is stored in the on-disk compile cache under its name,
+the target and aotk's toolchain fingerprint, whatever `AOTK_DISK_CACHE` says: like the
+thread-pool runtime, it is part of the installed compiler, built on first use and shared
+by every model and process afterwards. `ensure_loaded` links it into this process once
+and publishes its entry point, so every JIT module that calls it resolves it by name.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+import llvmlite.binding as llvm_binding
+from xdsl.dialects.builtin import ModuleOp
+
+from aotk import native_runtime, timing
+from aotk.kernels import library
+from aotk.lowering import jit, llvm_ir
+
+_lock = threading.Lock()
+_engines: dict[str, llvm_binding.ExecutionEngine] = {}  # symbol -> engine keeping it alive
+BUILT = 0  # micro-kernels this process compiled (the rest came from the cache)
+
+
+def lowered_module(names: Iterable[str]) -> ModuleOp:
+    """The micro-kernels' module lowered to the llvm stage."""
+    from aotk.lowering import pipeline
+
+    return pipeline.lower_emitted_loops(library.module(sorted(names)))
+
+
+def generate(name: str, cpu: str | None = None, features: str | None = None) -> jit.NativeCode:
+    """Object code of one micro-kernel for `cpu`/`features` (default: this host)."""
+    with timing.stage(f"micro-kernel {name}"):
+        return jit.generate(lowered_module([name]), cpu, features)
+
+
+def cached(name: str, cpu: str | None = None, features: str | None = None) -> jit.NativeCode:
+    """`generate`'s result through the on-disk cache (compiled only on a miss)."""
+    global BUILT
+    from aotk import compile_cache
+
+    cpu, features = cpu or llvm_ir.host_cpu(), features or llvm_ir.host_features()
+    key = compile_cache.entry_key(f"micro-kernel {name}", cpu, features)
+    code, compiled = compile_cache.get_or_compile(key, lambda: generate(name, cpu, features))
+    BUILT += compiled
+    return code
+
+
+def ensure_loaded(symbols: Iterable[str]) -> None:
+    """Link the named micro-kernels into this process, each once."""
+    wanted = sorted(set(symbols) - set(_engines))
+    if not wanted:
+        return
+    with _lock:
+        for symbol in wanted:
+            if symbol not in _engines:
+                _engines[symbol] = _link(library.lookup(symbol).name, symbol)
+
+
+def _link(name: str, symbol: str) -> llvm_binding.ExecutionEngine:
+    native_runtime.ensure_loaded()  # micro-kernels call aotk_parallel_for
+    code = cached(name)
+    engine = llvm_binding.create_mcjit_compiler(
+        llvm_binding.parse_assembly(""), llvm_ir.target_machine()
+    )
+    engine.add_object_file(llvm_binding.ObjectFileRef.from_data(code.obj))
+    engine.finalize_object()
+    address = engine.get_function_address(symbol)
+    if not address:
+        raise RuntimeError(f"aotk: the micro-kernel object defines no function @{symbol}")
+    llvm_binding.add_symbol(symbol, address)
+    return engine
+
+
+def export_objects(
+    llvm_ir_text: str, cpu: str, features: str, prefix: str
+) -> dict[str, bytes]:
+    """Objects of the micro-kernels an exported module calls, for `cpu`/`features`, their
+    functions renamed `<prefix><symbol>` and hidden as the module's own are."""
+    objects = {}
+    for symbol in sorted(library.called(llvm_ir_text)):
+        name = library.lookup(symbol).name
+        source = cached(name)  # its LLVM IR, re-optimized for the target below
+        tm = llvm_ir.target_machine(cpu, features, jit=False)
+        objects[f"uk_{name}.o"] = jit.generate_from_ir(
+            source.source_ir, source.signatures, tm, prefix
+        ).obj
+    return objects
