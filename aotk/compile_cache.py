@@ -99,13 +99,16 @@ def enabled() -> bool:
     return os.environ.get("AOTK_DISK_CACHE", "1") not in ("0", "off", "false", "")
 
 
-def _entry(key: str) -> Path:
-    return paths.cache_dir() / "kernels" / key[:2] / f"{key}.bin"
+def _entry(key: str, section: str) -> Path:
+    return paths.cache_dir() / section / key[:2] / f"{key}.bin"
 
 
-def get_or_compile(key: str, compile_fn: Callable[[], NativeCode]) -> tuple[NativeCode, bool]:
-    """The cached code of `key`, or `compile_fn()`'s stored under it; True if compiled."""
-    path = _entry(key)
+def get_or_compile(
+    key: str, compile_fn: Callable[[], NativeCode], section: str = "kernels"
+) -> tuple[NativeCode, bool]:
+    """The cached code of `key` in `section` (a directory: "kernels" for models' code,
+    "micro-kernels"), or `compile_fn()`'s stored under it; True if compiled."""
+    path = _entry(key, section)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError:

@@ -13,15 +13,27 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 _forced = False
+_records: list[Record] | None = None  # set while `collect` runs
+
+
+@dataclass(frozen=True)
+class Record:
+    kind: str  # "pass" or "stage"
+    name: str
+    seconds: float
+    ops: int | None = None
 
 
 def enabled() -> bool:
-    return _forced or os.environ.get("AOTK_TIMING", "") not in ("", "0", "off", "false")
+    if _forced or _records is not None:
+        return True
+    return os.environ.get("AOTK_TIMING", "") not in ("", "0", "off", "false")
 
 
 def force(on: bool = True) -> None:
@@ -30,7 +42,21 @@ def force(on: bool = True) -> None:
     _forced = on
 
 
+@contextmanager
+def collect() -> Iterator[list[Record]]:
+    """Gather the records of the enclosed compiles into a list instead of printing them."""
+    global _records
+    outer, _records = _records, []
+    try:
+        yield _records
+    finally:
+        _records = outer
+
+
 def report(kind: str, name: str, seconds: float, ops: int | None = None) -> None:
+    if _records is not None:
+        _records.append(Record(kind, name, seconds, ops))
+        return
     count = f"  {ops:7d} ops" if ops is not None else ""
     print(f"aotk-timing: {kind:5s} {name:36s} {seconds:8.4f} s{count}", file=sys.stderr)
 

@@ -1,9 +1,10 @@
 """The registry of micro-kernels, calls to them, and the IR module that defines them.
 
-Calling convention: every micro-kernel is `void @aotk_uk_<name>(params...)` where each
+Calling convention: every micro-kernel is `void @aotk_uk_<name>(params...)`, where each
 parameter is a pointer to the start of a flat buffer ("p") or an i64 ("i"); it writes
 only its output buffers, whose memory does not overlap its inputs, and may split its
-loops over the thread pool. A call site passes `Buf`s and dims, so its IR is one call.
+loops over the thread pool. A call site passes `Buf`s and dims, so its IR is one
+`func.call`; `convert-aotk-to-loops` declares the callees (`declare_called`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, func, llvm, ptr
-from xdsl.dialects.builtin import ModuleOp, i64
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects import arith, func, ptr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from aotk.lowering.kernel import INDEX, Buf, DimV, Kernel
@@ -35,6 +36,7 @@ class MicroKernel:
     name: str
     params: str  # one letter per parameter: "p" pointer, "i" i64
     build: BodyFn
+    arg_names: tuple[str, ...] = ()  # for reading the IR
 
     @property
     def symbol(self) -> str:
@@ -49,6 +51,8 @@ def register(kernel: MicroKernel) -> MicroKernel:
         raise ValueError(f"micro-kernel {kernel.name!r} is registered twice")
     if set(kernel.params) - {"p", "i"}:
         raise ValueError(f"micro-kernel {kernel.name!r}: params must be 'p' or 'i' letters")
+    if kernel.arg_names and len(kernel.arg_names) != len(kernel.params):
+        raise ValueError(f"micro-kernel {kernel.name!r}: one name per parameter")
     _REGISTRY[kernel.name] = kernel
     return kernel
 
@@ -84,8 +88,32 @@ def call(k: Kernel, name: str, args: Sequence[Buf | DimV]) -> None:
             values.append(k.b.insert(ptr.ToPtrOp(arg.mem)).res)
         else:
             assert not isinstance(arg, Buf), f"{kernel.symbol}: an i64 parameter needs a dim"
-            values.append(k.b.insert(arith.IndexCastOp(k.index(arg), i64)).result)
-    k.b.insert(llvm.CallOp(kernel.symbol, *values, return_type=None))
+            if isinstance(arg, int):
+                values.append(k.b.insert(arith.ConstantOp(IntegerAttr(arg, i64))).result)
+            else:
+                values.append(k.b.insert(arith.IndexCastOp(arg, i64)).result)
+    k.b.insert(func.CallOp(kernel.symbol, values, []))
+
+
+def declare_called(module: ModuleOp) -> None:
+    """Declare (as private func.func) each micro-kernel that `module` calls."""
+    present = {op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)}
+    wanted: list[str] = []
+    for op in module.walk():
+        if isinstance(op, func.CallOp) and op.callee.string_value().startswith(PREFIX):
+            name = op.callee.string_value()
+            if name not in present and name not in wanted:
+                wanted.append(name)
+    for name in wanted:
+        module.body.block.add_op(_declaration(lookup(name)))
+
+
+def _declaration(kernel: MicroKernel) -> func.FuncOp:
+    return func.FuncOp.external(kernel.symbol, _arg_types(kernel), [])
+
+
+def _arg_types(kernel: MicroKernel) -> list[Attribute]:
+    return [ptr.PtrType() if c == "p" else i64 for c in kernel.params]
 
 
 def called(obj_or_ir: bytes | str) -> set[str]:
@@ -107,10 +135,12 @@ def module(kernel_names: Sequence[str]) -> ModuleOp:
 
 
 def _define(kernel: MicroKernel) -> func.FuncOp:
-    arg_types = [ptr.PtrType() if c == "p" else i64 for c in kernel.params]
+    arg_types = _arg_types(kernel)
     block = Block(arg_types=arg_types)
+    for arg, name in zip(block.args, kernel.arg_names, strict=False):
+        arg.name_hint = name
     k = Kernel(Builder(InsertPoint.at_end(block)))
-    args = [
+    args: list[SSAValue] = [
         a if c == "p" else k.b.insert(arith.IndexCastOp(a, INDEX)).result
         for a, c in zip(block.args, kernel.params, strict=True)
     ]

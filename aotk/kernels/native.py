@@ -34,7 +34,7 @@ def lowered_module(names: Iterable[str]) -> ModuleOp:
 def generate(name: str, cpu: str | None = None, features: str | None = None) -> jit.NativeCode:
     """Object code of one micro-kernel for `cpu`/`features` (default: this host)."""
     with timing.stage(f"micro-kernel {name}"):
-        return jit.generate(lowered_module([name]), cpu, features)
+        return jit.generate(lowered_module([name]), cpu, features, unroll=True)
 
 
 def cached(name: str, cpu: str | None = None, features: str | None = None) -> jit.NativeCode:
@@ -44,7 +44,9 @@ def cached(name: str, cpu: str | None = None, features: str | None = None) -> ji
 
     cpu, features = cpu or llvm_ir.host_cpu(), features or llvm_ir.host_features()
     key = compile_cache.entry_key(f"micro-kernel {name}", cpu, features)
-    code, compiled = compile_cache.get_or_compile(key, lambda: generate(name, cpu, features))
+    code, compiled = compile_cache.get_or_compile(
+        key, lambda: generate(name, cpu, features), section="micro-kernels"
+    )
     BUILT += compiled
     return code
 
@@ -75,9 +77,7 @@ def _link(name: str, symbol: str) -> llvm_binding.ExecutionEngine:
     return engine
 
 
-def export_objects(
-    llvm_ir_text: str, cpu: str, features: str, prefix: str
-) -> dict[str, bytes]:
+def export_objects(llvm_ir_text: str, cpu: str, features: str, prefix: str) -> dict[str, bytes]:
     """Objects of the micro-kernels an exported module calls, for `cpu`/`features`, their
     functions renamed `<prefix><symbol>` and hidden as the module's own are."""
     objects = {}
@@ -86,6 +86,6 @@ def export_objects(
         source = cached(name)  # its LLVM IR, re-optimized for the target below
         tm = llvm_ir.target_machine(cpu, features, jit=False)
         objects[f"uk_{name}.o"] = jit.generate_from_ir(
-            source.source_ir, source.signatures, tm, prefix
+            source.source_ir, source.signatures, tm, prefix, unroll=True
         ).obj
     return objects

@@ -70,22 +70,30 @@ def _code(t: Attribute) -> str:
 
 
 def generate(
-    module: ModuleOp, cpu: str | None = None, features: str | None = None, prefix: str = ""
+    module: ModuleOp,
+    cpu: str | None = None,
+    features: str | None = None,
+    prefix: str = "",
+    unroll: bool = False,
 ) -> NativeCode:
     """Optimize a stage-3 module for `cpu`/`features` (default: this host); emit an object
-    whose functions are named `<prefix><name>`."""
+    whose functions are named `<prefix><name>`. `unroll`: see `llvm_ir.optimize`."""
     tm = llvm_ir.target_machine(cpu, features, jit=False)
     with timing.stage("llvm-ir text"):
         text = llvm_ir.to_llvm_text(module, tm)
-    return generate_from_ir(text, signatures(module), tm, prefix)
+    return generate_from_ir(text, signatures(module), tm, prefix, unroll)
 
 
 def generate_from_ir(
-    text: str, sigs: dict[str, str], tm: llvm_binding.TargetMachine, prefix: str = ""
+    text: str,
+    sigs: dict[str, str],
+    tm: llvm_binding.TargetMachine,
+    prefix: str = "",
+    unroll: bool = False,
 ) -> NativeCode:
     """Optimize LLVM IR text (stage 4) for `tm` and emit an object, renaming as `generate`."""
     with timing.stage("llvm optimize"):
-        mod = llvm_ir.optimize(text, tm, prefix)
+        mod = llvm_ir.optimize(text, tm, prefix, unroll)
     named = {prefix + name: sig for name, sig in sigs.items()}
     with timing.stage("llvm emit object"):
         obj = tm.emit_object(mod)

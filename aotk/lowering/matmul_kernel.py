@@ -15,10 +15,9 @@ parallel, inside the K and N blocks, so each thread reads the block of B all sha
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-import functools
 
 from xdsl.dialects import arith, ptr
 from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, Float64Type, MemRefType, VectorType
@@ -62,7 +61,8 @@ def _build(elem: Float32Type | Float64Type, packed: bool, k: Kernel, args: list[
     """The body of a float matmul micro-kernel: (c, a, b[, scratch], m, n, k)."""
     m, n, kdim = args[-3:]
     flat = MemRefType(elem, [DYNAMIC_INDEX])
-    dims: list[tuple[DimV, ...]] = [(m, n), (m, kdim), (kdim, n), (scratch_elems(elem, m, n, kdim),)]
+    scratch = scratch_elems(elem, m, n, kdim)
+    dims: list[tuple[DimV, ...]] = [(m, n), (m, kdim), (kdim, n), (scratch,)]
     bufs = [
         Buf(k.b.insert(ptr.FromPtrOp(p, flat)).res, d, elem)
         for p, d in zip(args[:-3], dims, strict=False)
@@ -222,5 +222,6 @@ for _elem in (Float32Type(), Float64Type()):
                 _kernel_name(_elem, _packed),
                 "ppp" + "p" * _packed + "iii",
                 functools.partial(_build, _elem, _packed),
+                ("c", "a", "b", *(["scratch"] * _packed), "m", "n", "k"),
             )
         )

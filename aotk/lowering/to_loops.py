@@ -32,6 +32,7 @@ from aotk.dialect.base import AotkOp, elem_of, shape_of, tensor
 from aotk.dialect.control import ScanOp
 from aotk.dialect.fused import FusedOp, YieldOp
 from aotk.dialect.registry import Kind, lookup
+from aotk.kernels import library
 from aotk.lowering import elementwise_nest, scan_loop
 from aotk.lowering.kernel import INDEX, Buf, DimV, Kernel
 from aotk.lowering.scalar import storage_type
@@ -337,6 +338,7 @@ class ConvertAotkToLoopsPass(ModulePass):
             op.body.block.insert_ops_before(new, fn)
             fn.detach()
             fn.erase()
+        library.declare_called(op)
 
 
 def _on_tensors(fn: func.FuncOp) -> bool:

@@ -1,4 +1,5 @@
-"""`aotk`: the command-line front door: `aotk export`, `aotk stages`, `aotk version`.
+"""`aotk`: the command-line front door: `aotk export`, `aotk stages`, `aotk kernels`,
+`aotk version`.
 
 Each subcommand is a `_cmd_<name>(args) -> int` registered in `_parser()`. Errors print one
 line, `aotk: error: ...`, and exit with status 1 (argparse's usage errors included).
@@ -32,6 +33,28 @@ def _cmd_stages(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_kernels(args: argparse.Namespace) -> int:
+    """List the micro-kernels, build them into the cache, or print one's IR."""
+    from aotk.kernels import library, native
+
+    if args.print is not None:
+        try:
+            kernel = library.lookup(args.print)
+        except KeyError as err:
+            raise ValueError(f"{err.args[0]}; see `aotk kernels` for the list") from None
+        module = library.module([kernel.name])
+        if args.stage == "llvm":
+            module = native.lowered_module([kernel.name])
+        print(module)
+        return 0
+    for name in library.names():
+        kernel = library.lookup(name)
+        if args.build:
+            native.cached(name)
+        print(f"{kernel.symbol}({', '.join('ptr' if c == 'p' else 'i64' for c in kernel.params)})")
+    return 0
+
+
 def _cmd_version(args: argparse.Namespace) -> int:
     """Print the versions of aotk and of the compilers it drives."""
     print(f"aotk {version('aotk')} (xdsl {version('xdsl')}, llvmlite {version('llvmlite')})")
@@ -46,6 +69,15 @@ def _parser() -> _Parser:
     export_cmd.add_parser(commands)
     stages = commands.add_parser("stages", help="list the lowering stages and their passes")
     stages.set_defaults(run=_cmd_stages)
+    kernels = commands.add_parser(
+        "kernels", help="list the micro-kernels, build them (--build) or print one's IR"
+    )
+    kernels.add_argument("--build", action="store_true", help="compile them into the cache")
+    kernels.add_argument("--print", metavar="NAME", help="print the IR of micro-kernel NAME")
+    kernels.add_argument(
+        "--stage", choices=("loops", "llvm"), default="loops", help="with --print: which stage"
+    )
+    kernels.set_defaults(run=_cmd_kernels)
     ver = commands.add_parser("version", help="print the versions of aotk, xDSL and llvmlite")
     ver.set_defaults(run=_cmd_version)
     return parser

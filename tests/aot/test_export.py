@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import subprocess
 from pathlib import Path
 
@@ -42,6 +43,16 @@ def test_exported_files_and_header(exported_mlp) -> None:
     assert "W0                       float32  [12, 32]" in header
     assert "aotk_status mlp_run(aotk_model *model, const float *x, int64_t x_dim0, " in header
     assert "may run from several threads at once" in header
+
+
+def test_the_library_links_its_own_hidden_copy_of_each_micro_kernel(exported_mlp) -> None:
+    """Two exported models in one process must not share (or clash on) a micro-kernel."""
+    _, exported, _ = exported_mlp
+    symbol = "aotk_mlp_aotk_uk_matmul_float32_packed"  # the dense layers' kernel, renamed
+    assert symbol.encode() in exported.library.read_bytes()
+    assert symbol.encode() in exported.static_library.read_bytes()
+    lib = ctypes.CDLL(str(exported.library))
+    assert not hasattr(lib, symbol) and not hasattr(lib, "aotk_uk_matmul_float32_packed")
 
 
 def test_exports_are_byte_identical(tmp_path: Path) -> None:

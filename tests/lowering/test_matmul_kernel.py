@@ -153,9 +153,9 @@ def test_mlp_sizes(rng: np.random.Generator, shape: tuple[int, int, int]) -> Non
 
 
 # These tests call the loop emitter (the micro-kernels' body) directly on a hand-built
-# kernel taking a scratch buffer, with static dims too. M >= packed_min_rows (64) packs B; smaller M falls back to panels. Compiled
-# modules live for the session (an MCJIT engine owns the cached target machine, so
-# freeing one would free it).
+# kernel taking a scratch buffer, with static dims too. M >= packed_min_rows (64) packs B;
+# smaller M falls back to panels. Compiled modules live for the session (an MCJIT engine
+# owns the cached target machine, so freeing one would free it).
 @functools.cache
 def _packed_kernel(dtype: str, static: tuple[int | None, int | None, int | None]) -> Any:
     elem = {"float32": f32, "float64": f64}[dtype]

@@ -1,0 +1,121 @@
+"""Cold compile time: seconds per stage and IR op counts for the graphs of `workloads`.
+
+Every compile runs in a fresh process with the compile cache off (`AOTK_DISK_CACHE=0`),
+so nothing of an earlier compile is reused; the medians of `REPEAT` processes are shown,
+with the spread (max - min). The micro-kernel library is built once first, as on a
+user's first run, into a cache directory private to this benchmark, and its one-time
+cost is printed apart. Also measured: `import aotk.backend` in a fresh interpreter.
+Run with `python -m bench.compile_time` (it is part of `python -m bench.run_all`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from bench.workloads import GRAPHS
+
+REPEAT = 3
+IMPORT_REPEAT = 5
+LLVM_STAGES = ("llvm-ir text", "llvm optimize", "llvm emit object")
+
+
+def _child(args: list[str], cache: str) -> dict[str, Any]:
+    env = {**os.environ, "AOTK_DISK_CACHE": "0", "AOTK_CACHE_DIR": cache}
+    env.pop("AOTK_TIMING", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.compile_time", *args], capture_output=True, text=True, env=env
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"compile_time {args}: {proc.stderr.strip()[-600:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def compile_one(name: str) -> dict[str, Any]:
+    """In this (fresh) process: trace and compile one graph, with per-stage records."""
+    from aotk import backend as K
+    from aotk import timing
+
+    t0 = time.perf_counter()
+    inputs, outputs, updates = GRAPHS[name]()
+    traced = time.perf_counter()
+    with timing.collect() as records:
+        f = K.function(inputs, outputs, updates)
+    done = time.perf_counter()
+    checks = [r.ops for r in records if r.name == "aotk-check-stage"]
+    xdsl = sum(r.seconds for r in records if r.kind == "pass")
+    llvm = sum(r.seconds for r in records if r.name in LLVM_STAGES)
+    return {
+        "total": done - t0,
+        "trace": traced - t0,
+        "xdsl": xdsl,
+        "llvm": llvm,
+        "ops": [timing.count_ops(f.module), checks[0], checks[-1]],
+    }
+
+
+def build_library() -> dict[str, float]:
+    """Build every micro-kernel into the (empty) cache; seconds for each."""
+    from aotk.kernels import library, native
+
+    seconds = {}
+    for name in library.names():
+        t0 = time.perf_counter()
+        native.cached(name)
+        seconds[name] = time.perf_counter() - t0
+    return seconds
+
+
+def import_seconds() -> float:
+    t0 = time.perf_counter()
+    import aotk.backend  # noqa: F401
+
+    return time.perf_counter() - t0
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):7.3f} ±{(max(values) - min(values)) / 2:5.3f}"
+
+
+def run() -> None:
+    with tempfile.TemporaryDirectory(prefix="aotk-bench-") as cache:
+        library = _child(["--library"], cache)
+        print(f"\nmicro-kernel library, built once per machine: {sum(library.values()):.2f} s")
+        print(", ".join(f"{k} {v:.2f} s" for k, v in library.items()))
+        imports = [_child(["--import"], cache)["seconds"] for _ in range(IMPORT_REPEAT)]
+        print(f"import aotk.backend: {_spread(imports)} s (median ± half range)\n")
+        head = (
+            f"{'cold compile (s), median ± half range':38s} {'total':>14s} {'trace':>7s} "
+            f"{'xdsl':>7s} {'llvm':>7s}   ops: trace -> loops -> llvm"
+        )
+        print(head)
+        print("-" * len(head))
+        for name in GRAPHS:
+            runs = [_child(["--one", name], cache) for _ in range(REPEAT)]
+            med = {k: statistics.median(r[k] for r in runs) for k in ("trace", "xdsl", "llvm")}
+            ops = " -> ".join(str(n) for n in runs[0]["ops"])
+            print(
+                f"{name:38s} {_spread([r['total'] for r in runs])} {med['trace']:7.3f} "
+                f"{med['xdsl']:7.3f} {med['llvm']:7.3f}   {ops}"
+            )
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--one"]:
+        print(json.dumps(compile_one(argv[1])))
+    elif argv[:1] == ["--library"]:
+        print(json.dumps(build_library()))
+    elif argv[:1] == ["--import"]:
+        print(json.dumps({"seconds": import_seconds()}))
+    else:
+        run()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,25 @@
+// The float32 matmul micro-kernel, as `aotk kernels --print` shows it (this file is only
+// the test: the kernel is generated, not read from here).
+// RUN: aotk kernels --print matmul_float32_packed | filecheck %s --check-prefix=LOOPS
+// RUN: aotk kernels --print matmul_float32_packed --stage llvm | filecheck %s --check-prefix=LLVM
+
+// Stage loops: pointers and i64 dims in, every dim dynamic; C is zeroed, B packed into
+// the scratch buffer, then register tiles of vector FMAs run over the packed block.
+// LOOPS-LABEL: func.func @aotk_uk_matmul_float32_packed(
+// LOOPS-SAME:      %c: !ptr_xdsl.ptr, %a: !ptr_xdsl.ptr, %b: !ptr_xdsl.ptr, %scratch: !ptr_xdsl.ptr, %m: i64, %n: i64, %k: i64)
+// LOOPS:         %[[C:.*]] = ptr_xdsl.from_ptr %c : !ptr_xdsl.ptr -> memref<?xf32>
+// LOOPS:         %[[S:.*]] = ptr_xdsl.from_ptr %scratch : !ptr_xdsl.ptr -> memref<?xf32>
+// LOOPS:         scf.for
+// LOOPS:           vector.store %{{.*}}, %[[C]][
+// LOOPS:         } {aotk.parallel =
+// LOOPS:         vector.store %{{.*}}, %[[S]][
+// LOOPS:         vector.fma
+// LOOPS:         func.return
+// LOOPS-NOT:     func.func
+
+// Stage llvm: an exported function with noalias pointers, parallel loops outlined and
+// handed to the thread pool.
+// LLVM:        llvm.func @aotk_parallel_for(!llvm.ptr, !llvm.ptr, i64)
+// LLVM-LABEL:  llvm.func @aotk_uk_matmul_float32_packed(%c: !llvm.ptr {llvm.noalias}, %a: !llvm.ptr {llvm.noalias}, %b: !llvm.ptr {llvm.noalias}, %scratch: !llvm.ptr {llvm.noalias}, %m: i64, %n: i64, %k: i64)
+// LLVM:          llvm.call @aotk_parallel_for(
+// LLVM:        llvm.func @aotk_uk_matmul_float32_packed_par0(

@@ -1,0 +1,88 @@
+"""Micro-kernels: registry, calls, the library compiled once per cache, and results."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aotk import backend as K
+from aotk.kernels import library, native
+
+# Compiles a float32 dot in a fresh process; prints how many micro-kernels it built.
+_CHILD = textwrap.dedent(
+    """
+    import json
+    import numpy as np
+    from aotk import backend as K
+    from aotk.kernels import native
+    x = K.placeholder(shape=(None, 5))
+    f = K.function([x], [K.dot(x, K.variable(np.eye(5, 3, dtype=np.float32)))])
+    out = f([np.arange(10, dtype=np.float32).reshape(2, 5)])[0]
+    print(json.dumps({"built": native.BUILT, "out": out.tolist()}))
+    """
+)
+
+
+def _child(cache: Path, disk_cache: str) -> dict:
+    env = {**os.environ, "AOTK_CACHE_DIR": str(cache), "AOTK_DISK_CACHE": disk_cache}
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_the_library_is_built_once_per_cache_even_with_the_model_cache_off(tmp_path):
+    runs = [_child(tmp_path, "0") for _ in range(2)]
+    assert [r["built"] for r in runs] == [1, 0]
+    want = (np.arange(10, dtype=np.float32).reshape(2, 5) @ np.eye(5, 3)).tolist()
+    assert runs[0]["out"] == runs[1]["out"] == want
+    assert not (tmp_path / "kernels").exists()  # no model code was cached
+    assert len(list((tmp_path / "micro-kernels").rglob("*.bin"))) == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("m, k, n", [(0, 3, 4), (3, 0, 4), (3, 4, 0), (1, 1, 1), (70, 33, 50)])
+def test_matmul_edges_against_numpy(dtype: str, m: int, k: int, n: int) -> None:
+    """Empty dims (C is zeros, or nothing), one element, and a packed shape (M >= 64)."""
+    rng = np.random.default_rng(m * 100 + k * 10 + n)
+    a, b = rng.uniform(-1, 1, (m, k)).astype(dtype), rng.uniform(-1, 1, (k, n)).astype(dtype)
+    x, w = K.placeholder((None, None), dtype=dtype), K.placeholder((None, None), dtype=dtype)
+    got = K.function([x, w], [K.dot(x, w)])([a, b])[0]
+    assert got.shape == (m, n) and got.dtype == np.dtype(dtype)
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=rtol, atol=rtol)
+
+
+def test_registry_names_and_errors() -> None:
+    assert "matmul_float32" in library.names()
+    assert library.lookup("aotk_uk_matmul_float64").name == "matmul_float64"
+    with pytest.raises(KeyError, match="no aotk micro-kernel named 'matmul_int8'"):
+        library.lookup("matmul_int8")
+    with pytest.raises(ValueError, match="registered twice"):
+        library.register(library.MicroKernel("matmul_float32", "pi", lambda k, args: None))
+    with pytest.raises(ValueError, match="'p' or 'i'"):
+        library.register(library.MicroKernel("bad_params", "px", lambda k, args: None))
+
+
+def test_called_names_entry_points_only() -> None:
+    text = "call @aotk_uk_matmul_float32(...) ; @aotk_uk_matmul_float32_par0 @aotk_uk_nope"
+    assert library.called(text) == {"aotk_uk_matmul_float32"}
+    assert library.called(b"\\0aotk_mlp_aotk_uk_matmul_float64_packed\\0") == {
+        "aotk_uk_matmul_float64_packed"
+    }
+
+
+def test_a_loaded_micro_kernel_is_linked_once() -> None:
+    native.ensure_loaded(["aotk_uk_matmul_float32"])
+    engine = native._engines["aotk_uk_matmul_float32"]
+    native.ensure_loaded(["aotk_uk_matmul_float32"])
+    assert native._engines["aotk_uk_matmul_float32"] is engine
