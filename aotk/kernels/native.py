@@ -34,7 +34,7 @@ def lowered_module(names: Iterable[str]) -> ModuleOp:
 def generate(name: str, cpu: str | None = None, features: str | None = None) -> jit.NativeCode:
     """Object code of one micro-kernel for `cpu`/`features` (default: this host)."""
     with timing.stage(f"micro-kernel {name}"):
-        return jit.generate(lowered_module([name]), cpu, features, unroll=True)
+        return jit.generate(lowered_module([name]), cpu, features)
 
 
 def cached(name: str, cpu: str | None = None, features: str | None = None) -> jit.NativeCode:
@@ -86,6 +86,6 @@ def export_objects(llvm_ir_text: str, cpu: str, features: str, prefix: str) -> d
         source = cached(name)  # its LLVM IR, re-optimized for the target below
         tm = llvm_ir.target_machine(cpu, features, jit=False)
         objects[f"uk_{name}.o"] = jit.generate_from_ir(
-            source.source_ir, source.signatures, tm, prefix, unroll=True
+            source.source_ir, source.signatures, tm, prefix
         ).obj
     return objects

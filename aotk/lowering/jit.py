@@ -74,14 +74,13 @@ def generate(
     cpu: str | None = None,
     features: str | None = None,
     prefix: str = "",
-    unroll: bool = False,
 ) -> NativeCode:
     """Optimize a stage-3 module for `cpu`/`features` (default: this host); emit an object
-    whose functions are named `<prefix><name>`. `unroll`: see `llvm_ir.optimize`."""
+    whose functions are named `<prefix><name>`."""
     tm = llvm_ir.target_machine(cpu, features, jit=False)
     with timing.stage("llvm-ir text"):
         text = llvm_ir.to_llvm_text(module, tm)
-    return generate_from_ir(text, signatures(module), tm, prefix, unroll)
+    return generate_from_ir(text, signatures(module), tm, prefix)
 
 
 def generate_from_ir(
@@ -89,11 +88,10 @@ def generate_from_ir(
     sigs: dict[str, str],
     tm: llvm_binding.TargetMachine,
     prefix: str = "",
-    unroll: bool = False,
 ) -> NativeCode:
     """Optimize LLVM IR text (stage 4) for `tm` and emit an object, renaming as `generate`."""
     with timing.stage("llvm optimize"):
-        mod = llvm_ir.optimize(text, tm, prefix, unroll)
+        mod = llvm_ir.optimize(text, tm, prefix)
     named = {prefix + name: sig for name, sig in sigs.items()}
     with timing.stage("llvm emit object"):
         obj = tm.emit_object(mod)

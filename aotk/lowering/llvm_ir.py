@@ -58,14 +58,14 @@ def to_llvm_text(module: ModuleOp, tm: llvm_binding.TargetMachine) -> str:
 
 
 def optimize(
-    llvm_text: str, tm: llvm_binding.TargetMachine, prefix: str = "", unroll: bool = False
+    llvm_text: str, tm: llvm_binding.TargetMachine, prefix: str = ""
 ) -> llvm_binding.ModuleRef:
     """Parse and run LLVM's O3 module pipeline (loop and SLP vectorizers included).
 
-    LLVM's loop unroller runs only with `unroll` (for micro-kernels, compiled once): on a
-    model's loop nests it doubled the code and the compile time for no measured speed,
-    as their hot loops are unrolled where they are emitted or interleaved by the
-    vectorizer, which still runs.
+    LLVM's loop unroller is off: hot loops are unrolled where aotk emits them (register
+    tiles) or interleaved by the vectorizer, which still runs. On the W4 training step
+    the unroller doubled the code and the LLVM time with no measured speed-up, and it
+    made the packed matmul micro-kernel 1.6x slower.
 
     With a `prefix`, every defined function is renamed `<prefix><name>` and hidden, so a
     library can hold the kernels of several models (and a program its own `main`).
@@ -83,7 +83,7 @@ def optimize(
     options = llvm_binding.PipelineTuningOptions(speed_level=3)
     options.loop_vectorization = True
     options.slp_vectorization = True
-    options.loop_unrolling = unroll
+    options.loop_unrolling = False
     with (
         options,
         llvm_binding.create_pass_builder(tm, options) as builder,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
 from aotk.lowering import matmul_microkernel as mk
@@ -54,7 +55,32 @@ def packed_tile(
     j: tuple[DimV, DimV],
     k_range: Range,
 ) -> None:
-    """C[i0:i0+mr, j0:j0+width] += A[rows, k-range] @ packed sliver starting at j0 - jb."""
+    """C[i0:i0+mr, j0:j0+width] += A[rows, k-range] @ packed sliver starting at j0 - jb.
+
+    A K block of full length gets a copy of the loop with that constant trip count (the
+    common case; LLVM schedules it better), the last, shorter one the general loop.
+    """
+    k0, k1 = k_range
+    if isinstance(k0, int) and isinstance(k1, int):
+        _tile(k, ops, tiles, scratch, i0, j, k_range)
+        return
+    full = k.b.insert(arith.CmpiOp(k.index(k.sub(k1, k0)), k.index(tiles.packed_kc), "eq")).result
+    k.if_else(
+        full,
+        lambda: _tile(k, ops, tiles, scratch, i0, j, (k0, k.add(k0, tiles.packed_kc))),
+        lambda: _tile(k, ops, tiles, scratch, i0, j, k_range),
+    )
+
+
+def _tile(
+    k: Kernel,
+    ops: mk.Operands,
+    tiles: MatmulTiles,
+    scratch: Buf,
+    i0: DimV,
+    j: tuple[DimV, DimV],
+    k_range: Range,
+) -> None:
     lanes, vt, rows, nvec = tiles.lanes, ops.vt, tiles.mr, tiles.nr
     j0, jb = j
     k0, k1 = k_range
