@@ -32,6 +32,7 @@ from aotk import dtypes
 from aotk.dialect import shape_grads as sg
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
+from aotk.kernels import transpose as transpose_kernel
 from aotk.lowering import slicing
 from aotk.lowering.kernel import Buf, DimV, Kernel
 from aotk.lowering.scalar import convert
@@ -124,6 +125,10 @@ def infer_transpose(x: Attribute, *, perm: Sequence[int], **_: Any) -> Attribute
 
 
 def _lower_transpose(k: Kernel, out: Buf, x: Buf, *, perm: Sequence[int]) -> None:
+    shape = transpose_kernel.as_batched_2d(x.dims, perm, k)
+    if shape is not None:
+        transpose_kernel.emit(k, out, x, shape, dtypes.byte_size(x.elem))
+        return
     x_strides = k.strides(x.dims)
     with k.nest(out.dims) as ivs:
         src = k.linear(ivs, [x_strides[p] for p in perm])

@@ -73,6 +73,7 @@ def names() -> list[str]:
 
 def _load_builtin() -> None:
     # the emitters register their micro-kernels when imported
+    from aotk.kernels import transpose  # noqa: F401
     from aotk.lowering import matmul_kernel  # noqa: F401
 
 

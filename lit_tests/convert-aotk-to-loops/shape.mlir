@@ -19,15 +19,19 @@ func.func @reshape_flatten(%x: tensor<?x4xf32>) -> tensor<?xf32> {
 
 // -----
 
-// The transpose writes a 64-byte aligned slice of the workspace, which the neg reads;
+// The transpose (a 2-D one: the 32-bit transpose micro-kernel, with batch 1, dim0 rows
+// and 3 columns) writes a 64-byte aligned slice of the workspace, which the neg reads;
 // the workspace size is 3 * dim0 * 4 bytes rounded up to 64.
 // CHECK-LABEL: func.func @transpose_then_neg(
+// CHECK:         %[[N:.*]] = arith.index_cast %dim0 : i64 to index
 // CHECK:         %[[P:.*]] = ptr_xdsl.ptradd %workspace, %{{.*}} : (!ptr_xdsl.ptr, index) -> !ptr_xdsl.ptr
 // CHECK-NEXT:    %[[T:.*]] = ptr_xdsl.from_ptr %[[P]] : !ptr_xdsl.ptr -> memref<?xf32>
-// CHECK:         scf.for
-// CHECK:           scf.for
-// CHECK:             %[[V:.*]] = memref.load %w[
-// CHECK:             memref.store %[[V]], %[[T]][
+// CHECK-DAG:     %[[DST:.*]] = ptr_xdsl.to_ptr %[[T]]
+// CHECK-DAG:     %[[SRC:.*]] = ptr_xdsl.to_ptr %w
+// CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-DAG:     %[[ROWS:.*]] = arith.index_cast %[[N]] : index to i64
+// CHECK-DAG:     %[[COLS:.*]] = arith.constant 3 : i64
+// CHECK:         func.call @aotk_uk_transpose_32bit(%[[DST]], %[[SRC]], %[[ONE]], %[[ROWS]], %[[COLS]])
 // CHECK:         scf.for
 // CHECK:           scf.for
 // CHECK-NEXT:        memref.load %[[T]][

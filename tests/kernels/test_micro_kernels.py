@@ -86,3 +86,48 @@ def test_a_loaded_micro_kernel_is_linked_once() -> None:
     engine = native._engines["aotk_uk_matmul_float32"]
     native.ensure_loaded(["aotk_uk_matmul_float32"])
     assert native._engines["aotk_uk_matmul_float32"] is engine
+
+
+@pytest.mark.parametrize(
+    "perm, want",
+    [
+        ((1, 0), [1, 2, 3]),
+        ((0, 2, 1), [2, 3, 4]),
+        ((2, 3, 0, 1), [1, 6, 20]),
+        ((1, 2, 0), [1, 2, 12]),
+        ((0, 1, 3, 2), [6, 4, 5]),
+        ((1, 0, 2), None),  # the inner axis stays: not a batched 2-D transpose
+        ((0, 1), None),
+        ((2, 1, 0), None),
+    ],
+)
+def test_which_permutations_are_batched_2d_transposes(perm, want) -> None:
+    from xdsl.builder import Builder
+    from xdsl.ir import Block
+    from xdsl.rewriter import InsertPoint
+
+    from aotk.kernels import transpose
+    from aotk.lowering.kernel import Kernel
+
+    dims = [2, 3, 4, 5][: len(perm)]
+    k = Kernel(Builder(InsertPoint.at_end(Block())))
+    assert transpose.as_batched_2d(dims, perm, k) == want
+
+
+@pytest.mark.parametrize(
+    "shape, perm, dtype",
+    [
+        ((67, 45), (1, 0), "float32"),
+        ((7, 33, 65), (0, 2, 1), "float64"),
+        ((3, 4, 5, 6), (2, 3, 0, 1), "int8"),
+        ((5, 6, 7), (1, 2, 0), "bool"),
+        ((4, 5, 6, 7), (0, 1, 3, 2), "float16"),
+        ((0, 5), (1, 0), "float32"),
+        ((2, 3, 4), (1, 0, 2), "int32"),  # the generic nest
+    ],
+)
+def test_transpose_against_numpy(shape, perm, dtype) -> None:
+    a = (np.random.default_rng(len(shape)).random(shape) * 100).astype(dtype)
+    x = K.placeholder((None,) * len(shape), dtype=dtype)
+    got = K.function([x], [K.permute_dimensions(x, perm)])([a])[0]
+    np.testing.assert_array_equal(got, np.transpose(a, perm), strict=True)
