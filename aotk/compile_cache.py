@@ -28,7 +28,7 @@ import aotk
 from aotk import paths
 from aotk.lowering.jit import NativeCode
 
-MAGIC = b"AOTKNC02"
+MAGIC = b"AOTKNC03"
 _LENGTH = struct.Struct("<Q")
 _DIGEST_SIZE = hashlib.sha256().digest_size
 
@@ -40,18 +40,18 @@ class CorruptNativeCode(ValueError):
 def encode(code: NativeCode, meta: dict[str, Any]) -> bytes:
     """Object code, signatures, optimized IR and caller metadata as one checksummed blob.
 
-    Layout: magic, header length (u64 little endian), JSON header, object code,
-    zlib-compressed IR, then the SHA-256 of everything before it.
+    Layout: magic, header length (u64 little endian), JSON header, the objects one after
+    another, zlib-compressed IR, then the SHA-256 of everything before it.
     """
     ir = zlib.compress(json.dumps([code.llvm_ir, code.source_ir]).encode(), 1)
     header = {
         "signatures": code.signatures,
-        "obj_size": len(code.obj),
+        "obj_sizes": [len(obj) for obj in code.objects],
         "ir_size": len(ir),
         "meta": meta,
     }
     head = json.dumps(header, sort_keys=True).encode()
-    body = MAGIC + _LENGTH.pack(len(head)) + head + code.obj + ir
+    body = MAGIC + _LENGTH.pack(len(head)) + head + b"".join(code.objects) + ir
     return body + hashlib.sha256(body).digest()
 
 
@@ -68,11 +68,17 @@ def decode(blob: bytes) -> tuple[NativeCode, dict[str, Any]]:
         (n,) = _LENGTH.unpack_from(body, len(MAGIC))
         start = len(MAGIC) + _LENGTH.size
         header = json.loads(body[start : start + n])
-        obj_end = start + n + header["obj_size"]
-        obj, ir = body[start + n : obj_end], body[obj_end:]
-        if len(ir) != header["ir_size"]:
+        objects, offset = [], start + n
+        for size in header["obj_sizes"]:
+            if not isinstance(size, int) or size < 0:
+                raise ValueError(f"bad object size {size!r}")
+            objects.append(body[offset : offset + size])
+            offset += size
+        ir = body[offset:]
+        if offset > len(body) or len(ir) != header["ir_size"]:
             raise ValueError("section sizes do not add up")
-        code = NativeCode(obj, dict(header["signatures"]), *json.loads(zlib.decompress(ir)))
+        sigs = dict(header["signatures"])
+        code = NativeCode(tuple(objects), sigs, *json.loads(zlib.decompress(ir)))
         return code, dict(header["meta"])
     except (struct.error, ValueError, KeyError, TypeError, zlib.error) as err:
         raise CorruptNativeCode(f"unreadable header ({err})") from None

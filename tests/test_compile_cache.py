@@ -220,7 +220,7 @@ def test_an_entry_whose_lock_cannot_be_opened_still_works(tmp_path, monkeypatch)
     key = "ab" + "0" * 62
     lock = tmp_path / "kernels" / "ab" / f"{key}.lock"
     lock.mkdir(parents=True)
-    code = NativeCode(b"object code", {"main": "vppi"}, "define void @main()")
+    code = NativeCode((b"object", b" code"), {"main": "vppi"}, "define void @main()")
     calls = []
     compile_fn = lambda: calls.append(1) or code  # noqa: E731
     assert compile_cache.get_or_compile(key, compile_fn) == (code, True)

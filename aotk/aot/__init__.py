@@ -64,8 +64,9 @@ def export(
     out = Path(out_dir)
     outputs = [f"lib{name}.so", f"lib{name}.a", f"{name}.h", "aotk_rt.h"]
     with build.staging(out) as stage:
-        (stage / "kernels.o").write_bytes(code.obj)
-        objects = ["kernels.o"]
+        objects = [f"kernels{i}.o" for i in range(len(code.objects))]
+        for file, obj in zip(objects, code.objects, strict=True):
+            (stage / file).write_bytes(obj)
         for file, obj in micro_kernels.export_objects(code.llvm_ir, cpu, features, prefix).items():
             (stage / file).write_bytes(obj)
             objects.append(file)

@@ -68,7 +68,8 @@ def _link(name: str, symbol: str) -> llvm_binding.ExecutionEngine:
     engine = llvm_binding.create_mcjit_compiler(
         llvm_binding.parse_assembly(""), llvm_ir.target_machine()
     )
-    engine.add_object_file(llvm_binding.ObjectFileRef.from_data(code.obj))
+    for obj in code.objects:
+        engine.add_object_file(llvm_binding.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     address = engine.get_function_address(symbol)
     if not address:
@@ -87,5 +88,5 @@ def export_objects(llvm_ir_text: str, cpu: str, features: str, prefix: str) -> d
         tm = llvm_ir.target_machine(cpu, features, jit=False)
         objects[f"uk_{name}.o"] = jit.generate_from_ir(
             source.source_ir, source.signatures, tm, prefix
-        ).obj
+        ).objects[0]
     return objects

@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Attribute
 
 from aotk import native_runtime, timing
-from aotk.lowering import jit_print, llvm_ir
+from aotk.lowering import jit_print, llvm_ir, llvm_split
 
 _ARG_CTYPES: dict[str, Any] = {"p": ctypes.c_void_p, "i": ctypes.c_int64}
 _RESULT_CTYPES: dict[str, Any] = {**_ARG_CTYPES, "v": None}
@@ -26,9 +26,10 @@ _RESULT_CTYPES: dict[str, Any] = {**_ARG_CTYPES, "v": None}
 
 @dataclass(frozen=True)
 class NativeCode:
-    """Object code of one module and the signature of each function it defines."""
+    """Object code of one module (one object per part it was compiled in, see
+    `llvm_split`) and the signature of each function it defines."""
 
-    obj: bytes
+    objects: tuple[bytes, ...]
     signatures: dict[str, str]  # name -> result code then argument codes, e.g. "vppi"
     llvm_ir: str = ""  # optimized, for reading
     source_ir: str = ""  # before optimization, which an export re-optimizes for its target
@@ -75,12 +76,19 @@ def generate(
     features: str | None = None,
     prefix: str = "",
 ) -> NativeCode:
-    """Optimize a stage-3 module for `cpu`/`features` (default: this host); emit an object
-    whose functions are named `<prefix><name>`."""
+    """Optimize a stage-3 module for `cpu`/`features` (default: this host); emit object
+    code whose functions are named `<prefix><name>`. Without a prefix, a large module
+    is compiled in parts on several cores."""
     tm = llvm_ir.target_machine(cpu, features, jit=False)
     with timing.stage("llvm-ir text"):
         text = llvm_ir.to_llvm_text(module, tm)
-    return generate_from_ir(text, signatures(module), tm, prefix)
+    texts = llvm_split.split(text, llvm_split.parts_for(text)) if not prefix else [text]
+    if len(texts) == 1:
+        return generate_from_ir(text, signatures(module), tm, prefix)
+    with timing.stage(f"llvm optimize+emit, {len(texts)} threads"):
+        parts = llvm_split.compile_parts(texts, cpu, features)
+    ir = "\n".join(p.ir for p in parts)
+    return NativeCode(tuple(p.obj for p in parts), signatures(module), ir, text)
 
 
 def generate_from_ir(
@@ -95,7 +103,7 @@ def generate_from_ir(
     named = {prefix + name: sig for name, sig in sigs.items()}
     with timing.stage("llvm emit object"):
         obj = tm.emit_object(mod)
-    return NativeCode(obj, named, str(mod), text if not prefix else "")
+    return NativeCode((obj,), named, str(mod), text if not prefix else "")
 
 
 def load(code: NativeCode) -> CompiledModule:
@@ -104,12 +112,13 @@ def load(code: NativeCode) -> CompiledModule:
 
     native_runtime.ensure_loaded()  # kernels call aotk_parallel_for
     jit_print.register()  # and aotk.print_tensor's calls
-    native.ensure_loaded(library.called(code.obj))  # and micro-kernels
+    native.ensure_loaded(set().union(*map(library.called, code.objects)))  # micro-kernels
     engine = llvm_binding.create_mcjit_compiler(
         llvm_binding.parse_assembly(""), llvm_ir.target_machine()
     )
     with timing.stage("link in process"):
-        engine.add_object_file(llvm_binding.ObjectFileRef.from_data(code.obj))
+        for obj in code.objects:
+            engine.add_object_file(llvm_binding.ObjectFileRef.from_data(obj))
         engine.finalize_object()
     compiled = CompiledModule(engine, code)
     for name, sig in code.signatures.items():

@@ -58,7 +58,10 @@ def to_llvm_text(module: ModuleOp, tm: llvm_binding.TargetMachine) -> str:
 
 
 def optimize(
-    llvm_text: str, tm: llvm_binding.TargetMachine, prefix: str = ""
+    llvm_text: str,
+    tm: llvm_binding.TargetMachine,
+    prefix: str = "",
+    context: llvm_binding.ContextRef | None = None,
 ) -> llvm_binding.ModuleRef:
     """Parse and run LLVM's O3 module pipeline (loop and SLP vectorizers included).
 
@@ -67,10 +70,11 @@ def optimize(
     the unroller doubled the code and the LLVM time with no measured speed-up, and it
     made the packed matmul micro-kernel 1.6x slower.
 
+    `context`: the LLVM context to parse into (one per thread; default the global one).
     With a `prefix`, every defined function is renamed `<prefix><name>` and hidden, so a
     library can hold the kernels of several models (and a program its own `main`).
     """
-    mod = llvm_binding.parse_assembly(llvm_text)
+    mod = llvm_binding.parse_assembly(llvm_text, context=context)
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
     if prefix:
