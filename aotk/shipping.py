@@ -1,12 +1,14 @@
 """Compiled functions as bytes: pickling carries native code, never a recipe to recompile.
 
-A pickle holds the object code, the traced IR (for call-time shape checks, which is
-parsed, not compiled), the signature, and the current values of the captured arrays.
+A pickle holds the object code (with that of the micro-kernels it calls), the traced IR
+(for call-time shape checks, which is parsed, not compiled), the signature, and the
+current values of the captured arrays.
 Loading refuses code from another aotk version or for CPU features this host lacks.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +18,7 @@ from xdsl.parser import Parser
 import aotk
 from aotk import compile_cache, runtime
 from aotk.context import make_context
+from aotk.kernels import library, native
 from aotk.lowering import jit, llvm_ir
 
 if TYPE_CHECKING:
@@ -73,7 +76,12 @@ def reduce_function(fn: Function) -> tuple[Any, ...]:
         "updated": [_index_of(fn.captures, v) for v in fn._updated],
         "captures": [(_name(c), bool(getattr(c, "kernel_updated", False))) for c in fn.captures],
     }
-    blob = compile_cache.encode(fn._compiled.code, meta)
+    code = fn._compiled.code
+    called = sorted(set().union(*map(library.called, code.objects)))
+    kernels = [native.objects_of(symbol) for symbol in called]
+    meta["micro_kernels"] = [[s, len(objs)] for s, objs in zip(called, kernels, strict=True)]
+    bundled = dataclasses.replace(code, objects=code.objects + tuple(o for k in kernels for o in k))
+    blob = compile_cache.encode(bundled, meta)
     arrays = [np.array(c.storage) for c in fn.captures]
     return (restore_function, (blob, arrays))
 
@@ -97,8 +105,22 @@ def restore_function(blob: bytes, arrays: list[np.ndarray]) -> Function:
         for (name, updated), a in zip(meta["captures"], arrays, strict=True)
     ]
     fn._updated = [fn.captures[i] for i in meta["updated"]]
-    fn._setup(meta["names"], jit.load(code))
+    fn._setup(meta["names"], jit.load(_provide_micro_kernels(code, meta)))
     return fn
+
+
+def _provide_micro_kernels(code: jit.NativeCode, meta: dict[str, Any]) -> jit.NativeCode:
+    """Link the micro-kernels bundled at the end of `code.objects`; the rest of `code`."""
+    objects = list(code.objects)
+    for symbol, count in reversed(meta.get("micro_kernels", [])):
+        if not isinstance(count, int) or not 0 < count < len(objects):
+            raise ValueError("aotk: cannot unpickle a compiled function: bad micro-kernel list")
+        objects, own = objects[:-count], tuple(objects[-count:])
+        try:
+            native.provide(symbol, own)
+        except KeyError as err:
+            raise ValueError(f"aotk: cannot unpickle a compiled function: {err}") from None
+    return dataclasses.replace(code, objects=tuple(objects))
 
 
 def _index_of(captures: list[Any], var: Any) -> int:

@@ -101,19 +101,23 @@ def test_pickled_training_step_continues_from_pickled_weights(rng):
         assert mine.storage.ctypes.data != theirs.storage.ctypes.data  # copies, not shared
 
 
-def _run_in_worker(blob: bytes, xs: np.ndarray) -> tuple[int, int, np.ndarray]:
+def _run_in_worker(blob: bytes, xs: np.ndarray) -> tuple[int, int, int, np.ndarray]:
+    from aotk.kernels import native
+
     f = pickle.loads(blob)
     out = f([xs])[0]
-    return F.COMPILE_COUNT, F.DISK_HITS, out
+    return F.COMPILE_COUNT, F.DISK_HITS, native.BUILT, out
 
 
 def test_pickled_function_runs_in_a_spawned_worker_without_compiling(rng, monkeypatch, tmp_path):
-    monkeypatch.setenv("AOTK_CACHE_DIR", str(tmp_path))  # a fresh, empty disk cache
     f = _inference(rng)
     xs = rng.standard_normal((9, 5)).astype(np.float32)
+    blob = pickle.dumps(f)
+    monkeypatch.setenv("AOTK_CACHE_DIR", str(tmp_path))  # the worker's: fresh and empty
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        compiles, disk_hits, got = pool.apply(_run_in_worker, (pickle.dumps(f), xs))
+        compiles, disk_hits, built, got = pool.apply(_run_in_worker, (blob, xs))
     assert (compiles, disk_hits) == (0, 0)
+    assert built == 0  # the micro-kernels it calls came in the pickle too
     np.testing.assert_array_equal(got, f([xs])[0])
 
 

@@ -21,6 +21,7 @@ from aotk.lowering import jit, llvm_ir
 
 _lock = threading.Lock()
 _engines: dict[str, llvm_binding.ExecutionEngine] = {}  # symbol -> engine keeping it alive
+_objects: dict[str, tuple[bytes, ...]] = {}  # symbol -> the object code linked
 BUILT = 0  # micro-kernels this process compiled (the rest came from the cache)
 
 
@@ -62,19 +63,36 @@ def ensure_loaded(symbols: Iterable[str]) -> None:
                 _engines[symbol] = _link(library.lookup(symbol).name, symbol)
 
 
+def provide(symbol: str, objects: tuple[bytes, ...]) -> None:
+    """Link a micro-kernel from object code made elsewhere (a pickle), unless linked."""
+    library.lookup(symbol)  # only known entry points
+    with _lock:
+        if symbol not in _engines:
+            _engines[symbol] = _link_objects(symbol, objects)
+
+
+def objects_of(symbol: str) -> tuple[bytes, ...]:
+    """The object code of a micro-kernel for this host: as linked, else from the cache."""
+    return _objects.get(symbol) or cached(library.lookup(symbol).name).objects
+
+
 def _link(name: str, symbol: str) -> llvm_binding.ExecutionEngine:
+    return _link_objects(symbol, cached(name).objects)
+
+
+def _link_objects(symbol: str, objects: tuple[bytes, ...]) -> llvm_binding.ExecutionEngine:
     native_runtime.ensure_loaded()  # micro-kernels call aotk_parallel_for
-    code = cached(name)
     engine = llvm_binding.create_mcjit_compiler(
         llvm_binding.parse_assembly(""), llvm_ir.target_machine()
     )
-    for obj in code.objects:
+    for obj in objects:
         engine.add_object_file(llvm_binding.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     address = engine.get_function_address(symbol)
     if not address:
         raise RuntimeError(f"aotk: the micro-kernel object defines no function @{symbol}")
     llvm_binding.add_symbol(symbol, address)
+    _objects[symbol] = objects
     return engine
 
 

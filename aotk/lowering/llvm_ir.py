@@ -17,6 +17,11 @@ from xdsl.dialects.builtin import ModuleOp
 def _initialize() -> None:
     llvm_binding.initialize_native_target()
     llvm_binding.initialize_native_asmprinter()
+    # Loop strength reduction is superlinear in the address computations a loop holds:
+    # on a Keras LSTM training step (a scan whose body holds every kernel of a step) it
+    # took 3.5 of the 3.9 s of code generation. aotk's kernels already step pointers
+    # by constant strides where it matters (register tiles), so it is off.
+    llvm_binding.set_option("aotk", "-disable-lsr")
 
 
 def host_cpu() -> str:
