@@ -35,7 +35,7 @@ def lowered_module(names: Iterable[str]) -> ModuleOp:
 def generate(name: str, cpu: str | None = None, features: str | None = None) -> jit.NativeCode:
     """Object code of one micro-kernel for `cpu`/`features` (default: this host)."""
     with timing.stage(f"micro-kernel {name}"):
-        return jit.generate(lowered_module([name]), cpu, features)
+        return jit.generate(lowered_module([name]), cpu, features, micro_kernel=True)
 
 
 def cached(name: str, cpu: str | None = None, features: str | None = None) -> jit.NativeCode:
@@ -105,6 +105,6 @@ def export_objects(llvm_ir_text: str, cpu: str, features: str, prefix: str) -> d
         source = cached(name)  # its LLVM IR, re-optimized for the target below
         tm = llvm_ir.target_machine(cpu, features, jit=False)
         objects[f"uk_{name}.o"] = jit.generate_from_ir(
-            source.source_ir, source.signatures, tm, prefix
+            source.source_ir, source.signatures, tm, prefix, micro_kernel=True
         ).objects[0]
     return objects

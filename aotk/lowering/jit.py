@@ -75,17 +75,22 @@ def generate(
     cpu: str | None = None,
     features: str | None = None,
     prefix: str = "",
+    micro_kernel: bool = False,
 ) -> NativeCode:
     """Optimize a stage-3 module for `cpu`/`features` (default: this host); emit object
     code whose functions are named `<prefix><name>`. Without a prefix, a large module
-    is compiled in parts on several cores."""
+    is compiled in parts on several cores. See `llvm_ir.code_generation` for what
+    `micro_kernel` changes."""
     tm = llvm_ir.target_machine(cpu, features, jit=False)
     with timing.stage("llvm-ir text"):
         text = llvm_ir.to_llvm_text(module, tm)
     texts = llvm_split.split(text, llvm_split.parts_for(text)) if not prefix else [text]
     if len(texts) == 1:
-        return generate_from_ir(text, signatures(module), tm, prefix)
-    with timing.stage(f"llvm optimize+emit, {len(texts)} threads"):
+        return generate_from_ir(text, signatures(module), tm, prefix, micro_kernel)
+    with (
+        llvm_ir.code_generation(strength_reduction=micro_kernel),
+        timing.stage(f"llvm optimize+emit, {len(texts)} threads"),
+    ):
         parts = llvm_split.compile_parts(texts, cpu, features)
     ir = "\n".join(p.ir for p in parts)
     return NativeCode(tuple(p.obj for p in parts), signatures(module), ir, text)
@@ -96,12 +101,13 @@ def generate_from_ir(
     sigs: dict[str, str],
     tm: llvm_binding.TargetMachine,
     prefix: str = "",
+    micro_kernel: bool = False,
 ) -> NativeCode:
     """Optimize LLVM IR text (stage 4) for `tm` and emit an object, renaming as `generate`."""
     with timing.stage("llvm optimize"):
         mod = llvm_ir.optimize(text, tm, prefix)
     named = {prefix + name: sig for name, sig in sigs.items()}
-    with timing.stage("llvm emit object"):
+    with llvm_ir.code_generation(micro_kernel), timing.stage("llvm emit object"):
         obj = tm.emit_object(mod)
     return NativeCode((obj,), named, str(mod), text if not prefix else "")
 

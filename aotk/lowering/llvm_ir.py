@@ -7,6 +7,9 @@ all its features, so AVX2/AVX-512 code comes out where the machine has it.
 from __future__ import annotations
 
 import functools
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import llvmlite.binding as llvm_binding
 from xdsl.backend.llvm.convert import convert_module
@@ -17,11 +20,25 @@ from xdsl.dialects.builtin import ModuleOp
 def _initialize() -> None:
     llvm_binding.initialize_native_target()
     llvm_binding.initialize_native_asmprinter()
-    # Loop strength reduction is superlinear in the address computations a loop holds:
-    # on a Keras LSTM training step (a scan whose body holds every kernel of a step) it
-    # took 3.5 of the 3.9 s of code generation. aotk's kernels already step pointers
-    # by constant strides where it matters (register tiles), so it is off.
-    llvm_binding.set_option("aotk", "-disable-lsr")
+
+
+_codegen_lock = threading.RLock()
+
+
+@contextmanager
+def code_generation(strength_reduction: bool) -> Iterator[None]:
+    """Hold LLVM's code generation settings for one compile (they are process-wide).
+
+    Loop strength reduction is superlinear in the address computations a loop holds: on
+    a Keras LSTM training step (a scan whose body holds every kernel of a step) it took
+    3.5 of the 3.9 s of code generation, and 0.45 of 0.6 s on an MLP's training step.
+    Models are compiled without it (no bench/ figure moved beyond noise); micro-kernels,
+    compiled once, keep it.
+    """
+    _initialize()
+    with _codegen_lock:
+        llvm_binding.set_option("aotk", f"-disable-lsr={'false' if strength_reduction else 'true'}")
+        yield
 
 
 def host_cpu() -> str:
