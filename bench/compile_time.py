@@ -23,7 +23,6 @@ from bench.workloads import GRAPHS
 
 REPEAT = 3
 IMPORT_REPEAT = 5
-LLVM_STAGES = ("llvm-ir text", "llvm optimize", "llvm emit object")
 
 
 def _child(args: list[str], cache: str) -> dict[str, Any]:
@@ -50,7 +49,7 @@ def compile_one(name: str) -> dict[str, Any]:
     done = time.perf_counter()
     checks = [r.ops for r in records if r.name == "aotk-check-stage"]
     xdsl = sum(r.seconds for r in records if r.kind == "pass")
-    llvm = sum(r.seconds for r in records if r.name in LLVM_STAGES)
+    llvm = sum(r.seconds for r in records if r.kind == "stage" and r.name.startswith("llvm"))
     return {
         "total": done - t0,
         "trace": traced - t0,
