@@ -11,15 +11,17 @@ import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
-from aotk import compile_cache, dtypes, runtime, timing, trace
+from aotk import dtypes, runtime, timing, trace
 from aotk.call_check import ShapeChecker, coerce_input
 from aotk.dialect.base import elem_of, shape_of
-from aotk.lowering import jit, llvm_ir, pipeline
+
+if TYPE_CHECKING:
+    from aotk.lowering import jit
 
 _CACHE: dict[tuple[str, str, str], jit.CompiledModule] = {}
 COMPILE_COUNT = 0  # code generations done by this process (tests check cache hits with it)
@@ -34,6 +36,10 @@ def clear_cache() -> None:
 def compile_traced(module: ModuleOp) -> jit.CompiledModule:
     """Compile a traced module (stage 0) to native code, through both caches."""
     global COMPILE_COUNT, DISK_HITS
+    # imported here: `import aotk.backend` does not need LLVM until the first compile
+    from aotk import compile_cache
+    from aotk.lowering import jit, llvm_ir
+
     key = (_structure(module), llvm_ir.host_cpu(), llvm_ir.host_features())
     if key not in _CACHE:
         if compile_cache.enabled():
@@ -52,6 +58,8 @@ def lower_to_native(
     module: ModuleOp, cpu: str | None = None, features: str | None = None, prefix: str = ""
 ) -> jit.NativeCode:
     """Run the whole pipeline on a copy of a traced module and generate object code."""
+    from aotk.lowering import jit, pipeline
+
     lowered = module.clone()
     with timing.stage("xdsl passes, total"):
         pipeline.lower(lowered, "llvm")
