@@ -8,6 +8,7 @@ Keras-sized CNN training step.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -19,11 +20,17 @@ MLP = (784, 1024, 1024, 10)
 LSTM_B, LSTM_T, LSTM_D, LSTM_H = 32, 50, 64, 128
 
 
+@functools.cache
+def _array(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).normal(0.0, 0.05, shape).astype(np.float32)
+
+
 def _weights(*shape: int, seed: int = 0) -> Any:
+    """A variable of seeded weights (the arrays are made once: a second trace of a graph
+    then costs only the tracing)."""
     from aotk import backend as K
 
-    rng = np.random.default_rng(seed)
-    return K.variable(rng.normal(0.0, 0.05, shape).astype(np.float32))
+    return K.variable(_array(shape, seed))
 
 
 def _sgd(loss: Any, params: list[Any], lr: float = 0.01) -> list[Any]:
