@@ -59,3 +59,30 @@ def test_module_entry_point():
         check=False,
     )
     assert done.returncode == 0 and done.stdout.startswith("trace")
+
+
+def test_kernels_lists_every_micro_kernel_with_its_signature(capsys):
+    from aotk.kernels import library
+
+    status, out, _ = run(capsys, "kernels")
+    assert status == 0
+    lines = out.splitlines()
+    assert len(lines) == len(library.names())
+    assert "aotk_uk_matmul_float32_packed(ptr, ptr, ptr, ptr, i64, i64, i64)" in lines
+    assert "aotk_uk_transpose_8bit(ptr, ptr, i64, i64, i64)" in lines
+
+
+@pytest.mark.parametrize("stage, defined", [("loops", "func.func"), ("llvm", "llvm.func")])
+def test_kernels_prints_one_micro_kernel_at_a_stage(capsys, stage, defined):
+    status, out, _ = run(capsys, "kernels", "--print", "transpose_32bit", "--stage", stage)
+    assert status == 0
+    assert f"{defined} @aotk_uk_transpose_32bit(" in out
+    assert "matmul" not in out
+
+
+def test_kernels_names_an_unknown_micro_kernel(capsys):
+    status, out, err = run(capsys, "kernels", "--print", "matmul_int8")
+    assert (status, out) == (1, "")
+    assert err == (
+        "aotk: error: no aotk micro-kernel named 'matmul_int8'; see `aotk kernels` for the list\n"
+    )
