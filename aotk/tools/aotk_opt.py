@@ -39,6 +39,7 @@ from xdsl.utils.lexer import Span
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from aotk import timing
 from aotk.lowering import pipeline
 
 
@@ -162,6 +163,11 @@ class AotkOptMain(xDSLOptMain):
         arg_parser.add_argument(
             "--traceback", action="store_true", help="show tracebacks of internal errors"
         )
+        arg_parser.add_argument(
+            "--timing",
+            action="store_true",
+            help="print each pass's time and the op count it leaves to stderr (as AOTK_TIMING=1)",
+        )
 
     def setup_pipeline(self) -> None:
         stop, start = self.args.aotk_stage, self.args.aotk_input_stage
@@ -184,7 +190,10 @@ class AotkOptMain(xDSLOptMain):
                 verify_and_print(previous, module, following)
             self.running = following
 
-        self.pipeline = PassPipeline(self.pipeline.passes, callback)
+        timed = self.args.timing or timing.enabled()
+        self.pipeline = PassPipeline(
+            self.pipeline.passes, timing.pass_callback(callback) if timed else callback
+        )
 
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
