@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import llvmlite.binding as llvm_binding
 from xdsl.dialects.builtin import ModuleOp
@@ -19,9 +20,17 @@ from aotk import native_runtime, timing
 from aotk.kernels import library
 from aotk.lowering import jit, llvm_ir
 
+
+@dataclass(frozen=True)
+class _Linked:
+    """A micro-kernel linked into this process: its engine (kept alive) and object code."""
+
+    engine: llvm_binding.ExecutionEngine
+    objects: tuple[bytes, ...]
+
+
 _lock = threading.Lock()
-_engines: dict[str, llvm_binding.ExecutionEngine] = {}  # symbol -> engine keeping it alive
-_objects: dict[str, tuple[bytes, ...]] = {}  # symbol -> the object code linked
+_linked: dict[str, _Linked] = {}  # by symbol
 BUILT = 0  # micro-kernels this process compiled (the rest came from the cache)
 
 
@@ -54,33 +63,27 @@ def cached(name: str, cpu: str | None = None, features: str | None = None) -> ji
 
 def ensure_loaded(symbols: Iterable[str]) -> None:
     """Link the named micro-kernels into this process, each once."""
-    wanted = sorted(set(symbols) - set(_engines))
-    if not wanted:
-        return
-    with _lock:
-        for symbol in wanted:
-            if symbol not in _engines:
-                _engines[symbol] = _link(library.lookup(symbol).name, symbol)
+    for symbol in sorted(set(symbols) - set(_linked)):
+        with _lock:
+            if symbol not in _linked:
+                _link(symbol, cached(library.lookup(symbol).name).objects)
 
 
 def provide(symbol: str, objects: tuple[bytes, ...]) -> None:
     """Link a micro-kernel from object code made elsewhere (a pickle), unless linked."""
     library.lookup(symbol)  # only known entry points
     with _lock:
-        if symbol not in _engines:
-            _engines[symbol] = _link_objects(symbol, objects)
+        if symbol not in _linked:
+            _link(symbol, objects)
 
 
 def objects_of(symbol: str) -> tuple[bytes, ...]:
     """The object code of a micro-kernel for this host: as linked, else from the cache."""
-    return _objects.get(symbol) or cached(library.lookup(symbol).name).objects
+    linked = _linked.get(symbol)
+    return linked.objects if linked else cached(library.lookup(symbol).name).objects
 
 
-def _link(name: str, symbol: str) -> llvm_binding.ExecutionEngine:
-    return _link_objects(symbol, cached(name).objects)
-
-
-def _link_objects(symbol: str, objects: tuple[bytes, ...]) -> llvm_binding.ExecutionEngine:
+def _link(symbol: str, objects: tuple[bytes, ...]) -> None:
     native_runtime.ensure_loaded()  # micro-kernels call aotk_parallel_for
     engine = llvm_binding.create_mcjit_compiler(
         llvm_binding.parse_assembly(""), llvm_ir.target_machine()
@@ -92,18 +95,17 @@ def _link_objects(symbol: str, objects: tuple[bytes, ...]) -> llvm_binding.Execu
     if not address:
         raise RuntimeError(f"aotk: the micro-kernel object defines no function @{symbol}")
     llvm_binding.add_symbol(symbol, address)
-    _objects[symbol] = objects
-    return engine
+    _linked[symbol] = _Linked(engine, objects)
 
 
 def export_objects(llvm_ir_text: str, cpu: str, features: str, prefix: str) -> dict[str, bytes]:
     """Objects of the micro-kernels an exported module calls, for `cpu`/`features`, their
     functions renamed `<prefix><symbol>` and hidden as the module's own are."""
     objects = {}
+    tm = llvm_ir.target_machine(cpu, features, jit=False)
     for symbol in sorted(library.called(llvm_ir_text)):
         name = library.lookup(symbol).name
         source = cached(name)  # its LLVM IR, re-optimized for the target below
-        tm = llvm_ir.target_machine(cpu, features, jit=False)
         objects[f"uk_{name}.o"] = jit.generate_from_ir(
             source.source_ir, source.signatures, tm, prefix, micro_kernel=True
         ).objects[0]

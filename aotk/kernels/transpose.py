@@ -57,7 +57,7 @@ def _build(nbytes: int, k: Kernel, args: list[SSAValue]) -> None:
     row_tiles = k.div(k.add(rows, TILE - 1), TILE)
     plane = k.mul(rows, cols)
     with k.loop(k.mul(batch, row_tiles), parallel=True) as t:
-        b, i0 = k.div(t, row_tiles), k.mul(_rem(k, t, row_tiles), TILE)
+        b, i0 = k.div(t, row_tiles), k.mul(k.rem(t, row_tiles), TILE)
         base = k.mul(b, plane)
         i_end = k.min(k.add(i0, TILE), rows)
         with k.loop(cols, step=TILE, trips=1024 // TILE) as j0:
@@ -67,10 +67,6 @@ def _build(nbytes: int, k: Kernel, args: list[SSAValue]) -> None:
                 with k.loop(i_end, lb=i0, trips=TILE) as i:
                     value = k.load_flat(x, k.add(base, k.add(k.mul(i, cols), j)))
                     k.store_flat(out, k.add(dst_row, i), value)
-
-
-def _rem(k: Kernel, a: DimV, b: DimV) -> DimV:
-    return k.sub(a, k.mul(k.div(a, b), b))
 
 
 for _nbytes in ELEMENT_BYTES:

@@ -129,7 +129,7 @@ def image_box(
             n, first = i, k.index(lo)
         else:
             n = k.index(k.div(i, rows))
-            first = k.index(k.add(lo, k.b.insert(arith.RemUIOp(i, k.index(rows))).result))
+            first = k.index(k.add(lo, k.rem(i, rows)))
         with box(k, ranges[1:]) as rest:
             yield n, [first, *rest]
 

@@ -101,6 +101,13 @@ class Kernel:
             return a
         return self.b.insert(arith.DivUIOp(self.index(a), self.index(c))).result
 
+    def rem(self, a: DimV, c: DimV) -> DimV:
+        if isinstance(a, int) and isinstance(c, int):
+            return a % c
+        if c == 1:
+            return 0
+        return self.b.insert(arith.RemUIOp(self.index(a), self.index(c))).result
+
     def min(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
             return min(a, c)

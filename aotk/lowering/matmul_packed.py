@@ -57,30 +57,9 @@ def packed_tile(
 ) -> None:
     """C[i0:i0+mr, j0:j0+width] += A[rows, k-range] @ packed sliver starting at j0 - jb.
 
-    A K block of full length gets a copy of the loop with that constant trip count (the
-    common case; LLVM schedules it better), the last, shorter one the general loop.
+    A K block of full length gets a copy of the K loop with that constant trip count
+    (the common case; LLVM schedules it better), the last, shorter one the general loop.
     """
-    k0, k1 = k_range
-    if isinstance(k0, int) and isinstance(k1, int):
-        _tile(k, ops, tiles, scratch, i0, j, k_range)
-        return
-    full = k.b.insert(arith.CmpiOp(k.index(k.sub(k1, k0)), k.index(tiles.packed_kc), "eq")).result
-    k.if_else(
-        full,
-        lambda: _tile(k, ops, tiles, scratch, i0, j, (k0, k.add(k0, tiles.packed_kc))),
-        lambda: _tile(k, ops, tiles, scratch, i0, j, k_range),
-    )
-
-
-def _tile(
-    k: Kernel,
-    ops: mk.Operands,
-    tiles: MatmulTiles,
-    scratch: Buf,
-    i0: DimV,
-    j: tuple[DimV, DimV],
-    k_range: Range,
-) -> None:
     lanes, vt, rows, nvec = tiles.lanes, ops.vt, tiles.mr, tiles.nr
     j0, jb = j
     k0, k1 = k_range
@@ -89,7 +68,6 @@ def _tile(
         for r in range(rows)
         for v in range(nvec)
     ]
-    inits = [mk.vload(k, ops.c, off, vt) for off in c_offs]
     a_rows = [k.mul(k.add(i0, r), ops.kdim) for r in range(rows)]
     sliver = k.sub(k.mul(k.sub(j0, jb), tiles.packed_kc), k.mul(k0, nvec * lanes))
 
@@ -103,9 +81,17 @@ def _tile(
                 out[r * nvec + v] = mk.vfma(k, av, bs[v], accs[r * nvec + v])
         return out
 
-    results = k.fold_loop(k1, inits, step, lb=k0, trips=tiles.packed_kc)
-    for off, value in zip(c_offs, results, strict=True):
-        mk.vstore(k, ops.c, off, value)
+    def tile(k_end: DimV) -> None:
+        inits = [mk.vload(k, ops.c, off, vt) for off in c_offs]
+        results = k.fold_loop(k_end, inits, step, lb=k0, trips=tiles.packed_kc)
+        for off, value in zip(c_offs, results, strict=True):
+            mk.vstore(k, ops.c, off, value)
+
+    if isinstance(k0, int) and isinstance(k1, int):
+        tile(k1)
+        return
+    full = k.b.insert(arith.CmpiOp(k.index(k.sub(k1, k0)), k.index(tiles.packed_kc), "eq")).result
+    k.if_else(full, lambda: tile(k.add(k0, tiles.packed_kc)), lambda: tile(k1))
 
 
 def emit_packed(

@@ -83,9 +83,9 @@ def test_called_names_entry_points_only() -> None:
 
 def test_a_loaded_micro_kernel_is_linked_once() -> None:
     native.ensure_loaded(["aotk_uk_matmul_float32"])
-    engine = native._engines["aotk_uk_matmul_float32"]
+    engine = native._linked["aotk_uk_matmul_float32"].engine
     native.ensure_loaded(["aotk_uk_matmul_float32"])
-    assert native._engines["aotk_uk_matmul_float32"] is engine
+    assert native._linked["aotk_uk_matmul_float32"].engine is engine
 
 
 @pytest.mark.parametrize(
