@@ -52,10 +52,11 @@ class CompiledModule:
 
 
 def signatures(module: ModuleOp) -> dict[str, str]:
-    """The signature code of every llvm.func with a body in a stage-3 module."""
+    """The signature code of every entry point (public llvm.func with a body) of a
+    stage-3 module."""
     out = {}
     for op in module.ops:
-        if isinstance(op, llvm.FuncOp) and op.body.blocks:
+        if isinstance(op, llvm.FuncOp) and op.body.blocks and op.sym_visibility is None:
             fn_type = op.function_type
             result = "v" if isinstance(fn_type.output, llvm.LLVMVoidType) else _code(fn_type.output)
             out[op.sym_name.data] = result + "".join(_code(t) for t in fn_type.inputs)

@@ -6,13 +6,17 @@ all its features, so AVX2/AVX-512 code comes out where the machine has it.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import llvmlite.binding as llvm_binding
+from llvmlite.binding import ffi as llvm_ffi
 from xdsl.backend.llvm.convert import convert_module
+from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp
 
 
@@ -72,10 +76,23 @@ def target_machine(
 
 
 def to_llvm_text(module: ModuleOp, tm: llvm_binding.TargetMachine) -> str:
-    """Stage 4: the LLVM IR text of an llvm-dialect module, for `tm`'s triple and layout."""
+    """Stage 4: the LLVM IR text of an llvm-dialect module, for `tm`'s triple and layout.
+
+    Private functions (outlined kernels and parallel tasks) are `noinline`: inlined back
+    into their one caller, they made a model's entry as large as before outlining, and
+    LLVM's time with it.
+    """
     ir_module = convert_module(
         module, fallback_target_triple=tm.triple, data_layout=str(tm.target_data)
     )
+    private = {
+        op.sym_name.data
+        for op in module.ops
+        if isinstance(op, llvm.FuncOp) and op.sym_visibility is not None
+    }
+    for fn in ir_module.functions:
+        if fn.name in private and not fn.is_declaration:
+            fn.attributes.add("noinline")
     return str(ir_module)
 
 
@@ -93,6 +110,7 @@ def optimize(
     made the packed matmul micro-kernel 1.6x slower.
 
     `context`: the LLVM context to parse into (one per thread; default the global one).
+    In a context of its own the pipeline runs outside llvmlite's lock (`unlocked`).
     With a `prefix`, every defined function is renamed `<prefix><name>` and hidden, so a
     library can hold the kernels of several models (and a program its own `main`).
     """
@@ -115,8 +133,37 @@ def optimize(
         llvm_binding.create_pass_builder(tm, options) as builder,
         builder.getModulePassManager() as mpm,
     ):
-        mpm.run(mod, builder)
+        if context is None:
+            mpm.run(mod, builder)
+        else:
+            unlocked("LLVMPY_RunNewModulePassManager")(mpm, mod, builder)
     return mod
+
+
+def unlocked(entry: str) -> Callable[..., Any]:
+    """llvmlite's C entry point `entry`, called without llvmlite's process-wide lock.
+
+    llvmlite serializes every call into LLVM with one lock, so threads compiling parts
+    of a module would run one at a time. LLVM itself only asks that threads share no
+    context: a caller gives each thread its own context, module, pass builder and target
+    machine. ctypes releases the GIL for the call. Should llvmlite stop exposing the raw
+    function, the locked one is used (correct, only serial).
+    """
+    wrapped = getattr(llvm_ffi.lib, entry)
+    return getattr(wrapped, "_cfn", wrapped)
+
+
+def emit_object_unlocked(tm: llvm_binding.TargetMachine, mod: llvm_binding.ModuleRef) -> bytes:
+    """`tm.emit_object(mod)` outside llvmlite's lock; `mod` must be in a context of its own."""
+    with llvm_ffi.OutputString() as error:
+        buffer = unlocked("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, error)
+        if not buffer:
+            raise RuntimeError(f"LLVM could not emit object code: {error}")
+    try:
+        start = llvm_ffi.lib.LLVMPY_GetBufferStart(buffer)
+        return ctypes.string_at(start, llvm_ffi.lib.LLVMPY_GetBufferSize(buffer))
+    finally:
+        llvm_ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
 
 
 def assembly(mod: llvm_binding.ModuleRef, tm: llvm_binding.TargetMachine) -> str:

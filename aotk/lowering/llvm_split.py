@@ -97,7 +97,7 @@ def compile_parts(texts: list[str], cpu: str | None, features: str | None) -> li
             context = llvm_binding.create_context()
             tm = llvm_ir.target_machine(cpu, features, jit=False)
             mod = llvm_ir.optimize(texts[i], tm, context=context)
-            results[i] = Part(tm.emit_object(mod), str(mod))
+            results[i] = Part(llvm_ir.emit_object_unlocked(tm, mod), str(mod))
             mod.close()  # before its context goes
         except BaseException as err:  # re-raised in the calling thread
             results[i] = err

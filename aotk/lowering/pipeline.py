@@ -32,6 +32,7 @@ STAGES: dict[str, str] = {
             "cse",
             "aotk-ptradd-to-gep",
             "aotk-ptr-to-llvm",
+            "aotk-outline-kernels",
             "aotk-parallelize",
             "convert-scf-to-cf",
             "reconcile-unrealized-casts",

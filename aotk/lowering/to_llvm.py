@@ -74,8 +74,14 @@ class FuncToLLVM(RewritePattern):
         fn_type = llvm.LLVMFunctionType(inputs, outputs[0] if outputs else None)
         # moved, not cloned: copying every kernel's body cost a fifth of this pass
         body = op.detach_region(op.body) if op.body.blocks else None
+        # private (an outlined kernel or task) is not an entry point, but it stays
+        # external in LLVM: a module compiled in parts calls it across them
         new = llvm.FuncOp(
-            op.sym_name.data, fn_type, linkage=llvm.LinkageAttr("external"), body=body
+            op.sym_name.data,
+            fn_type,
+            linkage=llvm.LinkageAttr("external"),
+            sym_visibility=op.sym_visibility,
+            body=body,
         )
         may_alias = op.attributes.get("aotk.may_alias")
         shared = (

@@ -6,10 +6,10 @@
     aotk-opt in.mlir --aotk-stage=llvm --print-between-passes   # IR after every pass
 
 `--aotk-stage=S` prepends the passes of `aotk.lowering.pipeline.STAGES` through stage S
-(from after `--aotk-input-stage`, default trace) to `-p`. Targets besides xDSL's
-(`-t mlir`, `-t llvm`): `-t llvm-opt` prints LLVM IR after LLVM's O3 pipeline and `-t asm`
-prints assembly, both for the host CPU unless `{cpu=... features=...}` say otherwise; they
-expect the llvm dialect. Bad input (syntax, verifier, pass failure, missing file) prints a
+(from after `--aotk-input-stage`, default trace) to `-p`. Targets besides xDSL's `-t mlir`:
+`-t llvm` prints LLVM IR as aotk hands it to LLVM, `-t llvm-opt` after LLVM's O3 pipeline
+and `-t asm` assembly, all for the host CPU unless `{cpu=... features=...}` say otherwise;
+they expect the llvm dialect. Bad input (syntax, verifier, pass failure, missing file) prints a
 diagnostic, with file:line:column where the op came from the input, and exits with 1.
 """
 
@@ -54,20 +54,42 @@ class _HostTarget(Target):
         """The target machine and the O3-optimized llvmlite module of `module`."""
         from aotk.lowering import llvm_ir
 
-        stray = next((op for op in module.walk() if not _is_llvm(op)), None)
-        if stray is not None:
-            raise DiagnosticException(
-                f"-t {self.name}: '{stray.name}' is not in the llvm dialect; lower it first "
-                "(e.g. --aotk-stage=llvm)"
-            )
+        _check_llvm_dialect(module, self.name)
+        tm = self.machine()
+        return tm, llvm_ir.optimize(llvm_ir.to_llvm_text(module, tm), tm)
+
+    def machine(self) -> Any:
+        from aotk.lowering import llvm_ir
+
         # A named cpu gets no host features either, so `-t asm{cpu=x86-64}` is plain SSE2.
         features = self.features or (None if not self.cpu else "")
-        tm = llvm_ir.target_machine(self.cpu or None, features)
-        return tm, llvm_ir.optimize(llvm_ir.to_llvm_text(module, tm), tm)
+        return llvm_ir.target_machine(self.cpu or None, features)
+
+
+def _check_llvm_dialect(module: ModuleOp, target: str) -> None:
+    stray = next((op for op in module.walk() if not _is_llvm(op)), None)
+    if stray is not None:
+        raise DiagnosticException(
+            f"-t {target}: '{stray.name}' is not in the llvm dialect; lower it first "
+            "(e.g. --aotk-stage=llvm)"
+        )
 
 
 def _is_llvm(op: Operation) -> bool:
     return op.name.startswith("llvm.") or isinstance(op, ModuleOp)
+
+
+@dataclass(frozen=True)
+class LLVMTarget(_HostTarget):
+    """LLVM IR as aotk hands it to LLVM (xDSL's translation, plus function attributes)."""
+
+    name = "llvm"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from aotk.lowering import llvm_ir
+
+        _check_llvm_dialect(module, self.name)
+        print(llvm_ir.to_llvm_text(module, self.machine()), file=output, end="")
 
 
 @dataclass(frozen=True)
@@ -143,6 +165,7 @@ class AotkOptMain(xDSLOptMain):
 
     def register_all_targets(self) -> None:
         super().register_all_targets()
+        self.available_targets["llvm"] = lambda: LLVMTarget
         self.available_targets["llvm-opt"] = lambda: LLVMOptTarget
         self.available_targets["asm"] = lambda: AsmTarget
 

@@ -49,6 +49,12 @@ def _parallelize() -> type[ModulePass]:
     return AotkParallelizePass
 
 
+def _outline_kernels() -> type[ModulePass]:
+    from aotk.transforms.outline import AotkOutlineKernelsPass
+
+    return AotkOutlineKernelsPass
+
+
 def _std_to_llvm() -> type[ModulePass]:
     from aotk.lowering.to_llvm import ConvertAotkStdToLLVMPass
 
@@ -62,6 +68,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-aotk-to-loops": _to_loops,
     "aotk-ptradd-to-gep": _ptradd_to_gep,
     "aotk-ptr-to-llvm": _ptr_to_llvm,
+    "aotk-outline-kernels": _outline_kernels,
     "aotk-parallelize": _parallelize,
     "convert-aotk-std-to-llvm": _std_to_llvm,
 }

@@ -45,18 +45,25 @@ def min_trips(loop: scf.ForOp) -> int:
     return max(int(attr.value.data), 1)
 
 
-def outside_values(loop: scf.ForOp) -> list[SSAValue]:
-    """Values the loop's body uses but does not define, in order of first use, plus the
-    lower bound and step (the task recomputes its induction variable from them)."""
-    seen: dict[SSAValue, None] = {loop.lb: None, loop.step: None}
-    for op in loop.body.walk():
-        for v in op.operands:
-            if not loop.is_ancestor(v.owner):
+def free_values(op: Operation, seed: tuple[SSAValue, ...] = ()) -> list[SSAValue]:
+    """`seed`, then the values `op`'s regions use but do not define, in order of first use."""
+    seen: dict[SSAValue, None] = dict.fromkeys(seed)
+    for inner in op.walk():
+        if inner is op:
+            continue
+        for v in inner.operands:
+            if not op.is_ancestor(v.owner):
                 seen.setdefault(v, None)
     return list(seen)
 
 
-def _rebuildable(v: SSAValue, depth: int = 0) -> bool:
+def outside_values(loop: scf.ForOp) -> list[SSAValue]:
+    """Values the loop's body uses but does not define, plus the lower bound and step
+    (the task recomputes its induction variable from them)."""
+    return free_values(loop, (loop.lb, loop.step))
+
+
+def rebuildable(v: SSAValue, depth: int = 0) -> bool:
     """Constants, and pure ops of constants (a splat of 0.0), are rebuilt in the task, not
     passed: LLVM must still see them (a loaded element size or step would stop it from
     vectorizing, a loaded vector constant costs a load)."""
@@ -68,16 +75,16 @@ def _rebuildable(v: SSAValue, depth: int = 0) -> bool:
     return (
         bool(op.operands)
         and is_side_effect_free(op)
-        and all(_rebuildable(o, depth + 1) for o in op.operands)
+        and all(rebuildable(o, depth + 1) for o in op.operands)
     )
 
 
-def _rebuild(b: Builder, v: SSAValue, env: dict[SSAValue, SSAValue]) -> SSAValue:
+def rebuild(b: Builder, v: SSAValue, env: dict[SSAValue, SSAValue]) -> SSAValue:
     """A copy of `v`'s defining ops at `b` (each copied once, per `env`)."""
     if v not in env:
         op = v.owner
         assert isinstance(op, Operation)
-        mapping = {o: _rebuild(b, o, env) for o in op.operands}
+        mapping = {o: rebuild(b, o, env) for o in op.operands}
         copy = b.insert(op.clone(value_mapper=mapping))
         env.update(zip(op.results, copy.results, strict=True))
     return env[v]
@@ -163,7 +170,7 @@ def _load_context(
 ) -> dict[SSAValue, SSAValue]:
     loaded: dict[SSAValue, SSAValue] = {}
     for v in constants:
-        _rebuild(b, v, loaded)
+        rebuild(b, v, loaded)
     for v, word in zip(layout.values, layout.offsets, strict=True):
         slot = _slot(b, ctx, word)
         raw = b.insert(
@@ -219,7 +226,7 @@ def _task(name: str, loop: scf.ForOp, layout: _Layout, constants: list[SSAValue]
                 op.operands[i] = env[v]
     b.insert(scf.ForOp(bounds[0], bounds[1], step, [], body))
     b.insert(func.ReturnOp())
-    return func.FuncOp(name, ([PTR, i64, i64], []), Region(entry))
+    return func.FuncOp(name, ([PTR, i64, i64], []), Region(entry), visibility="private")
 
 
 def _launch(b: Builder, name: str, ctx: SSAValue, n: SSAValue, threshold: int) -> None:
@@ -242,8 +249,8 @@ def outline(module: ModuleOp, loop: scf.ForOp, name: str) -> func.FuncOp:
         raise ValueError("aotk-parallelize: a parallel scf.for cannot carry iter_args")
     parent = _enclosing_func(loop)
     outside = outside_values(loop)
-    constants = [v for v in outside if _rebuildable(v)]
-    layout = _Layout.of([v for v in outside if not _rebuildable(v)])
+    constants = [v for v in outside if rebuildable(v)]
+    layout = _Layout.of([v for v in outside if not rebuildable(v)])
     ctx = _entry_alloca(parent, layout.words)
     b = Builder(InsertPoint.before(loop))
     _store_context(b, ctx, layout)

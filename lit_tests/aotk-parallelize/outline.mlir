@@ -23,7 +23,7 @@
 // CHECK-NEXT:      func.call @scale_par0(%[[CTX]], %[[ZERO]], %[[TRIPS]])
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return
-// CHECK-LABEL: func.func @scale_par0(
+// CHECK-LABEL: func.func private @scale_par0(
 // CHECK-SAME:      %[[C:.*]]: !llvm.ptr, %[[BEGIN:.*]]: i64, %[[END:.*]]: i64) {
 // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
 // CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
@@ -65,7 +65,7 @@ func.func @scale(%x: !llvm.ptr, %y: !llvm.ptr, %n: index) {
 // CHECK:         func.call @aotk_parallel_for(%{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, i64) -> ()
 // CHECK-NOT:     scf.if
 // CHECK-NEXT:    func.return
-// CHECK-LABEL: func.func @nested_par0(
+// CHECK-LABEL: func.func private @nested_par0(
 // CHECK-NEXT:    arith.constant 2 : i64
 // CHECK-NEXT:    llvm.alloca
 // CHECK:         scf.for
@@ -73,7 +73,7 @@ func.func @scale(%x: !llvm.ptr, %y: !llvm.ptr, %n: index) {
 // CHECK:           scf.if
 // CHECK:             func.call @aotk_parallel_for
 // CHECK:             func.call @nested_par0_par0
-// CHECK-LABEL: func.func @nested_par0_par0(
+// CHECK-LABEL: func.func private @nested_par0_par0(
 // CHECK:         scf.for
 // CHECK:           llvm.store
 func.func @nested(%out: !llvm.ptr, %rows: index, %cols: index) {

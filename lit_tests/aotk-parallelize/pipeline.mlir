@@ -2,13 +2,18 @@
 
 // Through the whole pipeline: the flat loop of a large elementwise kernel runs in chunks
 // of 4096 elements, handed to the thread pool from 4 chunks on; a small one stays inline.
+// Each kernel is a function of its own (aotk-outline-kernels), never inlined back.
 // CHECK:       declare void @"aotk_parallel_for"(ptr noalias {{.*}}, ptr noalias {{.*}}, i64 {{.*}})
 // CHECK-LABEL: define void @"big"(
-// CHECK:         call {{.*}}@"aotk_parallel_for"({{.*}}@"big_par0", ptr
-// CHECK:         call {{.*}}@"big_par0"(ptr
-// CHECK-LABEL: define void @"big_par0"(ptr noalias {{.*}}, i64 {{.*}}, i64 {{.*}})
+// CHECK:         call {{.*}}@"big_k0"(
+// CHECK-LABEL: define void @"big_k0"({{.*}}) noinline
+// CHECK:         call {{.*}}@"aotk_parallel_for"({{.*}}@"big_k0_par0", ptr
+// CHECK:         call {{.*}}@"big_k0_par0"(ptr
+// CHECK-LABEL: define void @"big_k0_par0"(ptr noalias {{.*}}, i64 {{.*}}, i64 {{.*}}) noinline
 // CHECK:         fmul float
 // CHECK-LABEL: define void @"small"(
+// CHECK:         call {{.*}}@"small_k0"(
+// CHECK-LABEL: define void @"small_k0"(
 // CHECK-NOT:     aotk_parallel_for
 // CHECK:         ret void
 func.func @big(%x: tensor<?x512xf32>) -> tensor<?x512xf32> {
