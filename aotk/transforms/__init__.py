@@ -19,6 +19,12 @@ def _simplify() -> type[ModulePass]:
     return AotkSimplifyPass
 
 
+def _canonicalize() -> type[ModulePass]:
+    from aotk.transforms.canonicalize import AotkCanonicalizePass
+
+    return AotkCanonicalizePass
+
+
 def _check_stage() -> type[ModulePass]:
     from aotk.transforms.check_stage import AotkCheckStagePass
 
@@ -64,6 +70,7 @@ def _std_to_llvm() -> type[ModulePass]:
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "aotk-simplify": _simplify,
     "aotk-fuse": _fuse,
+    "aotk-canonicalize": _canonicalize,
     "aotk-check-stage": _check_stage,
     "convert-aotk-to-loops": _to_loops,
     "aotk-ptradd-to-gep": _ptradd_to_gep,

@@ -70,14 +70,14 @@ func.func @concat_rows(%a: tensor<4x3xf32>, %b: tensor<2x3xf32>) -> tensor<6x3xf
 
 // -----
 
-// w[1:3, ::2]: source row 1 + i, column 2 * j.
+// w[1:3, ::2]: source row 1 + i, column 2 * j. Index constants are made once, at the top.
 // CHECK-LABEL: func.func @slice_strided(
 // CHECK-SAME:      %w: memref<12xf32>, %out0: memref<4xf32>
+// CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : index
+// CHECK-DAG:     %[[TWO:.*]] = arith.constant 2 : index
 // CHECK:         scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:           scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
-// CHECK:             %[[ONE:.*]] = arith.constant 1 : index
-// CHECK-NEXT:        %[[ROW:.*]] = arith.addi %{{.*}}, %{{.*}} : index
-// CHECK:             %[[TWO:.*]] = arith.constant 2 : index
+// CHECK-NEXT:        %[[ROW:.*]] = arith.addi %[[ONE]], %[[I]] : index
 // CHECK-NEXT:        %[[COL:.*]] = arith.muli %[[J]], %[[TWO]] : index
 // CHECK:             %[[V:.*]] = memref.load %w[
 // CHECK:             memref.store %[[V]], %out0[
