@@ -1,7 +1,7 @@
-"""Patterns turning the `arith` and `math` ops aotk emits into `llvm` ops.
+"""Builders turning the `arith` and `math` ops aotk emits into `llvm` ops.
 
 Used by `convert-aotk-std-to-llvm`. Types are converted afterwards (index -> i64), so a
-pattern keeps its operands' types. LLVM has no scalar-only semantics to worry about:
+builder keeps its operands' types. LLVM has no scalar-only semantics to worry about:
 every op here also works lane-wise once LLVM vectorizes the loop.
 """
 
@@ -21,7 +21,6 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Operation
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 Build = Callable[[Operation], list[Operation]]
 
@@ -182,17 +181,3 @@ BUILDERS: dict[type[Operation], Build] = {
     math.TruncOp: _intrinsic("llvm.trunc"),
     math.FmaOp: lambda op: [llvm.FMAOp(op.operands[0], op.operands[1], op.operands[2])],
 }
-
-
-class ArithToLLVM(RewritePattern):
-    """Replace any op of `BUILDERS` with its llvm equivalent."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        build = BUILDERS.get(type(op))
-        if build is None:
-            return
-        new_ops = build(op)
-        if not new_ops:
-            rewriter.replace(op, [], [op.operands[0]])
-            return
-        rewriter.replace(op, new_ops, [new_ops[-1].results[0]])

@@ -27,108 +27,75 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.rewriter import Rewriter
 
-from aotk.lowering.arith_to_llvm import ArithToLLVM
+from aotk.lowering.arith_to_llvm import BUILDERS, Build
 from aotk.lowering.printf import declare_external_callees
-from aotk.lowering.vector_to_llvm import VECTOR_PATTERNS
+from aotk.lowering.vector_to_llvm import VECTOR_BUILDERS
 
 
-class IndexToI64(RewritePattern):
-    """index is 64 bits on every host aotk targets.
+def _return(op: Operation) -> list[Operation]:
+    assert isinstance(op, func.ReturnOp)
+    return [llvm.ReturnOp(op.arguments[0] if op.arguments else None)]
 
-    Only SSA value types need it (constants are built as i64), so this is much cheaper
-    than a generic TypeConversionPattern, which inspects every attribute of every op.
+
+def _call(op: Operation) -> list[Operation]:
+    assert isinstance(op, func.CallOp)
+    ret = op.result_types[0] if op.result_types else None
+    return [llvm.CallOp(op.callee.string_value(), *op.arguments, return_type=ret)]
+
+
+def _branch(op: Operation) -> list[Operation]:
+    assert isinstance(op, cf.BranchOp)
+    return [llvm.BrOp(op.successor, *op.arguments)]
+
+
+def _cond_branch(op: Operation) -> list[Operation]:
+    assert isinstance(op, cf.ConditionalBranchOp)
+    return [
+        llvm.CondBrOp(op.cond, op.then_block, op.then_arguments, op.else_block, op.else_arguments)
+    ]
+
+
+LOWERINGS: dict[type[Operation], Build] = {
+    **BUILDERS,
+    **VECTOR_BUILDERS,
+    func.ReturnOp: _return,
+    func.CallOp: _call,
+    cf.BranchOp: _branch,
+    cf.ConditionalBranchOp: _cond_branch,
+}
+
+
+def lower_ops(module: ModuleOp) -> None:
+    """Replace every op of `LOWERINGS` by its llvm ops (an empty list: by its operand).
+
+    A plain walk, not a pattern rewriter: each op is converted once and nothing needs
+    revisiting, and the rewriter's worklist cost a third of this pass.
     """
+    for op in list(module.walk()):
+        build = LOWERINGS.get(type(op))
+        if build is None:
+            continue
+        new_ops = build(op)
+        if new_ops:
+            results = [new_ops[-1].results[0]] if op.results else []
+            Rewriter.replace_op(op, new_ops, results)
+        else:
+            Rewriter.replace_op(op, [], [op.operands[0]])
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        for r in op.results:
+
+def index_to_i64(module: ModuleOp) -> None:
+    """index is 64 bits on every host aotk targets (constants are built as i64 already)."""
+    for op in module.walk():
+        for r in list(op.results):
             if isinstance(r.type, IndexType):
-                rewriter.replace_value_with_new_type(r, i64)
+                Rewriter.replace_value_with_new_type(r, i64)
         for region in op.regions:
             for block in region.blocks:
-                for arg in block.args:
+                for arg in list(block.args):
                     if isinstance(arg.type, IndexType):
-                        rewriter.replace_value_with_new_type(arg, i64)
-
-
-class FuncToLLVM(RewritePattern):
-    """func.func -> llvm.func with external linkage; pointer args are noalias."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: func.FuncOp, rewriter: PatternRewriter, /) -> None:
-        # block arguments carry the converted types (index -> i64); the signature may not
-        inputs = [a.type for a in op.args] if op.body.blocks else list(op.function_type.inputs)
-        outputs = [i64 if isinstance(t, IndexType) else t for t in op.function_type.outputs]
-        if len(outputs) > 1:
-            raise ValueError(
-                f"convert-aotk-std-to-llvm: @{op.sym_name.data} returns {len(outputs)} values; "
-                "at most one is supported"
-            )
-        fn_type = llvm.LLVMFunctionType(inputs, outputs[0] if outputs else None)
-        # moved, not cloned: copying every kernel's body cost a fifth of this pass
-        body = op.detach_region(op.body) if op.body.blocks else None
-        # private (an outlined kernel or task) is not an entry point, but it stays
-        # external in LLVM: a module compiled in parts calls it across them
-        new = llvm.FuncOp(
-            op.sym_name.data,
-            fn_type,
-            linkage=llvm.LinkageAttr("external"),
-            sym_visibility=op.sym_visibility,
-            body=body,
-        )
-        may_alias = op.attributes.get("aotk.may_alias")
-        shared = (
-            {int(i) for i in may_alias.data.split(",")}
-            if isinstance(may_alias, StringAttr)
-            else set()
-        )
-        if any(isinstance(t, llvm.LLVMPointerType) for t in inputs):
-            new.arg_attrs = ArrayAttr(
-                [
-                    DictionaryAttr({"llvm.noalias": UnitAttr()})
-                    if isinstance(t, llvm.LLVMPointerType) and i not in shared
-                    else DictionaryAttr({})
-                    for i, t in enumerate(inputs)
-                ]
-            )
-        rewriter.replace(op, new)
-
-
-class ReturnToLLVM(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: func.ReturnOp, rewriter: PatternRewriter, /) -> None:
-        rewriter.replace(op, llvm.ReturnOp(op.arguments[0] if op.arguments else None))
-
-
-class CallToLLVM(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: func.CallOp, rewriter: PatternRewriter, /) -> None:
-        ret = op.result_types[0] if op.result_types else None
-        rewriter.replace(op, llvm.CallOp(op.callee.string_value(), *op.arguments, return_type=ret))
-
-
-class BranchToLLVM(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: cf.BranchOp, rewriter: PatternRewriter, /) -> None:
-        rewriter.replace(op, llvm.BrOp(op.successor, *op.arguments))
-
-
-class CondBranchToLLVM(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: cf.ConditionalBranchOp, rewriter: PatternRewriter, /) -> None:
-        rewriter.replace(
-            op,
-            llvm.CondBrOp(
-                op.cond, op.then_block, op.then_arguments, op.else_block, op.else_arguments
-            ),
-        )
+                        Rewriter.replace_value_with_new_type(arg, i64)
 
 
 def _element_bytes(t: Attribute) -> int:
@@ -138,19 +105,54 @@ def _element_bytes(t: Attribute) -> int:
     return t.size
 
 
-class NaturalAlignment(RewritePattern):
+def natural_alignment(module: ModuleOp) -> None:
     """Give every load and store the alignment of one element.
 
     Without it LLVM assumes a vector type's ABI alignment (32 bytes for <8 x float>), so
     only element alignment is required of the caller's buffers, as NumPy guarantees.
     """
+    for op in module.walk():
+        if isinstance(op, llvm.LoadOp | llvm.StoreOp) and op.alignment is None:
+            value = op.dereferenced_value if isinstance(op, llvm.LoadOp) else op.value
+            op.alignment = IntegerAttr(_element_bytes(value.type), 64)
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, llvm.LoadOp | llvm.StoreOp) or op.alignment is not None:
-            return
-        value_type = op.dereferenced_value.type if isinstance(op, llvm.LoadOp) else op.value.type
-        op.alignment = IntegerAttr(_element_bytes(value_type), 64)
-        rewriter.handle_operation_modification(op)
+
+def func_to_llvm(op: func.FuncOp) -> llvm.FuncOp:
+    """func.func -> llvm.func with external linkage; pointer args are noalias."""
+    # block arguments carry the converted types (index -> i64); the signature may not
+    inputs = [a.type for a in op.args] if op.body.blocks else list(op.function_type.inputs)
+    outputs = [i64 if isinstance(t, IndexType) else t for t in op.function_type.outputs]
+    if len(outputs) > 1:
+        raise ValueError(
+            f"convert-aotk-std-to-llvm: @{op.sym_name.data} returns {len(outputs)} values; "
+            "at most one is supported"
+        )
+    fn_type = llvm.LLVMFunctionType(inputs, outputs[0] if outputs else None)
+    # moved, not cloned: copying every kernel's body cost a fifth of this pass
+    body = op.detach_region(op.body) if op.body.blocks else None
+    # private (an outlined kernel or task) is not an entry point, but it stays
+    # external in LLVM: a module compiled in parts calls it across them
+    new = llvm.FuncOp(
+        op.sym_name.data,
+        fn_type,
+        linkage=llvm.LinkageAttr("external"),
+        sym_visibility=op.sym_visibility,
+        body=body,
+    )
+    may_alias = op.attributes.get("aotk.may_alias")
+    shared = (
+        {int(i) for i in may_alias.data.split(",")} if isinstance(may_alias, StringAttr) else set()
+    )
+    if any(isinstance(t, llvm.LLVMPointerType) for t in inputs):
+        new.arg_attrs = ArrayAttr(
+            [
+                DictionaryAttr({"llvm.noalias": UnitAttr()})
+                if isinstance(t, llvm.LLVMPointerType) and i not in shared
+                else DictionaryAttr({})
+                for i, t in enumerate(inputs)
+            ]
+        )
+    return new
 
 
 @dataclass(frozen=True)
@@ -160,20 +162,10 @@ class ConvertAotkStdToLLVMPass(ModulePass):
     name = "convert-aotk-std-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier(
-                [
-                    ArithToLLVM(),
-                    *VECTOR_PATTERNS,
-                    ReturnToLLVM(),
-                    CallToLLVM(),
-                    BranchToLLVM(),
-                    CondBranchToLLVM(),
-                ]
-            ),
-            apply_recursively=False,
-        ).rewrite_module(op)
-        PatternRewriteWalker(IndexToI64(), apply_recursively=False).rewrite_module(op)
-        PatternRewriteWalker(NaturalAlignment(), apply_recursively=False).rewrite_module(op)
-        PatternRewriteWalker(FuncToLLVM(), apply_recursively=False).rewrite_module(op)
+        lower_ops(op)
+        index_to_i64(op)
+        natural_alignment(op)
+        for fn in list(op.ops):
+            if isinstance(fn, func.FuncOp):
+                Rewriter.replace_op(fn, func_to_llvm(fn))
         declare_external_callees(op)  # the runtime calls of aotk.print_tensor
