@@ -24,9 +24,7 @@ STAGES: dict[str, str] = {
     "loops": f"convert-aotk-to-loops,{LOOPS_CLEANUP}",
     "llvm": ",".join(
         [
-            "convert-vector-to-ptr",
-            "convert-memref-to-ptr{lower_func=true}",
-            "convert-ptr-type-offsets",
+            "aotk-memref-to-ptr",
             # no canonicalize here: the loops stage ran one, and after it this one cost
             # a fifth of compile time without changing the machine code LLVM makes
             "cse",
@@ -34,8 +32,8 @@ STAGES: dict[str, str] = {
             "aotk-ptr-to-llvm",
             "aotk-outline-kernels",
             "aotk-parallelize",
-            "convert-scf-to-cf",
-            "reconcile-unrealized-casts",
+            "aotk-scf-to-cf",
+            "aotk-reconcile-casts",
             "convert-aotk-std-to-llvm",
             "aotk-check-stage{stage=llvm}",
         ]

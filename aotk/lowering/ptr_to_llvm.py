@@ -15,18 +15,15 @@ from xdsl.dialects import func, llvm, ptr
 from xdsl.dialects.builtin import FunctionType, ModuleOp
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-)
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.transforms.convert_ptr_to_llvm import (
     ConvertFromPtrOp,
     ConvertLoadOp,
     ConvertStoreOp,
     ConvertToPtrOp,
 )
+
+from aotk.transforms.rewrite_once import rewrite_once
 
 
 def _llvm(t: Attribute) -> Attribute:
@@ -61,5 +58,5 @@ class AotkPtrToLLVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         patterns = [ConvertStoreOp(), ConvertLoadOp(), ConvertToPtrOp(), ConvertFromPtrOp()]
-        PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)
+        rewrite_once(op, patterns)
         PatternRewriteWalker(RetypePointers(), apply_recursively=False).rewrite_module(op)

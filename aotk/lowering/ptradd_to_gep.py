@@ -14,12 +14,9 @@ from xdsl.dialects import arith, llvm, ptr
 from xdsl.dialects.builtin import IndexType, ModuleOp, UnrealizedConversionCastOp, i8, i64
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from aotk.transforms.rewrite_once import rewrite_once
 
 
 class PtrAddToGEP(RewritePattern):
@@ -27,6 +24,9 @@ class PtrAddToGEP(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ptr.PtrAddOp, rewriter: PatternRewriter, /) -> None:
+        if op.result.first_use is None:  # a subview's pointer nothing loads from
+            rewriter.erase_op(op)
+            return
         to_llvm = UnrealizedConversionCastOp.get([op.addr], [llvm.LLVMPointerType()])
         offset = op.offset
         new_ops: list[Operation] = [to_llvm]
@@ -46,4 +46,4 @@ class AotkPtrAddToGEPPass(ModulePass):
     name = "aotk-ptradd-to-gep"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(PtrAddToGEP()).rewrite_module(op)
+        rewrite_once(op, [PtrAddToGEP()])

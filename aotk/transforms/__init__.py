@@ -67,6 +67,15 @@ def _std_to_llvm() -> type[ModulePass]:
     return ConvertAotkStdToLLVMPass
 
 
+def _rewrite_once(name: str) -> Callable[[], type[ModulePass]]:
+    def get() -> type[ModulePass]:
+        from aotk.transforms import rewrite_once
+
+        return getattr(rewrite_once, name)
+
+    return get
+
+
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "aotk-simplify": _simplify,
     "aotk-fuse": _fuse,
@@ -78,6 +87,9 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "aotk-outline-kernels": _outline_kernels,
     "aotk-parallelize": _parallelize,
     "convert-aotk-std-to-llvm": _std_to_llvm,
+    "aotk-memref-to-ptr": _rewrite_once("AotkMemRefToPtrPass"),
+    "aotk-scf-to-cf": _rewrite_once("AotkScfToCfPass"),
+    "aotk-reconcile-casts": _rewrite_once("AotkReconcileCastsPass"),
 }
 
 

@@ -26,7 +26,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
 from aotk.lowering.kernel import PARALLEL_ATTR
-from aotk.transforms.parallelize import free_values, rebuild, rebuildable
+from aotk.transforms.parallelize import erase_unused, free_values, rebuild, rebuildable
 
 KERNEL_ATTR = "aotk.kernel"
 MAY_ALIAS_ATTR = "aotk.may_alias"
@@ -111,6 +111,7 @@ def outline_kernel(kernel: Operation, name: str, entry: func.FuncOp) -> func.Fun
         for i, v in enumerate(inner.operands):
             if v in env:
                 inner.operands[i] = env[v]
+    erase_unused(outside)
     b.insert(func.ReturnOp(*kernel.results))
     fn = func.FuncOp(
         name, ([v.type for v in passed], result_types), Region(block), visibility="private"

@@ -90,6 +90,18 @@ def rebuild(b: Builder, v: SSAValue, env: dict[SSAValue, SSAValue]) -> SSAValue:
     return env[v]
 
 
+def erase_unused(values: list[SSAValue]) -> None:
+    """Erase the rebuildable ops defining `values`, and what only they used, once nothing
+    uses them: what an outlined function rebuilt is often dead where it came from."""
+    work = [v for v in values if rebuildable(v)]
+    while work:
+        op = work.pop().owner
+        block = op.parent_block() if isinstance(op, Operation) else None
+        if block is not None and all(r.first_use is None for r in op.results):
+            work.extend(op.operands)
+            block.erase_op(op)
+
+
 def _slot_words(t: Attribute) -> int:
     """8-byte words one captured value of type `t` takes in the context."""
     if isinstance(t, IndexType | llvm.LLVMPointerType):
@@ -260,8 +272,10 @@ def outline(module: ModuleOp, loop: scf.ForOp, name: str) -> func.FuncOp:
     if known is not None and known >= threshold:
         threshold = 1  # no need to check at run time
     _launch(b, name, ctx, n, threshold)
+    upper = loop.ub
     loop.detach()
     loop.erase()
+    erase_unused([*constants, upper])
     module.body.block.insert_op_after(task, parent)
     return task
 
@@ -308,4 +322,4 @@ class AotkParallelizePass(ModulePass):
             outline(op, loop, name)
 
 
-__all__ = ["PARALLEL_ATTR", "AotkParallelizePass", "outline"]
+__all__ = ["PARALLEL_ATTR", "AotkParallelizePass", "erase_unused", "outline"]

@@ -1,4 +1,4 @@
-// RUN: aotk-opt %s -p aotk-ptradd-to-gep,aotk-ptr-to-llvm,reconcile-unrealized-casts | filecheck %s
+// RUN: aotk-opt %s -p aotk-ptradd-to-gep,aotk-ptr-to-llvm,aotk-reconcile-casts | filecheck %s
 
 // Pointer loads and stores become llvm ones, and every pointer (values and the signature)
 // becomes !llvm.ptr.

@@ -1,7 +1,7 @@
 // RUN: aotk-opt %s -p aotk-ptradd-to-gep | filecheck %s
 
 // A byte offset on a pointer becomes an inbounds i8 GEP (index offsets go through i64),
-// wrapped in casts that reconcile-unrealized-casts removes after aotk-ptr-to-llvm.
+// wrapped in casts that aotk-reconcile-casts removes after aotk-ptr-to-llvm.
 // CHECK-LABEL: func.func @ptradd_loop(
 // CHECK-NOT:     ptr_xdsl.ptradd
 // CHECK:         %[[OFF:.*]] = arith.muli %{{.*}}, %{{.*}} : index
