@@ -96,8 +96,9 @@ def erase_unused(values: list[SSAValue]) -> None:
     work = [v for v in values if rebuildable(v)]
     while work:
         op = work.pop().owner
-        block = op.parent_block() if isinstance(op, Operation) else None
-        if block is not None and all(r.first_use is None for r in op.results):
+        if not isinstance(op, Operation) or (block := op.parent_block()) is None:
+            continue
+        if all(r.first_use is None for r in op.results):
             work.extend(op.operands)
             block.erase_op(op)
 
