@@ -25,6 +25,12 @@ def _canonicalize() -> type[ModulePass]:
     return AotkCanonicalizePass
 
 
+def _cse() -> type[ModulePass]:
+    from aotk.transforms.cse import AotkCSEPass
+
+    return AotkCSEPass
+
+
 def _check_stage() -> type[ModulePass]:
     from aotk.transforms.check_stage import AotkCheckStagePass
 
@@ -80,6 +86,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "aotk-simplify": _simplify,
     "aotk-fuse": _fuse,
     "aotk-canonicalize": _canonicalize,
+    "aotk-cse": _cse,
     "aotk-check-stage": _check_stage,
     "convert-aotk-to-loops": _to_loops,
     "aotk-ptradd-to-gep": _ptradd_to_gep,

@@ -2,37 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from xdsl.dialects.builtin import ModuleOp
+from graphs import mlp_step, rnn
 
-from aotk import backend as K
 from aotk.lowering import pipeline
 
 
-def _mlp_step() -> ModuleOp:
-    rng = np.random.default_rng(0)
-    x = K.placeholder((None, 40))
-    w = K.variable(rng.normal(size=(40, 30)).astype("float32"))
-    loss = K.mean(K.log(K.softmax(K.tanh(K.dot(x, w))) + 1e-3))
-    g = K.gradients(loss, [w])[0]
-    return K.function([x], [loss], [K.update_sub(w, 0.1 * g)]).module
-
-
-def _rnn() -> ModuleOp:
-    x = K.placeholder((None, 5, 3))
-    w = K.variable(np.full((3, 4), 0.1, "float32"))
-    u = K.variable(np.full((4, 4), 0.2, "float32"))
-
-    def step(xt, states):
-        h = K.tanh(K.dot(xt, w) + K.dot(states[0], u))
-        return h, [h]
-
-    last, outs, _ = K.rnn(step, x, [K.zeros((2, 4))])
-    return K.function([x], [last, K.sum(outs, axis=1)]).module
-
-
-@pytest.mark.parametrize("build", [_mlp_step, _rnn])
+@pytest.mark.parametrize("build", [mlp_step, rnn])
 def test_same_ir_as_xdsl_canonicalize(build) -> None:
     traced = build()
     texts = []
