@@ -25,7 +25,7 @@ class PtrAddToGEP(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ptr.PtrAddOp, rewriter: PatternRewriter, /) -> None:
         if op.result.first_use is None:  # a subview's pointer nothing loads from
-            rewriter.erase_op(op)
+            rewriter.erase(op)
             return
         to_llvm = UnrealizedConversionCastOp.get([op.addr], [llvm.LLVMPointerType()])
         offset = op.offset

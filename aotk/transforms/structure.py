@@ -1,0 +1,56 @@
+"""A hashable key of a function's body: equal keys mean the same code up to names.
+
+Identical kernels are common: the two directions of a bidirectional RNN, layers of one
+width, the update of each same-shaped weight. A key numbers values and blocks in order of
+definition, so two bodies that differ only in SSA names, block names or the function's
+name get equal keys, and anything else (an op, a type, an attribute, how values are
+wired) makes them differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+
+from xdsl.dialects import func
+from xdsl.ir import Block, SSAValue
+
+
+def structure_key(fn: func.FuncOp) -> Hashable:
+    """The key of `fn`'s type, attributes and body (not its name)."""
+    values: dict[SSAValue, int] = {}
+    blocks: dict[Block, int] = {}
+    properties = frozenset((k, v) for k, v in fn.properties.items() if k != "sym_name")
+    parts: list[Hashable] = [
+        properties,
+        frozenset(fn.attributes.items()),
+        _number(fn.body.blocks, values, blocks),
+    ]
+    for op in fn.body.walk():
+        for region in op.regions:
+            parts.append(_number(region.blocks, values, blocks))
+        parts.append(
+            (
+                op.name,
+                tuple(values.get(v, v) for v in op.operands),
+                tuple(blocks.get(b, b) for b in op.successors),
+                tuple(r.type for r in op.results),
+                frozenset(op.properties.items()),
+                frozenset(op.attributes.items()),
+            )
+        )
+        for r in op.results:
+            values[r] = len(values)
+    return tuple(parts)
+
+
+def _number(
+    region_blocks: Iterable[Block], values: dict[SSAValue, int], blocks: dict[Block, int]
+) -> tuple[Hashable, ...]:
+    """Number the blocks of a region and their arguments; their argument types."""
+    shape: list[Hashable] = []
+    for block in region_blocks:
+        blocks[block] = len(blocks)
+        for arg in block.args:
+            values[arg] = len(values)
+        shape.append(tuple(a.type for a in block.args))
+    return tuple(shape)
