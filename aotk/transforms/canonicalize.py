@@ -7,7 +7,8 @@ code pass follows: half of its time on aotk's loops. Here an op is dead only whe
 has results, none used, no regions, and an op of its kind has no effect beyond its
 results (decided once per kind); one backward sweep per block removes them, users
 before what they use. Loops and stores are never removed, which only leaves LLVM
-the (rare) empty loop to delete.
+the (rare) empty loop to delete. Constants leave loop nests without a module sweep per
+level, and index arithmetic without a constant operand is not offered to its folder.
 """
 
 from __future__ import annotations
@@ -15,15 +16,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.folder import Folder
-from xdsl.ir import Block, Operation
+from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriterListener,
+    PatternRewriteWalker,
+    RewritePattern,
+)
 from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, HasFolder
 from xdsl.transforms.dead_code_elimination import would_be_trivially_dead
 
 _PURE: dict[type[Operation], bool] = {}
+_CONSTANT: dict[type[Operation], bool] = {}
 _PATTERNS: dict[type[Operation], tuple[bool, tuple[RewritePattern, ...]]] = {}
 
 
@@ -46,6 +54,8 @@ class _Canonicalize(RewritePattern):
     folder: Folder
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if isinstance(op, arith.SignlessIntegerBinaryOperation) and not _has_constant(op):
+            return  # its folder and both its patterns need a constant operand
         folds, patterns = _rules(type(op), op)
         if folds and (folded := self.folder.try_fold(op)) is not None:
             values, new_ops = folded
@@ -55,6 +65,21 @@ class _Canonicalize(RewritePattern):
             pattern.match_and_rewrite(op, rewriter)
             if rewriter.has_done_action:
                 return
+
+
+def _has_constant(op: Operation) -> bool:
+    """Whether an operand comes from a constant-like op (index arithmetic, the most
+    common op in loops, mostly has none; finding that out the generic way costs)."""
+    for operand in op.operands:
+        owner = operand.owner
+        if isinstance(owner, Operation):
+            kind = type(owner)
+            constant = _CONSTANT.get(kind)
+            if constant is None:
+                constant = _CONSTANT[kind] = owner.has_trait(ConstantLike)
+            if constant:
+                return True
+    return False
 
 
 def _removable(op: Operation) -> bool:
@@ -80,6 +105,27 @@ def remove_dead(block: Block) -> None:
         op = before
 
 
+def _settle_loops(region: Region, canonicalize: _Canonicalize) -> bool:
+    """Apply the loop patterns to every scf.for, outer loops first, until none applies.
+
+    A constant deep in a loop nest is hoisted one loop per application, and the walker
+    sweeps the whole module again for each level (four sweeps on an RNN's loops); here
+    only the loops are swept again. Whether anything changed: if so, the walker sweeps
+    once more, as it would have, so the IR is what xDSL's canonicalize makes."""
+    changed = False
+    while True:
+        swept = False
+        for loop in [o for o in region.walk() if isinstance(o, scf.ForOp)]:
+            if loop.parent is None:  # inlined or erased by an outer loop's rewrite
+                continue
+            rewriter = PatternRewriter(loop)
+            canonicalize.match_and_rewrite(loop, rewriter)
+            swept |= rewriter.has_done_action
+        if not swept:
+            return changed
+        changed = True
+
+
 @dataclass(frozen=True)
 class AotkCanonicalizePass(ModulePass):
     """Canonicalization patterns and folding, then removal of unused pure ops."""
@@ -87,7 +133,12 @@ class AotkCanonicalizePass(ModulePass):
     name = "aotk-canonicalize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(_Canonicalize(Folder(ctx))).rewrite_module(op)
+        canonicalize = _Canonicalize(Folder(ctx))
+
+        def finish_loops(region: Region, _: PatternRewriterListener) -> bool:
+            return _settle_loops(region, canonicalize)
+
+        PatternRewriteWalker(canonicalize, post_walk_func=finish_loops).rewrite_module(op)
         for region in op.regions:
             for block in region.blocks:
                 remove_dead(block)
