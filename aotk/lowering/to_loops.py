@@ -8,6 +8,7 @@ intermediates are 64-byte aligned slices of the caller's workspace.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,8 +87,14 @@ class _Lowerer:
         self.bufs[value] = Buf(mem if mem is not None else value, buf_dims, elem_of(value.type))
 
     def alloc(self, t: Attribute, dims: list[DimV]) -> Buf:
-        size = self.k.mul(self.k.product(dims), dtypes.byte_size(elem_of(t)))
-        padded = self.k.mul(self.k.div(self.k.add(size, ALIGN - 1), ALIGN), ALIGN)
+        item = dtypes.byte_size(elem_of(t))
+        size = self.k.mul(self.k.product(dims), item)
+        # rounded up to ALIGN, unless its static factor makes it a multiple already
+        static = math.prod(d for d in dims if isinstance(d, int)) * item
+        if static % ALIGN == 0:
+            padded = size
+        else:
+            padded = self.k.mul(self.k.div(self.k.add(size, ALIGN - 1), ALIGN), ALIGN)
         offset, self.ws_offset = self.ws_offset, self.k.add(self.ws_offset, padded)
         if self.ws is None:  # planning the workspace size only
             return Buf(self.k.index(0), tuple(dims), elem_of(t))
