@@ -1,15 +1,17 @@
 """Run every benchmark: `python -m bench.run_all` from the repo root.
 
 First the run-time table (aotk against NumPy), then the cold compile times
-(`bench.compile_time`). `--no-1thread` skips the single-threaded NumPy subprocess,
-`--no-compile` the compile times.
+(`bench.compile_time`) and, with Keras installed, the Keras programs' first epochs
+(`bench.keras_first_epoch`). `--no-1thread` skips the single-threaded NumPy subprocess,
+`--no-compile` both compile-time parts, `--no-keras` the Keras one.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
-from bench import compile_time
+from bench import compile_time, keras_first_epoch
 from bench.common import run
 
 MODULES = ["bench.bench_elementwise", "bench.bench_mlp", "bench.bench_training"]
@@ -18,3 +20,5 @@ if __name__ == "__main__":
     run(MODULES, one_thread="--no-1thread" not in sys.argv[1:])
     if "--no-compile" not in sys.argv[1:]:
         compile_time.run()
+        if "--no-keras" not in sys.argv[1:] and importlib.util.find_spec("keras") is not None:
+            keras_first_epoch.run(list(keras_first_epoch.PROGRAMS))
