@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func, llvm, ptr
 from xdsl.dialects.builtin import FunctionType, ModuleOp
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.transforms.convert_ptr_to_llvm import (
     ConvertFromPtrOp,
     ConvertLoadOp,
@@ -23,31 +22,23 @@ from xdsl.transforms.convert_ptr_to_llvm import (
     ConvertToPtrOp,
 )
 
-from aotk.transforms.rewrite_once import rewrite_once
+from aotk.transforms.rewrite_once import retype_values, rewrite_once
 
 
-def _llvm(t: Attribute) -> Attribute:
-    return llvm.LLVMPointerType() if isinstance(t, ptr.PtrType) else t
+def _llvm(t: Attribute) -> Attribute | None:
+    return llvm.LLVMPointerType() if isinstance(t, ptr.PtrType) else None
 
 
-class RetypePointers(RewritePattern):
+def retype_pointers(module: ModuleOp) -> None:
     """Give every `!ptr_xdsl.ptr` value and signature the type `!llvm.ptr`."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+    retype_values(module, _llvm)
+    for op in module.walk():
         if isinstance(op, func.FuncOp):
-            inputs = [_llvm(t) for t in op.function_type.inputs]
-            outputs = [_llvm(t) for t in op.function_type.outputs]
-            if inputs != list(op.function_type.inputs) or outputs != list(op.function_type.outputs):
+            old = op.function_type
+            inputs = [_llvm(t) or t for t in old.inputs]
+            outputs = [_llvm(t) or t for t in old.outputs]
+            if inputs != list(old.inputs) or outputs != list(old.outputs):
                 op.function_type = FunctionType.from_lists(inputs, outputs)
-                rewriter.handle_operation_modification(op)
-        for r in op.results:
-            if isinstance(r.type, ptr.PtrType):
-                rewriter.replace_value_with_new_type(r, llvm.LLVMPointerType())
-        for region in op.regions:
-            for block in region.blocks:
-                for arg in block.args:
-                    if isinstance(arg.type, ptr.PtrType):
-                        rewriter.replace_value_with_new_type(arg, llvm.LLVMPointerType())
 
 
 @dataclass(frozen=True)
@@ -59,4 +50,4 @@ class AotkPtrToLLVMPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         patterns = [ConvertStoreOp(), ConvertLoadOp(), ConvertToPtrOp(), ConvertFromPtrOp()]
         rewrite_once(op, patterns)
-        PatternRewriteWalker(RetypePointers(), apply_recursively=False).rewrite_module(op)
+        retype_pointers(op)

@@ -27,11 +27,13 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import Rewriter
 
 from aotk.lowering.arith_to_llvm import BUILDERS, Build
 from aotk.lowering.printf import declare_external_callees
 from aotk.lowering.vector_to_llvm import VECTOR_BUILDERS
+from aotk.transforms.rewrite_once import retype_values, rewrite_once
 
 
 def _return(op: Operation) -> list[Operation]:
@@ -67,35 +69,24 @@ LOWERINGS: dict[type[Operation], Build] = {
 }
 
 
-def lower_ops(module: ModuleOp) -> None:
-    """Replace every op of `LOWERINGS` by its llvm ops (an empty list: by its operand).
+class _Lower(RewritePattern):
+    """Replace an op of `LOWERINGS` by its llvm ops (an empty list: by its operand).
+    Each op is converted once and nothing needs revisiting: one sweep does it."""
 
-    A plain walk, not a pattern rewriter: each op is converted once and nothing needs
-    revisiting, and the rewriter's worklist cost a third of this pass.
-    """
-    for op in list(module.walk()):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         build = LOWERINGS.get(type(op))
         if build is None:
-            continue
+            return
         new_ops = build(op)
         if new_ops:
-            results = [new_ops[-1].results[0]] if op.results else []
-            Rewriter.replace_op(op, new_ops, results)
+            rewriter.replace(op, new_ops, [new_ops[-1].results[0]] if op.results else [])
         else:
-            Rewriter.replace_op(op, [], [op.operands[0]])
+            rewriter.replace(op, [], [op.operands[0]])
 
 
-def index_to_i64(module: ModuleOp) -> None:
-    """index is 64 bits on every host aotk targets (constants are built as i64 already)."""
-    for op in module.walk():
-        for r in list(op.results):
-            if isinstance(r.type, IndexType):
-                Rewriter.replace_value_with_new_type(r, i64)
-        for region in op.regions:
-            for block in region.blocks:
-                for arg in list(block.args):
-                    if isinstance(arg.type, IndexType):
-                        Rewriter.replace_value_with_new_type(arg, i64)
+def _i64(t: Attribute) -> Attribute | None:
+    # index is 64 bits on every host aotk targets (constants are built as i64 already)
+    return i64 if isinstance(t, IndexType) else None
 
 
 def _element_bytes(t: Attribute) -> int:
@@ -162,8 +153,8 @@ class ConvertAotkStdToLLVMPass(ModulePass):
     name = "convert-aotk-std-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lower_ops(op)
-        index_to_i64(op)
+        rewrite_once(op, [_Lower()])
+        retype_values(op, _i64)
         natural_alignment(op)
         for fn in list(op.ops):
             if isinstance(fn, func.FuncOp):

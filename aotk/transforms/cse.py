@@ -14,7 +14,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, UnregisteredOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import (
@@ -26,6 +26,8 @@ from xdsl.traits import (
     RecursiveMemoryEffect,
     SymbolOpInterface,
 )
+
+from aotk.transforms.structure import op_signature
 
 Effects = frozenset[EffectInstance] | None
 
@@ -69,14 +71,7 @@ class _RegionKey:
 
 
 def _key(op: Operation) -> Hashable:
-    name = op.op_name.data if isinstance(op, UnregisteredOp) else op.name
-    key = (
-        name,
-        frozenset(op.attributes.items()),
-        frozenset(op.properties.items()),
-        tuple(op.result_types),
-        tuple(op.operands),
-    )
+    key = (op_signature(op), tuple(op.operands))
     return (key, _RegionKey(op)) if op.regions else key
 
 

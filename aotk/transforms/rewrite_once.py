@@ -11,15 +11,15 @@ to LLVM, which removes them anyway.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms import convert_memref_to_ptr as memref_to_ptr
 from xdsl.transforms import convert_scf_to_cf as scf_to_cf
 from xdsl.transforms.convert_ptr_type_offsets import ConvertTypeOffsetOp
@@ -45,6 +45,21 @@ def rewrite_once(root: Operation, patterns: Sequence[RewritePattern]) -> None:
             pattern.match_and_rewrite(op, rewriter)
             if rewriter.has_done_action:
                 break
+
+
+def retype_values(root: Operation, convert: Callable[[Attribute], Attribute | None]) -> None:
+    """Give every result and block argument nested in `root` the type `convert` returns
+    for its type (None: keep it). Only values: a generic type conversion also inspects
+    every attribute of every op, and took seconds on a kernel of a few thousand ops."""
+    for op in root.walk():
+        for result in list(op.results):
+            if (new := convert(result.type)) is not None:
+                Rewriter.replace_value_with_new_type(result, new)
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in list(block.args):
+                    if (new := convert(arg.type)) is not None:
+                        Rewriter.replace_value_with_new_type(arg, new)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,20 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 
 from xdsl.dialects import func
-from xdsl.ir import Block, SSAValue
+from xdsl.dialects.builtin import UnregisteredOp
+from xdsl.ir import Block, Operation, SSAValue
+
+
+def op_signature(op: Operation) -> tuple[Hashable, ...]:
+    """What makes two ops with the same operands the same op: name, attributes,
+    properties and result types (regions and operands are the caller's to compare)."""
+    name = op.op_name.data if isinstance(op, UnregisteredOp) else op.name
+    return (
+        name,
+        frozenset(op.attributes.items()),
+        frozenset(op.properties.items()),
+        tuple(op.result_types),
+    )
 
 
 def structure_key(fn: func.FuncOp) -> Hashable:
@@ -30,12 +43,9 @@ def structure_key(fn: func.FuncOp) -> Hashable:
             parts.append(_number(region.blocks, values, blocks))
         parts.append(
             (
-                op.name,
+                op_signature(op),
                 tuple(values.get(v, v) for v in op.operands),
                 tuple(blocks.get(b, b) for b in op.successors),
-                tuple(r.type for r in op.results),
-                frozenset(op.properties.items()),
-                frozenset(op.attributes.items()),
             )
         )
         for r in op.results:
