@@ -25,15 +25,20 @@ REPEAT = 3
 IMPORT_REPEAT = 5
 
 
-def _child(args: list[str], cache: str) -> dict[str, Any]:
-    env = {**os.environ, "AOTK_DISK_CACHE": "0", "AOTK_CACHE_DIR": cache}
-    env.pop("AOTK_TIMING", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.compile_time", *args], capture_output=True, text=True, env=env
-    )
+def cold_child(module: str, args: list[str], cache: str, **env: str) -> Any:
+    """Run `python -m module *args` in a fresh process with the compile cache off (and
+    `cache` as the cache directory); return the JSON of its last line of output."""
+    child_env = {**os.environ, "AOTK_DISK_CACHE": "0", "AOTK_CACHE_DIR": cache, **env}
+    child_env.pop("AOTK_TIMING", None)
+    command = [sys.executable, "-m", module, *args]
+    proc = subprocess.run(command, capture_output=True, text=True, env=child_env)
     if proc.returncode != 0:
-        raise RuntimeError(f"compile_time {args}: {proc.stderr.strip()[-600:]}")
+        raise RuntimeError(f"{module} {args}: {proc.stderr.strip()[-600:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _child(args: list[str], cache: str) -> dict[str, Any]:
+    return cold_child("bench.compile_time", args, cache)
 
 
 def compile_one(name: str) -> dict[str, Any]:

@@ -11,12 +11,12 @@ Run with `python -m bench.keras_first_epoch [mlp cnn lstm gru]`.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
 from typing import Any
+
+from bench.compile_time import build_library, cold_child
 
 PROGRAMS = ("mlp", "cnn", "lstm", "gru")
 EPOCHS = 3
@@ -68,14 +68,7 @@ def epochs(name: str) -> list[float]:
 
 
 def _child(args: list[str], cache: str) -> Any:
-    env = {**os.environ, "AOTK_DISK_CACHE": "0", "AOTK_CACHE_DIR": cache}
-    env["KERAS_BACKEND"] = "aotk.backend"
-    env.pop("AOTK_TIMING", None)
-    command = [sys.executable, "-m", "bench.keras_first_epoch", *args]
-    proc = subprocess.run(command, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(f"keras_first_epoch {args}: {proc.stderr.strip()[-600:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return cold_child("bench.keras_first_epoch", args, cache, KERAS_BACKEND="aotk.backend")
 
 
 def run(names: list[str]) -> None:
@@ -92,8 +85,6 @@ def main(argv: list[str]) -> None:
     if argv[:1] == ["--one"]:
         print(json.dumps(epochs(argv[1])))
     elif argv[:1] == ["--library"]:
-        from bench.compile_time import build_library
-
         print(json.dumps(build_library()))
     else:
         unknown = [a for a in argv if a not in PROGRAMS]
