@@ -25,16 +25,10 @@ STAGES: dict[str, str] = {
     "loops": f"convert-aotk-to-loops,{LOOPS_CLEANUP}",
     "llvm": ",".join(
         [
-            "aotk-memref-to-ptr",
-            # no canonicalize here: the loops stage ran one, and after it this one cost
-            # a fifth of compile time without changing the machine code LLVM makes
-            "aotk-cse",
-            "aotk-ptradd-to-gep",
-            "aotk-ptr-to-llvm",
+            "aotk-memory-to-llvm",
             "aotk-outline-kernels",
             "aotk-parallelize",
             "aotk-scf-to-cf",
-            "aotk-reconcile-casts",
             "convert-aotk-std-to-llvm",
             "aotk-check-stage{stage=llvm}",
         ]

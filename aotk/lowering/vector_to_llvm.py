@@ -1,7 +1,7 @@
 """Builders for the `vector` compute ops aotk kernels emit (broadcast, fma).
 
 Used by `convert-aotk-std-to-llvm`. vector.load/store are lowered earlier by
-`convert-vector-to-ptr`; their alignment is `NaturalAlignment`'s job in `to_llvm`.
+`aotk-memory-to-llvm`; their alignment is `NaturalAlignment`'s job in `to_llvm`.
 """
 
 from __future__ import annotations

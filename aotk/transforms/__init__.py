@@ -43,16 +43,10 @@ def _to_loops() -> type[ModulePass]:
     return ConvertAotkToLoopsPass
 
 
-def _ptradd_to_gep() -> type[ModulePass]:
-    from aotk.lowering.ptradd_to_gep import AotkPtrAddToGEPPass
+def _memory_to_llvm() -> type[ModulePass]:
+    from aotk.lowering.memory_to_llvm import AotkMemoryToLLVMPass
 
-    return AotkPtrAddToGEPPass
-
-
-def _ptr_to_llvm() -> type[ModulePass]:
-    from aotk.lowering.ptr_to_llvm import AotkPtrToLLVMPass
-
-    return AotkPtrToLLVMPass
+    return AotkMemoryToLLVMPass
 
 
 def _parallelize() -> type[ModulePass]:
@@ -89,14 +83,11 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "aotk-cse": _cse,
     "aotk-check-stage": _check_stage,
     "convert-aotk-to-loops": _to_loops,
-    "aotk-ptradd-to-gep": _ptradd_to_gep,
-    "aotk-ptr-to-llvm": _ptr_to_llvm,
+    "aotk-memory-to-llvm": _memory_to_llvm,
     "aotk-outline-kernels": _outline_kernels,
     "aotk-parallelize": _parallelize,
     "convert-aotk-std-to-llvm": _std_to_llvm,
-    "aotk-memref-to-ptr": _rewrite_once("AotkMemRefToPtrPass"),
     "aotk-scf-to-cf": _rewrite_once("AotkScfToCfPass"),
-    "aotk-reconcile-casts": _rewrite_once("AotkReconcileCastsPass"),
 }
 
 

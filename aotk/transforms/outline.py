@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import func, llvm
-from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr, UnrealizedConversionCastOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
@@ -34,10 +34,11 @@ from aotk.transforms.structure import structure_key
 
 KERNEL_ATTR = "aotk.kernel"
 MAY_ALIAS_ATTR = "aotk.may_alias"
-# Above this a region op is split further where it can be; below MIN_OPS a call costs
-# more than it saves.
+# Above MAX_OPS a region op is split further where it can be. MIN_OPS is a loop with one
+# access: kept in the entry, loops that small still made the entry slow to optimize, and
+# outlined, identical ones (copies, fills) are compiled once.
 MAX_OPS = 400
-MIN_OPS = 12
+MIN_OPS = 4
 
 
 def _size(op: Operation) -> int:
@@ -63,7 +64,7 @@ def kernels_of(block: Block) -> list[Operation]:
 
 def _base(v: SSAValue) -> SSAValue | None:
     """The argument of the entry function a pointer is computed from, if it is one."""
-    while isinstance(v.owner, llvm.GEPOp | llvm.BitcastOp | UnrealizedConversionCastOp):
+    while isinstance(v.owner, llvm.GEPOp | llvm.BitcastOp):
         v = v.owner.operands[0]
     return v if isinstance(v, BlockArgument) else None
 

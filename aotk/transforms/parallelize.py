@@ -1,7 +1,7 @@
 """`aotk-parallelize`: outline each `scf.for` marked `aotk.parallel` into a task that the
 runtime's thread pool (`runtime/aotk_pool.h`) runs over chunks of its iterations.
 
-Expects buffers as `!llvm.ptr` (after `aotk-ptr-to-llvm`), loops still `scf.for`, and
+Expects buffers as `!llvm.ptr` (after `aotk-memory-to-llvm`), loops still `scf.for`, and
 marked loops without iter_args. A marked loop `scf.for %i = %lb to %ub step %s
 {aotk.parallel = m}` becomes: the values its body uses from outside stored into a stack
 context; n = its trip count; `aotk_parallel_for(@f_parK, ctx, n)` if n >= m, else a plain

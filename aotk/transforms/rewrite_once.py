@@ -4,9 +4,8 @@ xDSL's `PatternRewriteWalker` keeps a worklist, asks of every op whether it is d
 before matching, and, once a sweep changed anything, sweeps the whole module again to
 find nothing left. A conversion whose patterns each rewrite one op into ops no pattern
 of the pass matches needs none of that: one sweep in program order does all the work.
-Driven so, xDSL's own scf-to-cf, memory-to-ptr and reconcile-casts patterns give the
-same IR (the tests compare) in about half the time on aotk's kernels. Dead ops are left
-to LLVM, which removes them anyway.
+Driven so, xDSL's own scf-to-cf patterns give the same IR (the tests compare) in about
+half the time on aotk's kernels. Dead ops are left to LLVM, which removes them anyway.
 """
 
 from __future__ import annotations
@@ -20,11 +19,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.transforms import convert_memref_to_ptr as memref_to_ptr
 from xdsl.transforms import convert_scf_to_cf as scf_to_cf
-from xdsl.transforms.convert_ptr_type_offsets import ConvertTypeOffsetOp
-from xdsl.transforms.convert_vector_to_ptr import VectorLoadToPtr, VectorStoreToPtr
-from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPattern
 
 
 def rewrite_once(root: Operation, patterns: Sequence[RewritePattern]) -> None:
@@ -71,43 +66,3 @@ class AotkScfToCfPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         patterns = [scf_to_cf.SwitchLowering(), scf_to_cf.IfLowering(), scf_to_cf.ForLowering()]
         rewrite_once(op, patterns)
-
-
-@dataclass(frozen=True)
-class AotkMemRefToPtrPass(ModulePass):
-    """Memory as `ptr_xdsl` pointers: xDSL's `convert-vector-to-ptr`,
-    `convert-memref-to-ptr{lower_func=true}` and `convert-ptr-type-offsets`, in order."""
-
-    name = "aotk-memref-to-ptr"
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        rewrite_once(op, [VectorStoreToPtr(), VectorLoadToPtr()])
-        rewrite_once(
-            op,
-            [
-                memref_to_ptr.ConvertStorePattern(),
-                memref_to_ptr.ConvertLoadPattern(),
-                memref_to_ptr.ConvertSubviewPattern(),
-                memref_to_ptr.ConvertCastOp(),
-                memref_to_ptr.ConvertReinterpretCastOp(),
-            ],
-        )
-        rewrite_once(
-            op,
-            [
-                memref_to_ptr.LowerMemRefFuncOpPattern(),
-                memref_to_ptr.LowerMemRefFuncCallPattern(),
-                memref_to_ptr.LowerMemRefFuncReturnPattern(),
-            ],
-        )
-        rewrite_once(op, [ConvertTypeOffsetOp()])
-
-
-@dataclass(frozen=True)
-class AotkReconcileCastsPass(ModulePass):
-    """`reconcile-unrealized-casts` in one sweep."""
-
-    name = "aotk-reconcile-casts"
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        rewrite_once(op, [ReconcileUnrealizedCastsPattern(warn_on_failure=True)])

@@ -27,10 +27,10 @@
 // LOOPS-LABEL: func.func @reduce_sum_of_tanh_workspace_size(%{{.*}}: i64) -> i64
 
 // Stage llvm (its last pass checks that only llvm ops are left), printed as LLVM IR by
-// xDSL's -t llvm: addresses are i8 GEPs, not ptrtoint/inttoptr arithmetic.
+// xDSL's -t llvm: addresses are GEPs typed by the element, not ptrtoint/inttoptr arithmetic.
 // IR:          define void @"reduce_sum_of_tanh"(ptr noalias %{{.*}}, ptr noalias %{{.*}}, ptr noalias %{{.*}}, ptr noalias %{{.*}}, i64 %{{.*}})
 // IR-NOT:      inttoptr
-// IR:          getelementptr inbounds i8, ptr
+// IR:          getelementptr inbounds float, ptr
 // IR-NOT:      inttoptr
 // IR:          define i64 @"reduce_sum_of_tanh_workspace_size"(i64 %{{.*}})
 func.func @reduce_sum_of_tanh(%x: tensor<?x4xf32>, %b: tensor<4xf32>) -> tensor<?xf32> {

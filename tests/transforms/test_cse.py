@@ -63,7 +63,7 @@ def test_same_ir_as_xdsl_cse_at_each_stage_it_runs(build) -> None:
     graph = traced.clone()
     pipeline.lower(graph, stop_after="graph")
     emitted = pipeline.run(graph.clone(), "convert-aotk-to-loops")
-    pointers = pipeline.run(graph.clone(), f"{pipeline.STAGES['loops']},aotk-memref-to-ptr")
+    pointers = pipeline.run(graph.clone(), f"{pipeline.STAGES['loops']},aotk-memory-to-llvm")
     for module in (traced, emitted, pointers):
         texts = [str(pipeline.run(module.clone(), cse)) for cse in ("cse", "aotk-cse")]
         assert texts[0] == texts[1]

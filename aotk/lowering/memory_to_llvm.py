@@ -1,0 +1,241 @@
+"""`aotk-memory-to-llvm`: memrefs, `ptr_xdsl` pointers and their loads and stores -> llvm.
+
+Every memref and `!ptr_xdsl.ptr` value becomes an `!llvm.ptr`. A load or store at an
+element index becomes an inbounds GEP typed by the element (so LLVM sees the base pointer
+and the stride, and vectorizes) and an `llvm.load`/`llvm.store`; views
+(`ptr_xdsl.from_ptr`/`to_ptr`) vanish. Going through `ptr_xdsl` byte offsets instead, as
+xDSL's memref-to-ptr, ptr-type-offsets and ptr-to-llvm do, built a multiply, a cast pair
+and a GEP per access only for later passes to fold them: it cost a fifth of a recurrent
+model's compile. Memrefs need static strides and offset (identity layout: all but the
+first dimension static); aotk's own kernels use 1-D views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, llvm, memref, ptr, vector
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    FixedBitwidthType,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    i8,
+    i64,
+)
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from aotk.transforms.parallelize import erase_unused
+from aotk.transforms.rewrite_once import retype_values
+
+PASS = "aotk-memory-to-llvm"
+
+
+def pointer_type(t: Attribute) -> Attribute | None:
+    """`!llvm.ptr` for a memref or `ptr_xdsl` type, None for any other type."""
+    return llvm.LLVMPointerType() if isinstance(t, MemRefType | ptr.PtrType) else None
+
+
+@dataclass
+class _Lowering:
+    """One sweep's state: the i64 form of each index value, made once where it is defined,
+    and the values the lowered ops no longer use (to erase once nothing does)."""
+
+    as_i64: dict[SSAValue, SSAValue] = field(default_factory=dict[SSAValue, SSAValue])
+    dropped: list[SSAValue] = field(default_factory=list[SSAValue])
+
+    def index(self, value: SSAValue) -> int | SSAValue:
+        """A GEP index: a constant's value, else `value` cast to i64 once for all uses."""
+        owner = value.owner
+        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+            self.dropped.append(value)
+            return owner.value.value.data
+        if not isinstance(value.type, IndexType):
+            return value
+        if (cast := self.as_i64.get(value)) is None:
+            op = arith.IndexCastOp(value, i64)
+            if isinstance(value, BlockArgument):
+                assert isinstance(value.owner, Block)
+                Rewriter.insert_op(op, InsertPoint.at_start(value.owner))
+            else:
+                assert isinstance(owner, Operation)
+                Rewriter.insert_op(op, InsertPoint.after(owner))
+            cast = self.as_i64[value] = op.result
+        return cast
+
+    def element(self, op: Operation, base: SSAValue, indices: tuple[SSAValue, ...]) -> SSAValue:
+        """The address of element `indices` of memref `base`, built before `op`."""
+        t = base.type
+        assert isinstance(t, MemRefType)
+        strides, offset = _static_layout(op, t)
+        linear = _linearize(op, indices, strides, offset)
+        if linear is None:
+            return base
+        gep = llvm.GEPOp.from_mixed_indices(
+            base, [self.index(linear)], t.element_type, inbounds=True
+        )
+        Rewriter.insert_op(gep, InsertPoint.before(op))
+        return gep.result
+
+    def bytes(self, op: ptr.PtrAddOp) -> SSAValue:
+        gep = llvm.GEPOp.from_mixed_indices(op.addr, [self.index(op.offset)], i8, inbounds=True)
+        Rewriter.insert_op(gep, InsertPoint.before(op))
+        return gep.result
+
+
+def _error(op: Operation, message: str) -> ValueError:
+    """`message` about `op`, located at its place in the input when it was parsed."""
+    loc = op.location
+    where = (
+        f"{loc.filename.data}:{loc.line.data}:{loc.column.data}: "
+        if isinstance(loc, FileLineColLoc)
+        else ""
+    )
+    return ValueError(f"{PASS}: {where}{op.name}: {message}")
+
+
+def _static_layout(op: Operation, t: MemRefType) -> tuple[tuple[int, ...], int]:
+    strides, offset = t.get_strides(), t.get_offset()
+    if strides is None or any(s is None for s in strides) or offset is None:
+        raise _error(
+            op,
+            f"expected a memref with static strides and offset (identity layout: every "
+            f"dimension but the first static), got {t}",
+        )
+    return tuple(s for s in strides if s is not None), offset
+
+
+def _linearize(
+    op: Operation, indices: tuple[SSAValue, ...], strides: tuple[int, ...], offset: int
+) -> SSAValue | None:
+    """sum(index * stride) + offset as index arithmetic before `op` (None: it is 0)."""
+    terms: list[SSAValue] = []
+
+    def emit(new: Operation) -> SSAValue:
+        Rewriter.insert_op(new, InsertPoint.before(op))
+        return new.results[0]
+
+    def constant(n: int) -> SSAValue:
+        return emit(arith.ConstantOp(IntegerAttr(n, IndexType())))
+
+    for index, stride in zip(indices, strides, strict=True):
+        terms.append(index if stride == 1 else emit(arith.MuliOp(index, constant(stride))))
+    if offset:
+        terms.append(constant(offset))
+    if not terms:
+        return None
+    total = terms[0]
+    for term in terms[1:]:
+        total = emit(arith.AddiOp(total, term))
+    return total
+
+
+def _load(low: _Lowering, op: Operation) -> SSAValue:
+    assert isinstance(op, memref.LoadOp | vector.LoadOp)
+    base = op.memref if isinstance(op, memref.LoadOp) else op.base
+    address = low.element(op, base, tuple(op.indices))
+    load = llvm.LoadOp(address, op.results[0].type)
+    Rewriter.insert_op(load, InsertPoint.before(op))
+    return load.dereferenced_value
+
+
+def _store(low: _Lowering, op: Operation) -> None:
+    assert isinstance(op, memref.StoreOp | vector.StoreOp)
+    base, value = (op.memref, op.value) if isinstance(op, memref.StoreOp) else (op.base, op.vector)
+    address = low.element(op, base, tuple(op.indices))
+    Rewriter.insert_op(llvm.StoreOp(value, address), InsertPoint.before(op))
+
+
+def _ptr_load(low: _Lowering, op: Operation) -> SSAValue:
+    assert isinstance(op, ptr.LoadOp)
+    load = llvm.LoadOp(op.addr, op.res.type)
+    Rewriter.insert_op(load, InsertPoint.before(op))
+    return load.dereferenced_value
+
+
+def _ptr_store(low: _Lowering, op: Operation) -> None:
+    assert isinstance(op, ptr.StoreOp)
+    Rewriter.insert_op(llvm.StoreOp(op.value, op.addr), InsertPoint.before(op))
+
+
+def _type_offset(low: _Lowering, op: Operation) -> SSAValue:
+    assert isinstance(op, ptr.TypeOffsetOp)
+    elem = op.elem_type
+    if not isinstance(elem, FixedBitwidthType):
+        raise _error(op, f"expected a type of fixed size, got {elem}")
+    size = arith.ConstantOp(IntegerAttr(elem.size, op.offset.type))
+    Rewriter.insert_op(size, InsertPoint.before(op))
+    return size.result
+
+
+def _ptradd(low: _Lowering, op: Operation) -> SSAValue | None:
+    assert isinstance(op, ptr.PtrAddOp)
+    if op.result.first_use is None:  # a view nothing loads from
+        low.dropped.append(op.offset)
+        return None
+    return low.bytes(op)
+
+
+# op type -> what replaces its result (None: nothing, the op has none or it is unused)
+_LOWER: dict[type[Operation], Callable[[_Lowering, Operation], SSAValue | None]] = {
+    memref.LoadOp: _load,
+    memref.StoreOp: _store,
+    vector.LoadOp: _load,
+    vector.StoreOp: _store,
+    ptr.LoadOp: _ptr_load,
+    ptr.StoreOp: _ptr_store,
+    ptr.PtrAddOp: _ptradd,
+    ptr.TypeOffsetOp: _type_offset,
+}
+
+
+def lower_memory(module: ModuleOp) -> None:
+    """Rewrite every memory op in `module` (one sweep), then retype pointers."""
+    low = _Lowering()
+    views: list[ptr.FromPtrOp | ptr.ToPtrOp] = []
+    for op in list(module.walk()):
+        lower = _LOWER.get(type(op))
+        if isinstance(op, ptr.FromPtrOp | ptr.ToPtrOp):
+            views.append(op)  # kept until the accesses through it read its memref type
+        elif lower is None:
+            if op.dialect_name() in ("memref", "ptr_xdsl"):
+                raise _error(
+                    op,
+                    "not supported; aotk lowers loads and stores on memrefs with a "
+                    "static layout, and ptr_xdsl views, offsets, loads and stores",
+                )
+        else:
+            result = lower(low, op)
+            Rewriter.replace_op(op, [], [result] if op.results else [])
+    for view in views:  # the same address under another type, which is now one type
+        Rewriter.replace_op(view, [], [view.source])
+    erase_unused(low.dropped)
+    retype_values(module, pointer_type)
+    _retype_signatures(module)
+
+
+def _retype_signatures(module: ModuleOp) -> None:
+    for op in module.walk():
+        if isinstance(op, func.FuncOp):
+            old = op.function_type
+            inputs = [pointer_type(t) or t for t in old.inputs]
+            outputs = [pointer_type(t) or t for t in old.outputs]
+            if inputs != list(old.inputs) or outputs != list(old.outputs):
+                op.function_type = FunctionType.from_lists(inputs, outputs)
+
+
+@dataclass(frozen=True)
+class AotkMemoryToLLVMPass(ModulePass):
+    """Lower memrefs, ptr_xdsl and vector loads/stores to llvm pointers, GEPs and accesses."""
+
+    name = PASS
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        lower_memory(op)
