@@ -26,7 +26,7 @@ from typing import Any
 
 import aotk
 from aotk import paths
-from aotk.lowering.jit import NativeCode
+from aotk.codegen.jit import NativeCode
 
 MAGIC = b"AOTKNC03"
 _LENGTH = struct.Struct("<Q")

@@ -21,7 +21,7 @@ from aotk.call_check import ShapeChecker, coerce_input
 from aotk.dialect.base import elem_of, shape_of
 
 if TYPE_CHECKING:
-    from aotk.lowering import jit
+    from aotk.codegen import jit
 
 _CACHE: dict[tuple[str, str, str], jit.CompiledModule] = {}
 COMPILE_COUNT = 0  # code generations done by this process (tests check cache hits with it)
@@ -38,7 +38,7 @@ def compile_traced(module: ModuleOp) -> jit.CompiledModule:
     global COMPILE_COUNT, DISK_HITS
     # imported here: `import aotk.backend` does not need LLVM until the first compile
     from aotk import compile_cache
-    from aotk.lowering import jit, llvm_ir
+    from aotk.codegen import jit, llvm_ir
 
     key = (_structure(module), llvm_ir.host_cpu(), llvm_ir.host_features())
     if key not in _CACHE:
@@ -58,7 +58,8 @@ def lower_to_native(
     module: ModuleOp, cpu: str | None = None, features: str | None = None, prefix: str = ""
 ) -> jit.NativeCode:
     """Run the whole pipeline on a copy of a traced module and generate object code."""
-    from aotk.lowering import jit, pipeline
+    from aotk.codegen import jit
+    from aotk.lowering import pipeline
 
     lowered = module.clone()
     with timing.stage("xdsl passes, total"):

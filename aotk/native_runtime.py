@@ -128,7 +128,7 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
 def _load_serial() -> None:
     """Define a one-thread `aotk_parallel_for` in process and register its address."""
     global _serial_engine
-    from aotk.lowering import llvm_ir
+    from aotk.codegen import llvm_ir
 
     mod = llvm_binding.parse_assembly(_SERIAL_IR)
     engine = llvm_binding.create_mcjit_compiler(mod, llvm_ir.target_machine())

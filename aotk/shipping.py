@@ -17,9 +17,9 @@ from xdsl.parser import Parser
 
 import aotk
 from aotk import compile_cache, runtime
+from aotk.codegen import jit, llvm_ir
 from aotk.context import make_context
 from aotk.kernels import library, native
-from aotk.lowering import jit, llvm_ir
 
 if TYPE_CHECKING:
     from aotk.function import Function

@@ -15,7 +15,7 @@ import pytest
 from aotk import backend as K
 from aotk import compile_cache
 from aotk import function as F
-from aotk.lowering.jit import NativeCode
+from aotk.codegen.jit import NativeCode
 
 # Traces a small graph (its constant `scale` makes it new to a fresh cache), waits for a
 # go file if one is named, compiles, and prints the counters and a result as JSON.

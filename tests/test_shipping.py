@@ -13,7 +13,7 @@ import aotk
 from aotk import backend as K
 from aotk import compile_cache, shipping
 from aotk import function as F
-from aotk.lowering import llvm_ir
+from aotk.codegen import llvm_ir
 
 
 def _mlp(rng: np.random.Generator) -> tuple[Any, Any, list[Any]]:

@@ -93,8 +93,8 @@ def export(
 
 def _native_code(fn: Any, cpu: str, features: str, prefix: str) -> Any:
     """The kernels for the target: re-optimized from the JIT's LLVM IR when it has it."""
+    from aotk.codegen import jit, llvm_ir
     from aotk.function import lower_to_native
-    from aotk.lowering import jit, llvm_ir
 
     source = fn._compiled.code
     if not source.source_ir:

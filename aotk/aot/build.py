@@ -18,7 +18,7 @@ from pathlib import Path
 import llvmlite.binding as llvm_binding
 
 from aotk import paths
-from aotk.lowering import llvm_ir
+from aotk.codegen import llvm_ir
 from aotk.shipping import required_features
 
 RUNTIME_SOURCES = ("aotk_rt.c", "aotk_model.c", "aotk_run.c", "aotk_pool.c", "aotk_print.c")

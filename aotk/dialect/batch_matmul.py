@@ -21,9 +21,9 @@ from aotk import dtypes
 from aotk.dialect import data_grads
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering import matmul_kernel
-from aotk.lowering.kernel import Buf, DimV, Kernel
-from aotk.lowering.scalar import storage_type
+from aotk.kernels import matmul_kernel
+from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import storage_type
 
 
 @irdl_op_definition

@@ -20,9 +20,9 @@ from xdsl.traits import Pure
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering import conv_kernel
-from aotk.lowering.conv_geometry import geometry
-from aotk.lowering.kernel import Buf, DimV, Kernel
+from aotk.kernels import conv_kernel
+from aotk.kernels.conv_geometry import geometry
+from aotk.kernels.kernel import Buf, DimV, Kernel
 
 
 @irdl_op_definition

@@ -20,10 +20,10 @@ from xdsl.traits import Pure
 from aotk.dialect.base import AotkOp
 from aotk.dialect.conv import infer_conv, np_padded_input
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering import conv_geometry as cg
-from aotk.lowering.conv_geometry import geometry
-from aotk.lowering.kernel import Buf, Kernel
-from aotk.lowering.scalar import compute_type, const
+from aotk.kernels import conv_geometry as cg
+from aotk.kernels.conv_geometry import geometry
+from aotk.kernels.kernel import Buf, Kernel
+from aotk.kernels.scalar import compute_type, const
 
 
 @irdl_op_definition

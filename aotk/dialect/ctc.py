@@ -3,7 +3,7 @@
 `aotk.ctc_forward` runs the alpha recursion (log space) of each sample; the loss is a
 composition on top of it (its gradient: the forward-backward op of ctc_grad.py).
 `aotk.ctc_decode` runs the greedy or the beam search decoder into a flat f64 state (see
-`aotk/lowering/ctc_decode.py` for its layout), from which
+`aotk/kernels/ctc_decode.py` for its layout), from which
 `aotk.ctc_decoded_path` and `aotk.ctc_decoded_log_probs` read the results. The blank is
 the last class. Lengths are clamped to [0, the padded size]; a label outside
 [0, classes) has probability 0.
@@ -23,16 +23,16 @@ from xdsl.traits import Pure
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, Dim, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering.ctc_beam import lower_beam_search
-from aotk.lowering.ctc_decode import (
+from aotk.kernels.ctc_beam import lower_beam_search
+from aotk.kernels.ctc_decode import (
     lower_decoded_log_probs,
     lower_decoded_path,
     lower_greedy,
     state_dims,
     static_state_size,
 )
-from aotk.lowering.ctc_forward import lower_ctc_forward
-from aotk.lowering.kernel import Buf, DimV, Kernel
+from aotk.kernels.ctc_forward import lower_ctc_forward
+from aotk.kernels.kernel import Buf, DimV, Kernel
 
 NEG_INF = float("-inf")
 

@@ -24,8 +24,8 @@ from xdsl.traits import Pure
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, types_compatible
 from aotk.dialect.ctc import infer_forward
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering.ctc_backward import lower_ctc_forward_grad, scratch_elems
-from aotk.lowering.kernel import Buf, DimV, Kernel
+from aotk.kernels.ctc_backward import lower_ctc_forward_grad, scratch_elems
+from aotk.kernels.kernel import Buf, DimV, Kernel
 
 NEG_INF = float("-inf")
 

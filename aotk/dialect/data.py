@@ -20,8 +20,8 @@ from xdsl.traits import Pure
 from aotk.dialect import data_grads
 from aotk.dialect.base import AotkOp, Dim, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering.kernel import Buf, DimV, Kernel
-from aotk.lowering.scalar import compute_type, const
+from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import compute_type, const
 
 ViewSpec = Sequence[int | Sequence[int]]
 

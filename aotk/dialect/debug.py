@@ -24,8 +24,8 @@ from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
 from aotk import dtypes
 from aotk.dialect.base import AotkOp
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering import printf
-from aotk.lowering.kernel import Buf, Kernel
+from aotk.kernels import printf
+from aotk.kernels.kernel import Buf, Kernel
 
 
 @irdl_op_definition

@@ -29,8 +29,8 @@ from aotk.dialect.base import (
     tensor,
 )
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering import scalar as s
-from aotk.lowering import transcendental as tr
+from aotk.kernels import scalar as s
+from aotk.kernels import transcendental as tr
 
 
 def same_type(x: Attribute, **_: Any) -> Attribute:

@@ -27,8 +27,8 @@ from xdsl.traits import Pure
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering.kernel import INDEX, Buf, DimV, Kernel
-from aotk.lowering.scalar import compute_type, const, convert
+from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
+from aotk.kernels.scalar import compute_type, const, convert
 
 I64 = IntegerType(64)
 

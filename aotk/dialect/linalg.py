@@ -17,8 +17,8 @@ from xdsl.traits import Pure
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering import matmul_kernel
-from aotk.lowering.kernel import Buf, DimV, Kernel
+from aotk.kernels import matmul_kernel
+from aotk.kernels.kernel import Buf, DimV, Kernel
 
 
 @irdl_op_definition

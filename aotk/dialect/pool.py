@@ -23,9 +23,9 @@ from aotk import dtypes
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.conv import same_pads
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering import conv_geometry as cg
-from aotk.lowering.kernel import Buf, DimV, Kernel
-from aotk.lowering.scalar import by_type, compute_type, const, convert
+from aotk.kernels import conv_geometry as cg
+from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import by_type, compute_type, const, convert
 
 MODES = ("max", "avg")
 

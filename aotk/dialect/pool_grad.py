@@ -21,9 +21,9 @@ from aotk.dialect.base import AotkOp, elem_of, shape_of
 from aotk.dialect.conv import same_pads
 from aotk.dialect.pool import _count, _out_dim, _pads, infer_pool
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering import conv_geometry as cg
-from aotk.lowering.kernel import Buf, Kernel
-from aotk.lowering.scalar import compute_type, const
+from aotk.kernels import conv_geometry as cg
+from aotk.kernels.kernel import Buf, Kernel
+from aotk.kernels.scalar import compute_type, const
 
 
 @irdl_op_definition

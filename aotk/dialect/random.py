@@ -36,9 +36,9 @@ from aotk import dtypes
 from aotk.dialect import random_numpy
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering import philox
-from aotk.lowering.kernel import Buf, DimV, Kernel
-from aotk.lowering.scalar import compute_type
+from aotk.kernels import philox
+from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import compute_type
 
 FLOATS = ("float16", "float32", "float64")
 MAX_REDRAWS = random_numpy.MAX_REDRAWS

@@ -1,6 +1,6 @@
 """The NumPy oracle of `aotk.random_uniform` and `aotk.random_normal`.
 
-It draws the same Philox-4x32-10 words as the compiled code (`aotk.lowering.philox`) and
+It draws the same Philox-4x32-10 words as the compiled code (`aotk.kernels.philox`) and
 applies the same transforms, so uniform samples agree bit for bit; normals go through
 float64 log/sin/cos here and through aotk's polynomial kernels there, so they agree to a
 few ulp. Also the constants and checks that the op's infer and lower rules share.
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from aotk.lowering.philox import MUL, ROUNDS, WEYL
+from aotk.kernels.philox import MUL, ROUNDS, WEYL
 
 TRUNCATE = 2.0  # truncated normals keep |z| < 2
 MAX_REDRAWS = 31  # a value is rejected 32 times in a row with chance 0.0455**32 < 1e-42

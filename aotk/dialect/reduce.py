@@ -21,8 +21,8 @@ from xdsl.traits import Pure
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, elem_of, normalize_axis, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering.kernel import Buf, DimV, Kernel
-from aotk.lowering.scalar import by_type, compute_type, const
+from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import by_type, compute_type, const
 
 
 class ReduceOp(AotkOp):

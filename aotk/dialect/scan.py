@@ -22,8 +22,8 @@ from xdsl.traits import Pure
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, elem_of, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering.kernel import Buf, DimV, Kernel
-from aotk.lowering.scalar import by_type, compare, compute_type, const, storage_type
+from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import by_type, compare, compute_type, const, storage_type
 
 Step = Callable[[SSAValue, SSAValue], SSAValue]
 

@@ -32,10 +32,10 @@ from aotk import dtypes
 from aotk.dialect import shape_grads as sg
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
+from aotk.kernels import slicing
 from aotk.kernels import transpose as transpose_kernel
-from aotk.lowering import slicing
-from aotk.lowering.kernel import Buf, DimV, Kernel
-from aotk.lowering.scalar import convert
+from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import convert
 
 FULL = 2**63 - 1  # slice stop meaning "to the end of the axis"
 

@@ -21,8 +21,8 @@ from aotk import dtypes
 from aotk.dialect.base import UnaryElementwiseOp
 from aotk.dialect.elementwise import float_type, numeric_type
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering import vecmath, vecmath_trig
-from aotk.lowering.scalar import ScalarRule, insert
+from aotk.kernels import vecmath, vecmath_trig
+from aotk.kernels.scalar import ScalarRule, insert
 
 
 @irdl_op_definition

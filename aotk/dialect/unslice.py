@@ -18,9 +18,9 @@ from xdsl.traits import Pure
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.dialect.shape import FULL, infer_slice, slice_len
-from aotk.lowering import slicing
-from aotk.lowering.kernel import Buf, DimV, Kernel
-from aotk.lowering.scalar import compute_type, const
+from aotk.kernels import slicing
+from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import compute_type, const
 
 
 @irdl_op_definition

@@ -23,8 +23,8 @@ from xdsl.traits import Pure
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering.kernel import Buf, DimV, Kernel
-from aotk.lowering.scalar import compute_type, const
+from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import compute_type, const
 
 
 @irdl_op_definition

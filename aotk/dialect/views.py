@@ -19,7 +19,7 @@ from xdsl.traits import Pure
 
 from aotk.dialect.base import AotkOp, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.lowering.kernel import Buf, DimV, Kernel
+from aotk.kernels.kernel import Buf, DimV, Kernel
 
 
 @irdl_op_definition

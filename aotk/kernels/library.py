@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from aotk.lowering.kernel import INDEX, Buf, DimV, Kernel
+from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
 
 PREFIX = "aotk_uk_"
 SYMBOL = re.compile(rb"aotk_uk_[A-Za-z0-9_]+")
@@ -73,8 +73,10 @@ def names() -> list[str]:
 
 def _load_builtin() -> None:
     # the emitters register their micro-kernels when imported
-    from aotk.kernels import transpose  # noqa: F401
-    from aotk.lowering import matmul_kernel  # noqa: F401
+    from aotk.kernels import (
+        matmul_kernel,  # noqa: F401
+        transpose,  # noqa: F401
+    )
 
 
 def call(k: Kernel, name: str, args: Sequence[Buf | DimV]) -> None:

@@ -17,8 +17,8 @@ import llvmlite.binding as llvm_binding
 from xdsl.dialects.builtin import ModuleOp
 
 from aotk import native_runtime, timing
+from aotk.codegen import jit, llvm_ir
 from aotk.kernels import library
-from aotk.lowering import jit, llvm_ir
 
 
 @dataclass(frozen=True)

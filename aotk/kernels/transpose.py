@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerType, MemRefType
 from xdsl.ir import SSAValue
 
 from aotk.kernels import library
-from aotk.lowering.kernel import Buf, DimV, Kernel
+from aotk.kernels.kernel import Buf, DimV, Kernel
 
 TILE = 32
 ELEMENT_BYTES = (1, 2, 4, 8)

@@ -32,8 +32,8 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from aotk.transforms.parallelize import erase_unused
-from aotk.transforms.rewrite_once import retype_values
+from aotk.lowering.parallelize import erase_unused
+from aotk.lowering.rewrite_once import retype_values
 
 PASS = "aotk-memory-to-llvm"
 

@@ -16,10 +16,10 @@ from xdsl.ir import SSAValue
 from aotk.dialect.base import elem_of
 from aotk.dialect.control import ScanOp
 from aotk.dialect.fused import YieldOp
-from aotk.lowering.kernel import Buf, DimV
+from aotk.kernels.kernel import Buf, DimV
 
 if TYPE_CHECKING:
-    from aotk.lowering.to_loops import _Lowerer
+    from aotk.lowering.convert_aotk_to_loops import _Lowerer
 
 
 def lower(low: _Lowerer, op: ScanOp, targets: dict[SSAValue, Buf]) -> None:

@@ -52,14 +52,14 @@ class _HostTarget(Target):
 
     def compile(self, module: ModuleOp) -> tuple[Any, Any]:
         """The target machine and the O3-optimized llvmlite module of `module`."""
-        from aotk.lowering import llvm_ir
+        from aotk.codegen import llvm_ir
 
         _check_llvm_dialect(module, self.name)
         tm = self.machine()
         return tm, llvm_ir.optimize(llvm_ir.to_llvm_text(module, tm), tm)
 
     def machine(self) -> Any:
-        from aotk.lowering import llvm_ir
+        from aotk.codegen import llvm_ir
 
         # A named cpu gets no host features either, so `-t asm{cpu=x86-64}` is plain SSE2.
         features = self.features or (None if not self.cpu else "")
@@ -86,7 +86,7 @@ class LLVMTarget(_HostTarget):
     name = "llvm"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from aotk.lowering import llvm_ir
+        from aotk.codegen import llvm_ir
 
         _check_llvm_dialect(module, self.name)
         print(llvm_ir.to_llvm_text(module, self.machine()), file=output, end="")
@@ -110,7 +110,7 @@ class AsmTarget(_HostTarget):
     name = "asm"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from aotk.lowering import llvm_ir
+        from aotk.codegen import llvm_ir
 
         tm, mod = self.compile(module)
         print(llvm_ir.assembly(mod, tm), file=output)

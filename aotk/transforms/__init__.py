@@ -38,7 +38,7 @@ def _check_stage() -> type[ModulePass]:
 
 
 def _to_loops() -> type[ModulePass]:
-    from aotk.lowering.to_loops import ConvertAotkToLoopsPass
+    from aotk.lowering.convert_aotk_to_loops import ConvertAotkToLoopsPass
 
     return ConvertAotkToLoopsPass
 
@@ -50,26 +50,26 @@ def _memory_to_llvm() -> type[ModulePass]:
 
 
 def _parallelize() -> type[ModulePass]:
-    from aotk.transforms.parallelize import AotkParallelizePass
+    from aotk.lowering.parallelize import AotkParallelizePass
 
     return AotkParallelizePass
 
 
 def _outline_kernels() -> type[ModulePass]:
-    from aotk.transforms.outline import AotkOutlineKernelsPass
+    from aotk.lowering.outline_kernels import AotkOutlineKernelsPass
 
     return AotkOutlineKernelsPass
 
 
 def _std_to_llvm() -> type[ModulePass]:
-    from aotk.lowering.to_llvm import ConvertAotkStdToLLVMPass
+    from aotk.lowering.convert_aotk_std_to_llvm import ConvertAotkStdToLLVMPass
 
     return ConvertAotkStdToLLVMPass
 
 
 def _rewrite_once(name: str) -> Callable[[], type[ModulePass]]:
     def get() -> type[ModulePass]:
-        from aotk.transforms import rewrite_once
+        from aotk.lowering import rewrite_once
 
         return getattr(rewrite_once, name)
 

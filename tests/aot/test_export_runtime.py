@@ -12,8 +12,8 @@ from export_helpers import C_DIR, build_c, c_compiler, mlp
 import aotk
 from aotk import backend as K
 from aotk.aot.cgen import CHECKABLE_FEATURES
+from aotk.codegen import llvm_ir
 from aotk.dialect.debug import format_tensor
-from aotk.lowering import llvm_ir
 
 pytestmark = pytest.mark.aot
 

@@ -107,7 +107,7 @@ def test_which_permutations_are_batched_2d_transposes(perm, want) -> None:
     from xdsl.rewriter import InsertPoint
 
     from aotk.kernels import transpose
-    from aotk.lowering.kernel import Kernel
+    from aotk.kernels.kernel import Kernel
 
     dims = [2, 3, 4, 5][: len(perm)]
     k = Kernel(Builder(InsertPoint.at_end(Block())))

@@ -1,0 +1,135 @@
+"""The one loop nest shared by every elementwise op and `aotk.fused` kernel.
+
+Inputs broadcast NumPy-style: a dim that is statically 1 gets stride 0, and a dynamic dim
+gets stride 0 at run time when it turns out to be 1. When no input broadcasts, the nest
+collapses to one flat loop, the form LLVM vectorizes best. The flat loop runs in chunks
+of `CHUNK` elements, which threads may split among them; the nest splits its outer dim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from xdsl.dialects import arith
+from xdsl.ir import SSAValue
+
+from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
+
+BodyFn = Callable[[Kernel, list[SSAValue]], list[SSAValue]]
+# Elements per task of a flat loop: a few vector loops' worth, small enough to balance.
+# Fixed, so which element lands in a vector body or a remainder never depends on threads.
+CHUNK = 4096
+
+
+def broadcast_dims(k: Kernel, static: Sequence[int | None], ins: Sequence[Buf]) -> list[DimV]:
+    """Dims of a broadcast result: static where the type knows them, else from the inputs."""
+    rank = len(static)
+    out: list[DimV] = []
+    for axis, known in enumerate(static):
+        if known is not None:
+            out.append(known)
+            continue
+        candidates: list[DimV] = []
+        for buf in ins:
+            pos = axis - (rank - buf.rank)
+            if pos >= 0 and buf.dims[pos] != 1:
+                candidates.append(buf.dims[pos])
+        dim: DimV = candidates[0] if candidates else 1
+        for other in candidates[1:]:
+            if other is not dim:
+                dim = k.b.insert(arith.MaxUIOp(k.index(dim), k.index(other))).result
+        out.append(dim)
+    return out
+
+
+def emit(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> None:
+    """Loop over the outputs' dims; `body(k, input scalars) -> output scalars`."""
+    dims = list(outs[0].dims)
+    others = [*ins, *outs[1:]]
+    if all(_same_dims(b.dims, dims) for b in others):
+        _flat(k, outs, ins, body)
+        return
+    if all(_may_match(b.dims, dims) for b in others):
+        # Dynamic dims that usually match: a contiguous flat loop when they do at run
+        # time (LLVM vectorizes it with plain loads), the broadcasting nest otherwise.
+        cond = _all_equal(k, others, dims)
+        k.if_else(cond, lambda: _flat(k, outs, ins, body), lambda: _nested(k, outs, ins, body))
+        return
+    _nested(k, outs, ins, body)
+
+
+def _flat(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> None:
+    total = k.product(outs[0].dims)
+    if isinstance(total, int) and total <= CHUNK:
+        _flat_range(k, outs, ins, body, (0, total))
+        return
+    chunks = k.div(k.add(total, CHUNK - 1), CHUNK)
+    with k.loop(chunks, parallel=True) as c:
+        start = k.mul(c, CHUNK)
+        _flat_range(k, outs, ins, body, (start, k.min(k.add(start, CHUNK), total)))
+
+
+def _flat_range(
+    k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn, span: tuple[DimV, DimV]
+) -> None:
+    with k.loop(span[1], lb=span[0], trips=CHUNK) as i:
+        values = body(k, [k.load_flat(b, i) for b in ins])
+        for out, v in zip(outs, values, strict=True):
+            k.store_flat(out, i, v)
+
+
+def _nested(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> None:
+    dims = list(outs[0].dims)
+    in_strides = [_broadcast_strides(k, b, dims) for b in ins]
+    out_strides = [k.strides(o.dims) for o in outs]
+    with k.nest(dims, parallel=len(dims) > 1) as ivs:
+        loads = [k.load_flat(b, k.linear(ivs, st)) for b, st in zip(ins, in_strides, strict=True)]
+        values = body(k, loads)
+        for out, st, v in zip(outs, out_strides, values, strict=True):
+            k.store_flat(out, k.linear(ivs[len(ivs) - out.rank :], st), v)
+
+
+def _may_match(a: Sequence[DimV], b: Sequence[DimV]) -> bool:
+    """Same rank, and every pair of dims equal or decided only at run time."""
+    return len(a) == len(b) and all(
+        x is y or isinstance(x, SSAValue) or isinstance(y, SSAValue) or x == y
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+def _all_equal(k: Kernel, bufs: Sequence[Buf], dims: Sequence[DimV]) -> SSAValue:
+    cond: SSAValue | None = None
+    for buf in bufs:
+        for x, y in zip(buf.dims, dims, strict=True):
+            if x is y or (isinstance(x, int) and isinstance(y, int)):
+                continue
+            eq = k.b.insert(arith.CmpiOp(k.index(x), k.index(y), "eq")).result
+            cond = eq if cond is None else k.b.insert(arith.AndIOp(cond, eq)).result
+    assert cond is not None
+    return cond
+
+
+def _same_dims(a: Sequence[DimV], b: Sequence[DimV]) -> bool:
+    return len(a) == len(b) and all(
+        x is y or (isinstance(x, int) and x == y) for x, y in zip(a, b, strict=True)
+    )
+
+
+def _broadcast_strides(k: Kernel, buf: Buf, dims: Sequence[DimV]) -> list[DimV]:
+    """Strides of `buf` over the full result index, 0 on broadcast axes."""
+    own = k.strides(buf.dims)
+    pad = len(dims) - buf.rank
+    out: list[DimV] = [0] * pad
+    for axis, (d, st) in enumerate(zip(buf.dims, own, strict=True)):
+        full = dims[pad + axis]
+        if d == 1 and full != 1:
+            out.append(0)
+        elif isinstance(d, SSAValue) and d is not full:
+            is_one = k.b.insert(arith.CmpiOp(d, k.index(1), "eq")).result
+            out.append(k.b.insert(arith.SelectOp(is_one, k.index(0), k.index(st))).result)
+        else:
+            out.append(st)
+    return out
+
+
+__all__ = ["INDEX", "broadcast_dims", "emit"]

@@ -1,0 +1,97 @@
+"""Tile sizes and other target-dependent choices, kept apart from the passes' mechanism."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from aotk.kernels.kernel import DimV
+
+L1_BYTES = 32 * 1024
+L2_BYTES = 1024 * 1024
+# 256-bit vectors: LLVM's x86 tuning prefers them on AVX-512 hosts too (its vectorizers
+# split wider ones), and they avoid AVX-512 down-clocking. Used by the conv kernels.
+VECTOR_BYTES = 32
+
+
+@functools.cache
+def vector_registers() -> int:
+    """256-bit vector registers of the host: AVX-512VL gives them 32, AVX2 16."""
+    from aotk.codegen import llvm_ir
+
+    return 32 if "+avx512vl" in llvm_ir.host_features().split(",") else 16
+
+
+@functools.cache
+def vector_shape() -> tuple[int, int]:
+    """(bytes per vector register, registers) of the host that kernels are compiled for.
+
+    LLVM emits explicit 512-bit vector ops as zmm code on AVX-512 hosts (its own loop
+    vectorizer stays at 256 bits there), which has 32 of them; AVX2 has 16 of 32 bytes.
+    """
+    from aotk.codegen import llvm_ir
+
+    features = set(llvm_ir.host_features().split(","))
+    if {"+avx512f", "+avx512vl"} <= features:
+        return 64, 32
+    return 32, 16
+
+
+@dataclass(frozen=True)
+class MatmulTiles:
+    """Blocking of C[M, N] = A[M, K] @ B[K, N].
+
+    Panel path (`matmul_microkernel`): `panels` lists (rows, k_unroll) shapes, most rows
+    first and ending with one row; a panel keeps rows * k_unroll broadcasts of A, rows
+    accumulators and one B vector in registers. A `kc` x `nc` block of B stays in L2
+    while the panels of every row pass over it; the strip of C they update stays in L1.
+    Packed path (`matmul_packed`): `mr` x `nr` vectors of C in registers over a
+    `packed_kc` x `packed_nc` block of B copied to scratch, used when M is at least
+    `packed_min_rows` (below, copying B costs more than the faster tiles save).
+    """
+
+    lanes: int
+    panels: tuple[tuple[int, int], ...]
+    kc: int
+    nc: int
+    mr: int = 6
+    nr: int = 2
+    packed_kc: int = 256
+    packed_nc: int = 256
+    packed_min_rows: int = 64
+
+    def __post_init__(self) -> None:
+        if (
+            self.panels[-1][0] != 1
+            or self.nc % self.lanes
+            or self.packed_nc % (self.nr * self.lanes)
+        ):
+            raise ValueError(f"inconsistent matmul tiles {self}")
+
+
+def matmul_tiles(elem_bytes: int, m: DimV, n: DimV, kdim: DimV) -> MatmulTiles:
+    """Tiles for a contraction of `elem_bytes`-wide floats (4 or 8)."""
+    vector_bytes, registers = vector_shape()
+    lanes = vector_bytes // elem_bytes
+    if registers >= 32:
+        # 16 broadcasts + 4 accumulators + 1 B vector; packed: 24 accumulators + 3 B + 1 A
+        panels, mr, nr = ((4, 4), (2, 8), (1, 8)), 8, 3
+    else:
+        panels, mr, nr = ((4, 2), (2, 4), (1, 8)), 6, 2
+    rows = panels[0][0]
+    # the rows x nc strip of C in half of L1, a kc x nc block of B in a quarter of L2
+    nc = max(lanes, L1_BYTES // 2 // (rows * elem_bytes) // lanes * lanes)
+    kc = max(8, L2_BYTES // 4 // (nc * elem_bytes))
+    width = nr * lanes
+    packed_kc = 256
+    packed_nc = max(width, L2_BYTES // 4 // (packed_kc * elem_bytes) // width * width)
+    return MatmulTiles(lanes, panels, kc, nc, mr, nr, packed_kc, packed_nc)
+
+
+def matmul_k_block(kdim: DimV, n: DimV) -> int:
+    """Rows of B per block for the scalar (integer, float16) kernel."""
+    row_bytes = 4 * (n if isinstance(n, int) else 1024)
+    kb = max(16, min(256, L2_BYTES // 2 // max(row_bytes, 1)))
+    if isinstance(kdim, int):
+        kb = min(kb, max(kdim, 1))
+    return kb

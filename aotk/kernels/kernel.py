@@ -1,0 +1,331 @@
+"""`Kernel`: the builder that lowering rules use to emit loops over flat buffers.
+
+Every buffer is a flat, dense, row-major `memref<?xT>` (or `memref<NxT>`), with its dims
+kept beside it as ints (static) or `index` SSA values (read at call time). Index arithmetic
+is folded while it is built when both sides are known. A loop whose iterations write
+disjoint outputs can be marked parallel (`aotk-parallelize` hands it to the thread pool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import cast
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, memref, ptr, scf
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    VectorType,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from aotk import dtypes
+from aotk.kernels.scalar import compute_type, storage_type
+
+DimV = int | SSAValue
+INDEX = IndexType()
+
+PARALLEL_ATTR = "aotk.parallel"  # its value: the smallest trip count worth parallelizing
+# Work (element operations, counted by `body_cost`) a loop should have before it is split
+# over threads: about 5 to 20 us on one core, while a hand-over to a thread costs 1 to 4.
+PARALLEL_GRAIN = 1 << 18
+# Trips assumed for an inner loop whose bounds are only known at run time.
+UNKNOWN_TRIPS = 16
+
+
+@dataclass
+class Buf:
+    """A tensor in memory: flat memref, dims, and aotk element type."""
+
+    mem: SSAValue
+    dims: tuple[DimV, ...]
+    elem: Attribute
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+
+class Kernel:
+    """Emits index arithmetic, loads, stores and loops at a movable insertion point."""
+
+    def __init__(self, builder: Builder):
+        self.b = builder
+        # typical trip counts of loops with dynamic bounds, for `body_cost`
+        self.trips: dict[Operation, int] = {}
+        # Index constants are made once, at the top of the block the kernel starts in (a
+        # function's entry): emitters asked for the same hundred constants 8,000 times on
+        # a GRU training step, which cse then spent a fifth of the loops stage removing.
+        self._entry = builder.insertion_point.block
+        self._constants: dict[int, SSAValue] = {}
+
+    def index(self, v: DimV) -> SSAValue:
+        if isinstance(v, SSAValue):
+            return v
+        known = self._constants.get(v)
+        if known is None:
+            op = arith.ConstantOp(IntegerAttr(v, INDEX))
+            first = self._entry.first_op
+            if first is None:
+                self._entry.add_op(op)
+            else:
+                self._entry.insert_op_before(op, first)
+            known = self._constants[v] = op.result
+        return known
+
+    def add(self, a: DimV, c: DimV) -> DimV:
+        if isinstance(a, int) and isinstance(c, int):
+            return a + c
+        if a == 0:
+            return c
+        if c == 0:
+            return a
+        return self.b.insert(arith.AddiOp(self.index(a), self.index(c))).result
+
+    def sub(self, a: DimV, c: DimV) -> DimV:
+        if isinstance(a, int) and isinstance(c, int):
+            return a - c
+        if c == 0:
+            return a
+        return self.b.insert(arith.SubiOp(self.index(a), self.index(c))).result
+
+    def mul(self, a: DimV, c: DimV) -> DimV:
+        if isinstance(a, int) and isinstance(c, int):
+            return a * c
+        if a == 1:
+            return c
+        if c == 1:
+            return a
+        if a == 0 or c == 0:
+            return 0
+        return self.b.insert(arith.MuliOp(self.index(a), self.index(c))).result
+
+    def div(self, a: DimV, c: DimV) -> DimV:
+        if isinstance(a, int) and isinstance(c, int):
+            return a // c
+        if c == 1:
+            return a
+        return self.b.insert(arith.DivUIOp(self.index(a), self.index(c))).result
+
+    def rem(self, a: DimV, c: DimV) -> DimV:
+        if isinstance(a, int) and isinstance(c, int):
+            return a % c
+        if c == 1:
+            return 0
+        return self.b.insert(arith.RemUIOp(self.index(a), self.index(c))).result
+
+    def min(self, a: DimV, c: DimV) -> DimV:
+        if isinstance(a, int) and isinstance(c, int):
+            return min(a, c)
+        return self.b.insert(arith.MinSIOp(self.index(a), self.index(c))).result
+
+    def product(self, dims: Sequence[DimV]) -> DimV:
+        total: DimV = 1
+        for d in dims:
+            total = self.mul(total, d)
+        return total
+
+    def strides(self, dims: Sequence[DimV]) -> list[DimV]:
+        """Row-major strides of dense dims."""
+        out: list[DimV] = [1] * len(dims)
+        for i in range(len(dims) - 2, -1, -1):
+            out[i] = self.mul(out[i + 1], dims[i + 1])
+        return out
+
+    def linear(self, idx: Sequence[DimV], strides: Sequence[DimV]) -> DimV:
+        total: DimV = 0
+        for i, st in zip(idx, strides, strict=True):
+            total = self.add(total, self.mul(i, st))
+        return total
+
+    def load_flat(self, buf: Buf, offset: DimV) -> SSAValue:
+        """Load one element as its compute type."""
+        raw = self.b.insert(memref.LoadOp.get(buf.mem, [self.index(offset)])).res
+        return self._widen(raw, buf.elem)
+
+    def store_flat(self, buf: Buf, offset: DimV, value: SSAValue) -> None:
+        value = self._narrow(value, buf.elem)
+        self.b.insert(memref.StoreOp.get(value, buf.mem, [self.index(offset)]))
+
+    def view(self, buf: Buf, offset: DimV, dims: Sequence[DimV]) -> Buf:
+        """The dense sub-buffer of `buf` starting `offset` elements in, with `dims`."""
+        if offset == 0:
+            return Buf(buf.mem, tuple(dims), buf.elem)
+        base = self.b.insert(ptr.ToPtrOp(buf.mem)).res
+        nbytes = self.mul(offset, dtypes.byte_size(buf.elem))
+        moved = self.b.insert(ptr.PtrAddOp(base, self.index(nbytes))).result
+        mem_type = buf.mem.type
+        assert isinstance(mem_type, MemRefType)
+        flat = MemRefType(mem_type.element_type, [DYNAMIC_INDEX])
+        return Buf(self.b.insert(ptr.FromPtrOp(moved, flat)).res, tuple(dims), buf.elem)
+
+    def copy(self, src: Buf, dst: Buf) -> None:
+        """Copy every element of `src` into `dst` (same size)."""
+        with self.loop(self.product(src.dims)) as i:
+            self.store_flat(dst, i, self.load_flat(src, i))
+
+    def load(self, buf: Buf, idx: Sequence[DimV]) -> SSAValue:
+        return self.load_flat(buf, self.linear(idx, self.strides(buf.dims)))
+
+    def store(self, buf: Buf, idx: Sequence[DimV], value: SSAValue) -> None:
+        self.store_flat(buf, self.linear(idx, self.strides(buf.dims)), value)
+
+    def _widen(self, raw: SSAValue, elem: Attribute) -> SSAValue:
+        if dtypes.is_bool(elem):
+            return self.b.insert(arith.TruncIOp(raw, cast(IntegerType, compute_type(elem)))).result
+        if compute_type(elem) != storage_type(elem):
+            return self.b.insert(arith.ExtFOp(raw, compute_type(elem))).result
+        return raw
+
+    def _narrow(self, value: SSAValue, elem: Attribute) -> SSAValue:
+        if dtypes.is_bool(elem):
+            return self.b.insert(arith.ExtUIOp(value, cast(IntegerType, storage_type(elem)))).result
+        if compute_type(elem) != storage_type(elem):
+            return self.b.insert(arith.TruncFOp(value, storage_type(elem))).result
+        return value
+
+    @contextmanager
+    def loop(
+        self,
+        ub: DimV,
+        lb: DimV = 0,
+        step: DimV = 1,
+        *,
+        parallel: bool = False,
+        trips: int | None = None,
+    ) -> Iterator[SSAValue]:
+        """`with k.loop(n) as i:` emits an scf.for and builds its body inside.
+
+        `parallel`: the iterations write disjoint outputs and read nothing another one
+        writes, so they may run on several threads (only marked when the work is worth
+        it). `trips`: a typical trip count when the bounds are dynamic, for cost estimates.
+        """
+        body = Block(arg_types=[INDEX])
+        lb_v, ub_v, step_v = self.index(lb), self.index(ub), self.index(step)
+        loop = self.b.insert(scf.ForOp(lb_v, ub_v, step_v, [], body))
+        if trips is not None:
+            self.trips[loop] = trips
+        outer = self.b
+        self.b = Builder(InsertPoint.at_end(body))
+        try:
+            yield body.args[0]
+            self.b.insert(scf.YieldOp())
+        finally:
+            self.b = outer
+        if parallel:
+            self._mark_parallel(loop)
+
+    def _mark_parallel(self, loop: scf.ForOp) -> None:
+        """Mark `loop` parallel from the trip count on which its work repays the threads;
+        not at all when its static trip count is below that."""
+        per_trip = max(self.body_cost(loop.body.block), 1)
+        threshold = max(-(-PARALLEL_GRAIN // per_trip), 2)
+        known = static_trips(loop)
+        if known is not None and known < threshold:
+            return
+        loop.attributes[PARALLEL_ATTR] = IntegerAttr(threshold, i64)
+
+    def body_cost(self, block: Block) -> int:
+        """Element operations one run of `block` executes: an op per scalar, a vector op
+        per lane, nested loops times their (known, hinted or assumed) trip counts;
+        constants are free."""
+        total = 0
+        for op in block.ops:
+            if isinstance(op, arith.ConstantOp | scf.YieldOp):
+                continue
+            inner = [self.body_cost(b) for r in op.regions for b in r.blocks]
+            if isinstance(op, scf.ForOp):
+                trips = static_trips(op)
+                if trips is None:
+                    trips = self.trips.get(op, UNKNOWN_TRIPS)
+                total += trips * sum(inner)
+            elif isinstance(op, scf.IfOp):
+                total += 1 + max(inner, default=0)
+            else:
+                total += _lanes(op) + sum(inner)
+        return total
+
+    def fold_loop(
+        self,
+        ub: DimV,
+        inits: Sequence[SSAValue],
+        body_fn: Callable[[SSAValue, Sequence[SSAValue]], Sequence[SSAValue]],
+        lb: DimV = 0,
+        step: DimV = 1,
+        trips: int | None = None,
+    ) -> Sequence[SSAValue]:
+        """An scf.for carrying `inits` through `body_fn(i, carried) -> new carried`;
+        `trips` as in `loop`."""
+        body = Block(arg_types=[INDEX, *(v.type for v in inits)])
+        lb_v, ub_v, step_v = self.index(lb), self.index(ub), self.index(step)
+        loop = self.b.insert(scf.ForOp(lb_v, ub_v, step_v, list(inits), body))
+        if trips is not None:
+            self.trips[loop] = trips
+        outer = self.b
+        self.b = Builder(InsertPoint.at_end(body))
+        try:
+            self.b.insert(scf.YieldOp(*body_fn(body.args[0], body.args[1:])))
+        finally:
+            self.b = outer
+        return loop.results
+
+    def if_else(
+        self, cond: SSAValue, then_fn: Callable[[], None], else_fn: Callable[[], None]
+    ) -> None:
+        """An scf.if whose branches `then_fn` and `else_fn` build at `self.b`."""
+        blocks = (Block(), Block())
+        self.b.insert(scf.IfOp(cond, [], Region(blocks[0]), Region(blocks[1])))
+        outer = self.b
+        for block, fn in zip(blocks, (then_fn, else_fn), strict=True):
+            self.b = Builder(InsertPoint.at_end(block))
+            try:
+                fn()
+                self.b.insert(scf.YieldOp())
+            finally:
+                self.b = outer
+
+    @contextmanager
+    def nest(self, dims: Sequence[DimV], *, parallel: bool = False) -> Iterator[list[SSAValue]]:
+        """Perfect loop nest over `dims`, outermost first; `parallel` marks the outermost
+        loop (see `loop`)."""
+        ivs: list[SSAValue] = []
+        with _nest(self, list(dims), ivs, parallel):
+            yield ivs
+
+
+def _lanes(op: Operation) -> int:
+    for v in (*op.results, *op.operands):
+        if isinstance(v.type, VectorType):
+            return v.type.element_count()
+    return 1
+
+
+def static_trips(loop: scf.ForOp) -> int | None:
+    """The trip count of `loop` if its bounds are constants."""
+    bounds = []
+    for v in (loop.lb, loop.ub, loop.step):
+        op = v.owner
+        if not isinstance(op, arith.ConstantOp) or not isinstance(op.value, IntegerAttr):
+            return None
+        bounds.append(int(op.value.value.data))
+    lb, ub, step = bounds
+    return max(-(-(ub - lb) // step), 0)
+
+
+@contextmanager
+def _nest(k: Kernel, dims: list[DimV], ivs: list[SSAValue], parallel: bool) -> Iterator[None]:
+    if not dims:
+        yield
+        return
+    with k.loop(dims[0], parallel=parallel) as i:
+        ivs.append(i)
+        with _nest(k, dims[1:], ivs, False):
+            yield

@@ -1,0 +1,226 @@
+"""Loop nest of C[M, N] = A[M, K] @ B[K, N] on flat row-major buffers.
+
+float32/float64, without scratch: C is zeroed, K cut into blocks of `kc` and N into
+blocks of `nc`; within a block, rows of C are taken a few at a time (`panels` of the
+tiles; the last rows by smaller panels) and updated by `matmul_microkernel.panel`,
+k_unroll rows of B per pass. With scratch (`scratch_elems` of it), the bulk of C is done
+by register tiles on packed blocks of B (`matmul_packed`) and only the edges by panels.
+Every dim may be dynamic; edges are smaller panels and scalar columns, never masked.
+Integers and float16 take a plain i-k-j nest that LLVM vectorizes along N.
+Float kernels are micro-kernels (`aotk.kernels`): built once with every dim dynamic, so
+a call site is one call (the tile sizes depend only on the dtype and the host anyway).
+Threads split the rows of C: the loops over row tiles (and over rows, for integers) are
+parallel, inside the K and N blocks, so each thread reads the block of B all share.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from xdsl.dialects import arith, ptr
+from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, Float64Type, MemRefType, VectorType
+from xdsl.ir import Attribute, SSAValue
+
+from aotk import dtypes
+from aotk.kernels import heuristics, library
+from aotk.kernels import matmul_microkernel as mk
+from aotk.kernels import matmul_packed as packed
+from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import compute_type, const
+
+Range = tuple[DimV, DimV]
+
+
+def emit(
+    k: Kernel,
+    c: Buf,
+    a: Buf,
+    b: Buf,
+    *,
+    m: DimV,
+    n: DimV,
+    kdim: DimV,
+    scratch: Buf | None = None,
+) -> None:
+    """Emit c = a @ b; with `scratch` (see `scratch_elems`), B is packed."""
+    if not isinstance(c.elem, Float32Type | Float64Type):
+        _emit_scalar(k, c, a, b, m=m, n=n, kdim=kdim)
+        return
+    pointers = [c, a, b] if scratch is None else [c, a, b, scratch]
+    library.call(k, _kernel_name(c.elem, scratch is not None), [*pointers, m, n, kdim])
+
+
+def _kernel_name(elem: Attribute, packed: bool) -> str:
+    return f"matmul_{dtypes.numpy_dtype(elem)}" + ("_packed" if packed else "")
+
+
+def _build(elem: Float32Type | Float64Type, packed: bool, k: Kernel, args: list[SSAValue]) -> None:
+    """The body of a float matmul micro-kernel: (c, a, b[, scratch], m, n, k)."""
+    m, n, kdim = args[-3:]
+    flat = MemRefType(elem, [DYNAMIC_INDEX])
+    scratch = scratch_elems(elem, m, n, kdim)
+    dims: list[tuple[DimV, ...]] = [(m, n), (m, kdim), (kdim, n), (scratch,)]
+    bufs = [
+        Buf(k.b.insert(ptr.FromPtrOp(p, flat)).res, d, elem)
+        for p, d in zip(args[:-3], dims, strict=False)
+    ]
+    c, a, b = bufs[:3]
+    emit_loops(k, c, a, b, m=m, n=n, kdim=kdim, scratch=bufs[3] if packed else None)
+
+
+def emit_loops(
+    k: Kernel,
+    c: Buf,
+    a: Buf,
+    b: Buf,
+    *,
+    m: DimV,
+    n: DimV,
+    kdim: DimV,
+    scratch: Buf | None = None,
+) -> None:
+    """Emit the loops computing float c = a @ b (a micro-kernel's body)."""
+    tiles = heuristics.matmul_tiles(dtypes.byte_size(c.elem), m, n, kdim)
+    ops = mk.Operands(c, a, b, n, kdim, VectorType(c.elem, [tiles.lanes]))
+    mk.zero_fill(k, ops, k.mul(m, n))
+    if scratch is None:
+        _panels(k, ops, tiles, (0, m), (0, n))
+        return
+    width = tiles.nr * tiles.lanes
+    m_pack = _packed_rows(k, m, tiles)
+    n_main = k.mul(k.div(n, width), width)
+    if not _known_empty(0, m_pack) and not _known_empty(0, n_main):
+        k_hi = kdim if isinstance(m_pack, int) else _select_if_positive(k, m_pack, kdim)
+        with (
+            _blocks(k, (0, k_hi), tiles.packed_kc) as k_range,
+            _blocks(k, (0, n_main), tiles.packed_nc) as cols,
+        ):
+            packed.emit_packed(k, ops, tiles, scratch, (0, m_pack), cols, (k_range, cols))
+    _panels(k, ops, tiles, (0, m_pack), (n_main, n))
+    _panels(k, ops, tiles, (m_pack, m), (0, n))
+
+
+def _packed_rows(k: Kernel, m: DimV, tiles: heuristics.MatmulTiles) -> DimV:
+    """Rows done on packed B: whole tiles, or none when M is too small to repay packing."""
+    m_main = k.mul(k.div(m, tiles.mr), tiles.mr)
+    if isinstance(m, int):
+        return m_main if m >= tiles.packed_min_rows else 0
+    enough = k.b.insert(arith.CmpiOp(m, k.index(tiles.packed_min_rows), "sge")).result
+    return k.b.insert(arith.SelectOp(enough, k.index(m_main), k.index(0))).result
+
+
+def _select_if_positive(k: Kernel, flag: SSAValue, value: DimV) -> SSAValue:
+    """`value` if flag > 0 else 0: a loop up to it runs only when `flag` rows exist."""
+    positive = k.b.insert(arith.CmpiOp(flag, k.index(0), "sgt")).result
+    return k.b.insert(arith.SelectOp(positive, k.index(value), k.index(0))).result
+
+
+def scratch_elems(elem: Attribute, m: DimV, n: DimV, kdim: DimV) -> int:
+    """Elements of `elem` that `emit` can use as scratch (0: it would not use any)."""
+    if not isinstance(elem, Float32Type | Float64Type):
+        return 0
+    return packed.scratch_elems(heuristics.matmul_tiles(dtypes.byte_size(elem), m, n, kdim))
+
+
+def _panels(
+    k: Kernel, ops: mk.Operands, tiles: heuristics.MatmulTiles, rows: Range, cols: Range
+) -> None:
+    """C[rows, cols] += A[rows, :] @ B[:, cols] by panel updates, blocked over K and N."""
+    if _known_empty(*rows) or _known_empty(*cols):
+        return
+    heights = tuple(r for r, _ in tiles.panels)
+    unroll = dict(tiles.panels)
+    k_block, n_block = _typical((0, ops.kdim), tiles.kc), _typical(cols, tiles.nc)
+    with _blocks(k, (0, ops.kdim), tiles.kc) as (k0, k1), _blocks(k, cols, tiles.nc) as j_range:
+        groups = {u: k.add(k0, k.mul(k.div(k.sub(k1, k0), u), u)) for u in set(unroll.values())}
+        for i0, height in _tiles(k, rows, heights):
+            ku = unroll[height]
+            with k.loop(groups[ku], lb=k0, step=ku, trips=k_block // ku) as kk:
+                mk.panel(k, ops, i0, height, kk, ku, j_range, n_block // ops.lanes)
+            if not _known_empty(groups[ku], k1):
+                with k.loop(k1, lb=groups[ku]) as kk:
+                    mk.panel(k, ops, i0, height, kk, 1, j_range)
+
+
+@contextmanager
+def _blocks(k: Kernel, span: Range, size: int) -> Iterator[Range]:
+    """Loop over [lo, hi) in blocks of `size`; no loop when one block is known to do."""
+    lo, hi = span
+    if isinstance(lo, int) and isinstance(hi, int) and hi - lo <= size:
+        yield lo, hi
+        return
+    with k.loop(hi, lb=lo, step=size) as start:
+        yield start, k.min(k.add(start, size), hi)
+
+
+def _tiles(k: Kernel, span: Range, sizes: tuple[int, ...]) -> Iterator[tuple[SSAValue, int]]:
+    """Cover [lo, hi) with tiles of `sizes`, largest first (`sizes` must end with 1).
+
+    Used as `for start, size in _tiles(...)`: each yield happens within an scf.for over
+    the tiles of one size, as many as fit in what the larger ones left.
+    """
+    start, hi = span
+    runs = []
+    for size in sizes:
+        end = k.add(start, k.mul(k.div(k.sub(hi, start), size), size))
+        runs.append((start, end, size))
+        start = end
+    for lo, end, size in runs:
+        if _known_empty(lo, end):
+            continue
+        with k.loop(end, lb=lo, step=size, parallel=True) as i0:
+            yield i0, size
+
+
+def _typical(span: Range, block: int) -> int:
+    """The length of a block of `block` over `span` (for cost estimates)."""
+    lo, hi = span
+    if isinstance(lo, int) and isinstance(hi, int):
+        return max(min(hi - lo, block), 1)
+    return block
+
+
+def _known_empty(lo: DimV, hi: DimV) -> bool:
+    return isinstance(lo, int) and isinstance(hi, int) and lo >= hi
+
+
+def _emit_scalar(k: Kernel, c: Buf, a: Buf, b: Buf, *, m: DimV, n: DimV, kdim: DimV) -> None:
+    """K-blocked i-k-j loops; the inner loop runs along N, contiguous in B and C."""
+    is_float = dtypes.is_float(a.elem)
+    zero = const(k.b, 0, compute_type(c.elem))
+    with k.loop(k.mul(m, n)) as i:
+        k.store_flat(c, i, zero)
+    block = heuristics.matmul_k_block(kdim, n)
+    with k.loop(kdim, step=block) as k0:
+        k_end = k.min(k.add(k0, block), kdim)
+        with k.loop(m, parallel=True) as i:
+            a_row = k.mul(i, kdim)
+            c_row = k.mul(i, n)
+            with k.loop(k_end, lb=k0, trips=block) as kk:
+                av = k.load_flat(a, k.add(a_row, kk))
+                b_row = k.mul(kk, n)
+                with k.loop(n) as j:
+                    bv = k.load_flat(b, k.add(b_row, j))
+                    c_off = k.add(c_row, j)
+                    cv = k.load_flat(c, c_off)
+                    if is_float:
+                        prod = k.b.insert(arith.MulfOp(av, bv)).result
+                        acc = k.b.insert(arith.AddfOp(cv, prod)).result
+                    else:
+                        prod = k.b.insert(arith.MuliOp(av, bv)).result
+                        acc = k.b.insert(arith.AddiOp(cv, prod)).result
+                    k.store_flat(c, c_off, acc)
+
+
+for _elem in (Float32Type(), Float64Type()):
+    for _packed in (False, True):
+        library.register(
+            library.MicroKernel(
+                _kernel_name(_elem, _packed),
+                "ppp" + "p" * _packed + "iii",
+                functools.partial(_build, _elem, _packed),
+                ("c", "a", "b", *(["scratch"] * _packed), "m", "n", "k"),
+            )
+        )

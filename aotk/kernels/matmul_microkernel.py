@@ -1,0 +1,108 @@
+"""Register-level piece of the float matmul: one `panel` update of a few rows of C.
+
+A panel adds A[rows, kk:kk+ku] @ B[kk:kk+ku, j-range] to C[rows, j-range]. The rows * ku
+values of A are broadcast into vector registers once; then one pass along j loads a
+vector of C per row, streams ku rows of B (contiguous, so the hardware prefetchers
+follow them), does rows * ku FMAs and stores C. C stays in L1 across the passes.
+Unlike an outer-product tile this needs no packed copy of B: power-of-two row lengths
+(N = 1024) put every row of an unpacked B column panel in the same cache set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import math, vector
+from xdsl.dialects.builtin import VectorType
+from xdsl.ir import SSAValue
+
+from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import const
+
+
+@dataclass(frozen=True)
+class Operands:
+    """C[M, N] += A[M, K] @ B[K, N] on flat row-major buffers, and one register's type."""
+
+    c: Buf
+    a: Buf
+    b: Buf
+    n: DimV
+    kdim: DimV
+    vt: VectorType
+
+    @property
+    def lanes(self) -> int:
+        return self.vt.get_shape()[0]
+
+
+def vload(k: Kernel, buf: Buf, offset: DimV, vt: VectorType) -> SSAValue:
+    return k.b.insert(vector.LoadOp(buf.mem, [k.index(offset)], vt)).result
+
+
+def vstore(k: Kernel, buf: Buf, offset: DimV, value: SSAValue) -> None:
+    k.b.insert(vector.StoreOp(value, buf.mem, [k.index(offset)]))
+
+
+def splat(k: Kernel, scalar: SSAValue, vt: VectorType) -> SSAValue:
+    return k.b.insert(vector.BroadcastOp(scalar, vt)).vector
+
+
+def vfma(k: Kernel, x: SSAValue, y: SSAValue, acc: SSAValue) -> SSAValue:
+    return k.b.insert(vector.FMAOp(x, y, acc)).res
+
+
+def sfma(k: Kernel, x: SSAValue, y: SSAValue, acc: SSAValue) -> SSAValue:
+    return k.b.insert(math.FmaOp(x, y, acc)).result
+
+
+def zero_fill(k: Kernel, ops: Operands, count: DimV) -> None:
+    """C[0:count] = 0 (flat): whole vectors, then scalars."""
+    lanes = ops.lanes
+    n_vec = k.mul(k.div(count, lanes), lanes)
+    zero = splat(k, const(k.b, 0.0, ops.vt.element_type), ops.vt)
+    with k.loop(n_vec, step=lanes, parallel=True) as i:
+        vstore(k, ops.c, i, zero)
+    scalar_zero = const(k.b, 0.0, ops.vt.element_type)
+    with k.loop(count, lb=n_vec) as i:
+        k.store_flat(ops.c, i, scalar_zero)
+
+
+def panel(
+    k: Kernel,
+    ops: Operands,
+    i0: DimV,
+    rows: int,
+    kk: DimV,
+    ku: int,
+    j_range: tuple[DimV, DimV],
+    vectors: int | None = None,
+) -> None:
+    """C[i0:i0+rows, j-range] += A[i0:i0+rows, kk:kk+ku] @ B[kk:kk+ku, j-range];
+    `vectors`: the typical number of vectors along j, for cost estimates."""
+    lanes, vt = ops.lanes, ops.vt
+    a_rows = [k.mul(k.add(i0, r), ops.kdim) for r in range(rows)]
+    avals = [
+        [k.load_flat(ops.a, k.add(a_rows[r], k.add(kk, u))) for u in range(ku)] for r in range(rows)
+    ]
+    asplat = [[splat(k, v, vt) for v in row] for row in avals]
+    b_rows = [k.mul(k.add(kk, u), ops.n) for u in range(ku)]
+    c_rows = [k.mul(k.add(i0, r), ops.n) for r in range(rows)]
+    j_lo, j_hi = j_range
+    j_vec = k.add(j_lo, k.mul(k.div(k.sub(j_hi, j_lo), lanes), lanes))
+    with k.loop(j_vec, lb=j_lo, step=lanes, trips=vectors) as j:
+        accs = [vload(k, ops.c, k.add(c_rows[r], j), vt) for r in range(rows)]
+        for u in range(ku):
+            bv = vload(k, ops.b, k.add(b_rows[u], j), vt)
+            accs = [vfma(k, asplat[r][u], bv, accs[r]) for r in range(rows)]
+        for r in range(rows):
+            vstore(k, ops.c, k.add(c_rows[r], j), accs[r])
+    if isinstance(j_vec, int) and isinstance(j_hi, int) and j_vec >= j_hi:
+        return
+    with k.loop(j_hi, lb=j_vec) as j:
+        saccs = [k.load_flat(ops.c, k.add(c_rows[r], j)) for r in range(rows)]
+        for u in range(ku):
+            bs = k.load_flat(ops.b, k.add(b_rows[u], j))
+            saccs = [sfma(k, avals[r][u], bs, saccs[r]) for r in range(rows)]
+        for r in range(rows):
+            k.store_flat(ops.c, k.add(c_rows[r], j), saccs[r])

@@ -1,0 +1,358 @@
+"""`convert-aotk-to-loops`: bufferize `func.func`s on aotk tensors into loops on memrefs.
+
+Expects aotk ops (fused or not) on tensors. Leaves no `aotk.*` op: each function becomes
+`@f(inputs..., outputs..., workspace, dims...)` on flat memrefs, whose dynamic dims come
+in as i64 arguments, plus `@f_workspace_size(dims...) -> i64`. Kernels never allocate:
+intermediates are 64-byte aligned slices of the caller's workspace.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import arith, func, ptr
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint
+
+from aotk import dtypes
+from aotk.dialect.base import AotkOp, elem_of, shape_of, tensor
+from aotk.dialect.control import ScanOp
+from aotk.dialect.fused import FusedOp, YieldOp
+from aotk.dialect.registry import Kind, lookup
+from aotk.kernels import elementwise_nest, library
+from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
+from aotk.kernels.scalar import storage_type
+from aotk.lowering import scan_loop
+
+ALIGN = 64
+
+
+def flat_memref(t: Attribute) -> MemRefType[Attribute]:
+    """The flat buffer type of a tensor type."""
+    shape = shape_of(t)
+    size = DYNAMIC_INDEX if None in shape else _prod(shape)
+    return MemRefType(storage_type(elem_of(t)), [size])
+
+
+def dynamic_dims(fn: func.FuncOp) -> list[tuple[int, int]]:
+    """(argument, axis) of every dynamic input dim, in kernel-argument order."""
+    return [
+        (i, axis)
+        for i, t in enumerate(fn.function_type.inputs)
+        for axis, d in enumerate(shape_of(t))
+        if d is None
+    ]
+
+
+class _Lowerer:
+    """Bufferizes one function; `code=False` only plans the workspace."""
+
+    def __init__(self, fn: func.FuncOp, block: Block, code: bool):
+        self.fn, self.code = fn, code
+        self.k = Kernel(Builder(InsertPoint.at_end(block)))
+        self.bufs: dict[SSAValue, Buf] = {}
+        self.ws_offset: DimV = 0
+        self.ws: SSAValue | None = None
+        self._scratch: dict[Any, Buf] = {}
+
+    def dims_from_args(self, dim_args: list[SSAValue]) -> dict[tuple[int, int], SSAValue]:
+        return {
+            key: self.k.b.insert(arith.IndexCastOp(a, INDEX)).result
+            for key, a in zip(dynamic_dims(self.fn), dim_args, strict=True)
+        }
+
+    def bind_input(
+        self,
+        value: SSAValue,
+        mem: SSAValue | None,
+        index: int,
+        dims: dict[tuple[int, int], SSAValue],
+    ) -> None:
+        shape = shape_of(value.type)
+        buf_dims = tuple(dims[(index, a)] if d is None else d for a, d in enumerate(shape))
+        self.bufs[value] = Buf(mem if mem is not None else value, buf_dims, elem_of(value.type))
+
+    def alloc(self, t: Attribute, dims: list[DimV]) -> Buf:
+        item = dtypes.byte_size(elem_of(t))
+        size = self.k.mul(self.k.product(dims), item)
+        # rounded up to ALIGN, unless its static factor makes it a multiple already
+        static = math.prod(d for d in dims if isinstance(d, int)) * item
+        if static % ALIGN == 0:
+            padded = size
+        else:
+            padded = self.k.mul(self.k.div(self.k.add(size, ALIGN - 1), ALIGN), ALIGN)
+        offset, self.ws_offset = self.ws_offset, self.k.add(self.ws_offset, padded)
+        if self.ws is None:  # planning the workspace size only
+            return Buf(self.k.index(0), tuple(dims), elem_of(t))
+        p = self.k.b.insert(ptr.PtrAddOp(self.ws, self.k.index(offset))).result
+        mem = self.k.b.insert(ptr.FromPtrOp(p, flat_memref(t))).res
+        return Buf(mem, tuple(dims), elem_of(t))
+
+    def result_dims(self, op: Any, ins: list[Buf]) -> list[DimV]:
+        t = op.results[0].type
+        static = shape_of(t)
+        if None not in static:
+            return list(static)  # type: ignore[arg-type]
+        if isinstance(op, FusedOp) or lookup(op).kind is Kind.ELEMENTWISE:
+            return elementwise_nest.broadcast_dims(self.k, static, ins)
+        rule = lookup(op).dims
+        assert rule is not None, f"{op.name} has a dynamic result but no dims rule"
+        return [
+            s if s is not None else d
+            for s, d in zip(static, rule(self.k, ins, t, **op.attrs()), strict=True)
+        ]
+
+    def scratch(self, op: Any, ins: list[Buf]) -> dict[str, Buf]:
+        """A workspace slice for ops whose lowering asks for scratch memory."""
+        if op in self._scratch:  # planned before a loop that now emits the op
+            return {"scratch": self._scratch[op]}
+        rule = lookup(op).scratch
+        size = rule(self.k, ins, op.results[0].type, **op.attrs()) if rule is not None else 0
+        if size == 0:
+            return {}
+        self._scratch[op] = self.alloc(tensor(elem_of(op.results[0].type), (None,)), [size])
+        return {"scratch": self._scratch[op]}
+
+    def lower_op(self, op: Any, out_targets: dict[SSAValue, Buf]) -> None:
+        if isinstance(op, ScanOp):
+            scan_loop.lower(self, op, out_targets)
+            return
+        ins = [self.bufs[v] for v in op.operands]
+        dims = self.result_dims(op, ins)
+        if not isinstance(op, FusedOp) and lookup(op).kind is Kind.VIEW:
+            self.bufs[op.results[0]] = Buf(ins[0].mem, tuple(dims), ins[0].elem)
+            return
+        outs = [out_targets.get(r) or self.alloc(r.type, dims) for r in op.results]
+        outs = [Buf(o.mem, tuple(dims), o.elem) for o in outs]
+        for r, o in zip(op.results, outs, strict=True):
+            self.bufs[r] = o
+        if not self.code:
+            if not isinstance(op, FusedOp) and lookup(op).kind is not Kind.ELEMENTWISE:
+                self.scratch(op, ins)  # reserve it in the workspace plan too
+            return
+        if isinstance(op, FusedOp):
+            elementwise_nest.emit(self.k, outs, ins, lambda k, xs: _fused_body(k, op, xs))
+        elif lookup(op).kind is Kind.ELEMENTWISE:
+            elementwise_nest.emit(self.k, outs, ins, lambda k, xs: [_scalar(k, op, xs)])
+        else:
+            rule = lookup(op).lower
+            assert rule is not None, f"{op.name} has no lowering rule"
+            rule(self.k, outs[0], *ins, **op.attrs(), **self.scratch(op, ins))
+
+
+def _fused_body(k: Kernel, op: FusedOp, xs: list[SSAValue]) -> list[SSAValue]:
+    env: dict[SSAValue, SSAValue] = dict(zip(op.body.block.args, xs, strict=True))
+    for inner in op.body.block.ops:
+        if isinstance(inner, YieldOp):
+            return [env[v] for v in inner.values]
+        assert isinstance(inner, AotkOp)
+        env[inner.results[0]] = _scalar(k, inner, [env[v] for v in inner.operands])
+    raise AssertionError("aotk.fused body without aotk.yield")
+
+
+def _scalar(k: Kernel, op: AotkOp, xs: list[SSAValue]) -> SSAValue:
+    elems = [elem_of(v.type) for v in op.operands]
+    rule = lookup(op).lower
+    assert rule is not None, f"{op.name} has no scalar rule"
+    return rule(k.b, xs, elems, elem_of(op.results[0].type), **op.attrs())
+
+
+def lower_function(fn: func.FuncOp) -> list[func.FuncOp]:
+    """The kernel and workspace-size functions of one aotk function."""
+    return [_kernel(fn), _workspace_size(fn), _output_dims(fn)]
+
+
+def _kernel(fn: func.FuncOp) -> func.FuncOp:
+    ins, outs = fn.function_type.inputs.data, fn.function_type.outputs.data
+    n_dims = len(dynamic_dims(fn))
+    block = Block(
+        arg_types=[*(flat_memref(t) for t in [*ins, *outs]), ptr.PtrType(), *[i64] * n_dims]
+    )
+    in_args, out_args = block.args[: len(ins)], block.args[len(ins) : len(ins) + len(outs)]
+    low = _Lowerer(fn, block, code=True)
+    low.ws = block.args[len(ins) + len(outs)]
+    dims = low.dims_from_args(list(block.args[len(ins) + len(outs) + 1 :]))
+    for i, (arg, mem) in enumerate(zip(fn.body.block.args, in_args, strict=True)):
+        low.bind_input(arg, mem, i, dims)
+    returned = _returned(fn)
+    targets = _output_targets(fn, list(out_args))
+    for op in fn.body.block.ops:
+        if not isinstance(op, func.ReturnOp):
+            low.lower_op(op, targets)
+    sources = _stage_updates(low, fn)
+    for v, src, out in zip(returned, sources, out_args, strict=True):
+        if targets.get(v) is None or targets[v].mem is not out:
+            _copy(low.k, src, Buf(out, src.dims, elem_of(v.type)))
+    low.k.b.insert(func.ReturnOp())
+    kernel = func.FuncOp(fn.sym_name.data, (list(block.arg_types), []), Region(block))
+    _name_args(kernel, fn, len(ins), len(outs))
+    aliased = [
+        i for out, arg in variable_updates(fn).items() for i in (arg, len(ins) + out) if i >= 0
+    ]
+    if aliased:
+        kernel.attributes["aotk.may_alias"] = StringAttr(",".join(map(str, sorted(aliased))))
+    return kernel
+
+
+def _plan(fn: func.FuncOp, block: Block) -> _Lowerer:
+    """Walk `fn` without emitting loops: sizes of every buffer, from `block`'s dim args."""
+    low = _Lowerer(fn, block, code=False)
+    dims = low.dims_from_args(list(block.args[: len(dynamic_dims(fn))]))
+    for i, arg in enumerate(fn.body.block.args):
+        low.bind_input(arg, None, i, dims)
+    targets = _output_targets(fn, [low.k.index(0)] * len(fn.function_type.outputs))
+    for op in fn.body.block.ops:
+        if not isinstance(op, func.ReturnOp):
+            low.lower_op(op, targets)
+    return low
+
+
+def _workspace_size(fn: func.FuncOp) -> func.FuncOp:
+    n_dims = len(dynamic_dims(fn))
+    block = Block(arg_types=[i64] * n_dims)
+    low = _plan(fn, block)
+    _stage_updates(low, fn)
+    total = low.k.b.insert(arith.IndexCastOp(low.k.index(low.ws_offset), i64)).result
+    low.k.b.insert(func.ReturnOp(total))
+    return func.FuncOp(f"{fn.sym_name.data}_workspace_size", ([i64] * n_dims, [i64]), Region(block))
+
+
+def _output_dims(fn: func.FuncOp) -> func.FuncOp:
+    """`@f_output_dims(dims..., out)`: writes every output's dims, in order, as i64 to `out`.
+
+    An exported library sizes and checks its callers' output buffers with it, so the
+    shape rules live in one place: the same planning pass the kernel is built from.
+    """
+    n_dims = len(dynamic_dims(fn))
+    block = Block(arg_types=[*[i64] * n_dims, ptr.PtrType()])
+    low = _plan(fn, block)
+    out_dims = [d for v in _returned(fn) for d in low.bufs[v].dims]
+    mem = low.k.b.insert(ptr.FromPtrOp(block.args[n_dims], MemRefType(i64, [DYNAMIC_INDEX]))).res
+    out = Buf(mem, (len(out_dims),), i64)
+    for j, d in enumerate(out_dims):
+        value = low.k.b.insert(arith.IndexCastOp(low.k.index(d), i64)).result
+        low.k.store_flat(out, j, value)
+    low.k.b.insert(func.ReturnOp())
+    name = f"{fn.sym_name.data}_output_dims"
+    return func.FuncOp(name, ([*[i64] * n_dims, ptr.PtrType()], []), Region(block))
+
+
+def _stage_updates(low: _Lowerer, fn: func.FuncOp) -> list[Buf]:
+    """The buffer each output is copied from; new variable values that still live in an
+    input buffer are first copied aside, since the final copies may overwrite that input
+    (`update(a, b), update(b, a)` must swap)."""
+    inputs = {low.bufs[arg].mem for arg in fn.body.block.args}
+    sources = []
+    for i, v in enumerate(_returned(fn)):
+        buf = low.bufs[v]
+        if i in variable_updates(fn) and buf.mem in inputs:
+            staged = low.alloc(v.type, list(buf.dims))
+            if low.code:
+                _copy(low.k, buf, staged)
+            buf = staged
+        sources.append(buf)
+    return sources
+
+
+def _returned(fn: func.FuncOp) -> list[SSAValue]:
+    ret = fn.body.block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    return list(ret.arguments)
+
+
+def variable_updates(fn: func.FuncOp) -> dict[int, int]:
+    """Output index -> input index (or -1) of each variable the function updates."""
+    attr = fn.attributes.get("aotk.updates")
+    if not isinstance(attr, StringAttr) or not attr.data:
+        return {}
+    pairs = (item.split(":") for item in attr.data.split(","))
+    return {int(out): int(arg) for out, arg in pairs}
+
+
+def _output_targets(fn: func.FuncOp, out_mems: list[SSAValue]) -> dict[SSAValue, Buf]:
+    """Results computed straight into an output buffer (the first return of each).
+
+    A variable's new value is never one: the variable's buffer is also an input that later
+    ops may still read, so it is computed aside and copied in at the very end.
+    """
+    late = variable_updates(fn)
+    targets: dict[SSAValue, Buf] = {}
+    for i, (v, out) in enumerate(zip(_returned(fn), out_mems, strict=True)):
+        if (
+            i not in late
+            and v not in targets
+            and isinstance(v.owner, AotkOp | FusedOp)
+            and _writes_own_buffer(v)
+        ):
+            targets[v] = Buf(out, (), elem_of(v.type))
+    return targets
+
+
+def _writes_own_buffer(v: SSAValue) -> bool:
+    owner = v.owner
+    return isinstance(owner, FusedOp | ScanOp) or lookup(owner).kind is not Kind.VIEW  # type: ignore[arg-type]
+
+
+def _copy(k: Kernel, src: Buf, dst: Buf) -> None:
+    with k.loop(k.product(src.dims)) as i:
+        k.store_flat(dst, i, k.load_flat(src, i))
+
+
+def _name_args(kernel: func.FuncOp, fn: func.FuncOp, n_in: int, n_out: int) -> None:
+    names = [a.name_hint or f"in{i}" for i, a in enumerate(fn.body.block.args)]
+    for i, arg in enumerate(kernel.body.block.args):
+        if i < n_in:
+            arg.name_hint = names[i]
+        elif i < n_in + n_out:
+            arg.name_hint = f"out{i - n_in}"
+        elif i == n_in + n_out:
+            arg.name_hint = "workspace"
+        else:
+            arg.name_hint = f"dim{i - n_in - n_out - 1}"
+    kernel.attributes["aotk.kernel"] = StringAttr(f"{n_in},{n_out}")
+
+
+def _prod(shape: Any) -> int:
+    out = 1
+    for d in shape:
+        out *= d
+    return out
+
+
+@dataclass(frozen=True)
+class ConvertAotkToLoopsPass(ModulePass):
+    """Bufferize aotk functions into scf/arith/memref loops on caller-owned buffers."""
+
+    name = "convert-aotk-to-loops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in [f for f in op.ops if isinstance(f, func.FuncOp) and _on_tensors(f)]:
+            new = lower_function(fn)
+            op.body.block.insert_ops_before(new, fn)
+            fn.detach()
+            fn.erase()
+        library.declare_called(op)
+
+
+def _on_tensors(fn: func.FuncOp) -> bool:
+    types = [*fn.function_type.inputs, *fn.function_type.outputs]
+    return any(isinstance(t, TensorType) for t in types) or any(
+        isinstance(o, AotkOp | FusedOp | ScanOp) for o in fn.walk()
+    )
+
+
+__all__ = ["ConvertAotkToLoopsPass", "IntegerAttr", "flat_memref", "lower_function"]

@@ -1,0 +1,165 @@
+"""`aotk-outline-kernels`: each kernel of a model's entry function becomes a function.
+
+A model's `main` holds every kernel of a step; on a Keras GRU training step it was
+9,300 lines of LLVM IR and 1.8 s of LLVM, on one core, because LLVM's cost grows faster
+than the size of a function and `llvm_split` balances parts made of whole functions.
+Outlined, its kernels are optimized and emitted on every core.
+
+A kernel is a loop nest (or `scf.if`) of at most `MAX_OPS` ops at the top of a function
+marked `aotk.kernel`. Larger ones, such as a scan's time loop, stay and have the kernels
+inside them outlined, unless the thread pool runs them (`aotk.parallel`). The values a
+kernel uses from outside become arguments, except constants, which are rebuilt inside so
+LLVM still sees them. Identical kernels (the two directions of a bidirectional RNN, the
+updates of same-shaped weights) become one function: on a Keras GRU training step, 260
+kernels are 91 functions, and every later pass and LLVM do half the work. Runs on
+llvm-stage IR before `aotk-parallelize`: buffers are `!llvm.ptr`, loops are still `scf`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import func, llvm
+from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint
+
+from aotk.kernels.kernel import PARALLEL_ATTR
+from aotk.lowering.parallelize import erase_unused, free_values, rebuild, rebuildable
+from aotk.transforms.structure import structure_key
+
+KERNEL_ATTR = "aotk.kernel"
+MAY_ALIAS_ATTR = "aotk.may_alias"
+# Above MAX_OPS a region op is split further where it can be. MIN_OPS is a loop with one
+# access: kept in the entry, loops that small still made the entry slow to optimize, and
+# outlined, identical ones (copies, fills) are compiled once.
+MAX_OPS = 400
+MIN_OPS = 4
+
+
+def _size(op: Operation) -> int:
+    return sum(1 for _ in op.walk())
+
+
+def kernels_of(block: Block) -> list[Operation]:
+    """The region ops of `block`, or of the large ones inside it, to outline in order."""
+    found: list[Operation] = []
+    for op in block.ops:
+        if not op.regions:
+            continue
+        size = _size(op)
+        whole = size <= MAX_OPS or PARALLEL_ATTR in op.attributes
+        if whole and size >= MIN_OPS and len(op.results) <= 1:
+            found.append(op)
+        elif not whole:
+            for region in op.regions:
+                for inner in region.blocks:
+                    found.extend(kernels_of(inner))
+    return found
+
+
+def _base(v: SSAValue) -> SSAValue | None:
+    """The argument of the entry function a pointer is computed from, if it is one."""
+    while isinstance(v.owner, llvm.GEPOp | llvm.BitcastOp):
+        v = v.owner.operands[0]
+    return v if isinstance(v, BlockArgument) else None
+
+
+def _may_alias(passed: list[SSAValue], entry: func.FuncOp) -> list[int]:
+    """The pointer arguments of a kernel that must not be `noalias`.
+
+    An argument keeps `noalias` when it is computed from an argument of the entry that
+    is `noalias` itself and no other argument of the kernel is computed from that one:
+    then nothing else the kernel reaches can overlap it. Two views of the workspace, or
+    a variable and the buffer its update is written to, may overlap.
+    """
+    position: dict[SSAValue, int] = {a: i for i, a in enumerate(entry.args)}
+    listed = entry.attributes.get(MAY_ALIAS_ATTR)
+    shared = {int(i) for i in listed.data.split(",")} if isinstance(listed, StringAttr) else set()
+    bases = [_base(v) if isinstance(v.type, llvm.LLVMPointerType) else None for v in passed]
+
+    def exclusive(base: SSAValue | None) -> bool:
+        index = position.get(base) if base is not None else None
+        return index is not None and index not in shared and bases.count(base) == 1
+
+    return [
+        i
+        for i, (v, base) in enumerate(zip(passed, bases, strict=True))
+        if isinstance(v.type, llvm.LLVMPointerType) and not exclusive(base)
+    ]
+
+
+def outline_kernel(kernel: Operation, name: str, entry: func.FuncOp) -> func.FuncOp:
+    """Replace `kernel` by a call to a new function `name` that runs it; return that."""
+    outside = free_values(kernel, tuple(kernel.operands))
+    passed = [v for v in outside if not rebuildable(v)]
+    block = Block(arg_types=[v.type for v in passed])
+    env: dict[SSAValue, SSAValue] = dict(zip(passed, block.args, strict=True))
+    b = Builder(InsertPoint.at_end(block))
+    for v in outside:
+        if v not in env:
+            rebuild(b, v, env)
+    result_types = [r.type for r in kernel.results]
+    call = func.CallOp(name, passed, result_types)
+    parent = kernel.parent_block()
+    assert parent is not None
+    parent.insert_op_before(call, kernel)
+    for old, new in zip(kernel.results, call.results, strict=True):
+        old.replace_all_uses_with(new)
+    kernel.detach()
+    b.insert(kernel)
+    for inner in kernel.walk():
+        for i, v in enumerate(inner.operands):
+            if v in env:
+                inner.operands[i] = env[v]
+    erase_unused(outside)
+    b.insert(func.ReturnOp(*kernel.results))
+    fn = func.FuncOp(
+        name, ([v.type for v in passed], result_types), Region(block), visibility="private"
+    )
+    aliased = _may_alias(passed, entry)
+    if aliased:
+        fn.attributes[MAY_ALIAS_ATTR] = StringAttr(",".join(map(str, aliased)))
+    return fn
+
+
+@dataclass(frozen=True)
+class AotkOutlineKernelsPass(ModulePass):
+    """Outline the kernels of functions marked `aotk.kernel` into functions of their own."""
+
+    name = "aotk-outline-kernels"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        entries = [f for f in op.ops if isinstance(f, func.FuncOp) and KERNEL_ATTR in f.attributes]
+        taken = {f.sym_name.data for f in op.ops if isinstance(f, func.FuncOp | llvm.FuncOp)}
+        for entry in entries:
+            base = entry.sym_name.data
+            after: Operation = entry
+            first_of: dict[Hashable, str] = {}  # one function per distinct kernel
+            same_as: dict[str, str] = {}
+            for number, kernel in enumerate(kernels_of(entry.body.blocks[0])):
+                name = f"{base}_k{number}"
+                assert name not in taken, f"aotk-outline-kernels: @{name} is taken"
+                fn = outline_kernel(kernel, name, entry)
+                first = first_of.setdefault(structure_key(fn), name)
+                if first != name:
+                    same_as[name] = first
+                    fn.erase()
+                    continue
+                op.body.block.insert_op_after(fn, after)
+                after = fn
+            _call_first_copies(entry, same_as)
+
+
+def _call_first_copies(entry: func.FuncOp, same_as: dict[str, str]) -> None:
+    """Point the calls to kernels that were dropped as copies at the kernel kept."""
+    for op in entry.walk():
+        if isinstance(op, func.CallOp) and op.callee.string_value() in same_as:
+            op.callee = SymbolRefAttr(same_as[op.callee.string_value()])
+
+
+__all__ = ["AotkOutlineKernelsPass", "kernels_of", "outline_kernel"]

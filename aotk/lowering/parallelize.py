@@ -1,0 +1,326 @@
+"""`aotk-parallelize`: outline each `scf.for` marked `aotk.parallel` into a task that the
+runtime's thread pool (`runtime/aotk_pool.h`) runs over chunks of its iterations.
+
+Expects buffers as `!llvm.ptr` (after `aotk-memory-to-llvm`), loops still `scf.for`, and
+marked loops without iter_args. A marked loop `scf.for %i = %lb to %ub step %s
+{aotk.parallel = m}` becomes: the values its body uses from outside stored into a stack
+context; n = its trip count; `aotk_parallel_for(@f_parK, ctx, n)` if n >= m, else a plain
+call `@f_parK(ctx, 0, n)`. `func.func @f_parK(ctx, begin, end)` loads the values back and
+runs iterations [begin, end). Loops are outlined outermost first, so a marked loop nested
+in another lands in the outer task, with its context on that task's own stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import arith, func, llvm, scf
+from xdsl.dialects.builtin import (
+    FixedBitwidthType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    VectorType,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint
+from xdsl.traits import is_side_effect_free
+
+from aotk.kernels.kernel import PARALLEL_ATTR
+
+RUNTIME_FN = "aotk_parallel_for"
+PTR = llvm.LLVMPointerType()
+WORD = 8  # context slots are 8-byte aligned
+
+
+def min_trips(loop: scf.ForOp) -> int:
+    """The smallest trip count worth splitting over threads, from the loop's mark."""
+    attr = loop.attributes[PARALLEL_ATTR]
+    assert isinstance(attr, IntegerAttr), f"{PARALLEL_ATTR} must be an integer attribute"
+    return max(int(attr.value.data), 1)
+
+
+def free_values(op: Operation, seed: tuple[SSAValue, ...] = ()) -> list[SSAValue]:
+    """`seed`, then the values `op`'s regions use but do not define, in order of first use."""
+    seen: dict[SSAValue, None] = dict.fromkeys(seed)
+    for inner in op.walk():
+        if inner is op:
+            continue
+        for v in inner.operands:
+            if not op.is_ancestor(v.owner):
+                seen.setdefault(v, None)
+    return list(seen)
+
+
+def outside_values(loop: scf.ForOp) -> list[SSAValue]:
+    """Values the loop's body uses but does not define, plus the lower bound and step
+    (the task recomputes its induction variable from them)."""
+    return free_values(loop, (loop.lb, loop.step))
+
+
+def rebuildable(v: SSAValue, depth: int = 0) -> bool:
+    """Constants, and pure ops of constants (a splat of 0.0), are rebuilt in the task, not
+    passed: LLVM must still see them (a loaded element size or step would stop it from
+    vectorizing, a loaded vector constant costs a load)."""
+    op = v.owner
+    if not isinstance(op, Operation) or op.regions or depth > 3:
+        return False
+    if isinstance(op, arith.ConstantOp):
+        return True
+    return (
+        bool(op.operands)
+        and is_side_effect_free(op)
+        and all(rebuildable(o, depth + 1) for o in op.operands)
+    )
+
+
+def rebuild(b: Builder, v: SSAValue, env: dict[SSAValue, SSAValue]) -> SSAValue:
+    """A copy of `v`'s defining ops at `b` (each copied once, per `env`)."""
+    if v not in env:
+        op = v.owner
+        assert isinstance(op, Operation)
+        mapping = {o: rebuild(b, o, env) for o in op.operands}
+        copy = b.insert(op.clone(value_mapper=mapping))
+        env.update(zip(op.results, copy.results, strict=True))
+    return env[v]
+
+
+def erase_unused(values: list[SSAValue]) -> None:
+    """Erase the rebuildable ops defining `values`, and what only they used, once nothing
+    uses them: what an outlined function rebuilt is often dead where it came from."""
+    work = [v for v in values if rebuildable(v)]
+    while work:
+        op = work.pop().owner
+        if not isinstance(op, Operation) or (block := op.parent_block()) is None:
+            continue
+        if all(r.first_use is None for r in op.results):
+            work.extend(op.operands)
+            block.erase_op(op)
+
+
+def _slot_words(t: Attribute) -> int:
+    """8-byte words one captured value of type `t` takes in the context."""
+    if isinstance(t, IndexType | llvm.LLVMPointerType):
+        return 1
+    if isinstance(t, VectorType):
+        elem = t.get_element_type()
+        assert isinstance(elem, FixedBitwidthType)
+        return -(-elem.size * t.element_count() // WORD)
+    if isinstance(t, FixedBitwidthType) and t.size <= WORD:
+        return 1
+    raise ValueError(f"aotk-parallelize: cannot pass a value of type {t} to a parallel loop")
+
+
+def _stored_type(t: Attribute) -> Attribute:
+    return i64 if isinstance(t, IndexType) else t
+
+
+def _alignment(t: Attribute) -> int:
+    if isinstance(t, VectorType):
+        elem = t.get_element_type()
+        assert isinstance(elem, FixedBitwidthType)
+        return elem.size
+    return WORD if isinstance(t, IndexType | llvm.LLVMPointerType) else _byte_size(t)
+
+
+def _byte_size(t: Attribute) -> int:
+    assert isinstance(t, FixedBitwidthType)
+    return max(t.size, 1)
+
+
+def _const(b: Builder, value: int, t: IndexType | IntegerType) -> SSAValue:
+    return b.insert(arith.ConstantOp(IntegerAttr(value, t))).result
+
+
+def _slot(b: Builder, ctx: SSAValue, word: int) -> SSAValue:
+    return b.insert(llvm.GEPOp(ctx, [word], i64)).results[0]
+
+
+@dataclass
+class _Layout:
+    """Where each captured value lives in the context, in 8-byte words."""
+
+    values: list[SSAValue]
+    offsets: list[int]
+    words: int
+
+    @staticmethod
+    def of(values: list[SSAValue]) -> _Layout:
+        offsets, words = [], 0
+        for v in values:
+            offsets.append(words)
+            words += _slot_words(v.type)
+        return _Layout(values, offsets, max(words, 1))
+
+
+def _entry_alloca(fn: func.FuncOp, words: int) -> SSAValue:
+    """A context on `fn`'s stack, allocated once in its entry block (an alloca inside a
+    loop would grow the stack at every iteration)."""
+    entry = fn.body.blocks[0]
+    b = Builder(InsertPoint.at_start(entry))
+    size = _const(b, words, i64)
+    slots = b.insert(llvm.AllocaOp(size, i64, alignment=16)).results[0]
+    # llvmlite types an alloca `i64*` and then refuses to store a pointer or a float
+    # through it; a no-op cast gives the untyped `ptr` its stores accept.
+    return b.insert(llvm.BitcastOp(slots, PTR)).results[0]
+
+
+def _store_context(b: Builder, ctx: SSAValue, layout: _Layout) -> None:
+    for v, word in zip(layout.values, layout.offsets, strict=True):
+        value = v
+        if isinstance(v.type, IndexType):
+            value = b.insert(arith.IndexCastOp(v, i64)).result
+        b.insert(llvm.StoreOp(value, _slot(b, ctx, word), alignment=_alignment(v.type)))
+
+
+def _load_context(
+    b: Builder, ctx: SSAValue, layout: _Layout, constants: list[SSAValue]
+) -> dict[SSAValue, SSAValue]:
+    loaded: dict[SSAValue, SSAValue] = {}
+    for v in constants:
+        rebuild(b, v, loaded)
+    for v, word in zip(layout.values, layout.offsets, strict=True):
+        slot = _slot(b, ctx, word)
+        raw = b.insert(
+            llvm.LoadOp(slot, _stored_type(v.type), alignment=_alignment(v.type))
+        ).dereferenced_value
+        if isinstance(v.type, IndexType):
+            raw = b.insert(arith.IndexCastOp(raw, IndexType())).result
+        loaded[v] = raw
+    return loaded
+
+
+def _constant_index(v: SSAValue) -> int | None:
+    op = v.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return int(op.value.value.data)
+    return None
+
+
+def _trip_count(b: Builder, loop: scf.ForOp) -> tuple[SSAValue, int | None]:
+    """ceil((ub - lb) / step), at least 0, as i64, and as an int when the bounds are
+    constants."""
+    lb, ub, step = (_constant_index(v) for v in (loop.lb, loop.ub, loop.step))
+    if lb is not None and ub is not None and step is not None:
+        trips = max(-(-(ub - lb) // step), 0)
+        return _const(b, trips, i64), trips
+    span = b.insert(arith.SubiOp(loop.ub, loop.lb)).result
+    span = b.insert(arith.MaxSIOp(span, _const(b, 0, IndexType()))).result
+    if step != 1:
+        bumped = b.insert(arith.SubiOp(loop.step, _const(b, 1, IndexType()))).result
+        span = b.insert(arith.AddiOp(span, bumped)).result
+        span = b.insert(arith.DivUIOp(span, loop.step)).result
+    return b.insert(arith.IndexCastOp(span, i64)).result, None
+
+
+def _task(name: str, loop: scf.ForOp, layout: _Layout, constants: list[SSAValue]) -> func.FuncOp:
+    """`func.func @name(ctx, begin, end)`: iterations [begin, end) of `loop`, whose body
+    region it takes over."""
+    entry = Block(arg_types=[PTR, i64, i64])
+    ctx, begin, end = entry.args
+    b = Builder(InsertPoint.at_end(entry))
+    env = _load_context(b, ctx, layout, constants)
+    lb, step = env[loop.lb], env[loop.step]
+    bounds = []
+    for it in (begin, end):
+        index = b.insert(arith.IndexCastOp(it, IndexType())).result
+        offset = b.insert(arith.MuliOp(index, step)).result
+        bounds.append(b.insert(arith.AddiOp(lb, offset)).result)
+    body = Region()
+    loop.body.move_blocks(body)
+    for op in body.walk():
+        for i, v in enumerate(op.operands):
+            if v in env:
+                op.operands[i] = env[v]
+    b.insert(scf.ForOp(bounds[0], bounds[1], step, [], body))
+    b.insert(func.ReturnOp())
+    return func.FuncOp(name, ([PTR, i64, i64], []), Region(entry), visibility="private")
+
+
+def _launch(b: Builder, name: str, ctx: SSAValue, n: SSAValue, threshold: int) -> None:
+    """aotk_parallel_for(@name, ctx, n), or @name(ctx, 0, n) when n < threshold."""
+    task = b.insert(llvm.AddressOfOp(name, PTR)).result
+
+    if threshold <= 1:
+        b.insert(func.CallOp(RUNTIME_FN, [task, ctx, n], []))
+        return
+    enough = b.insert(arith.CmpiOp(n, _const(b, threshold, i64), "sge")).result
+    zero = _const(b, 0, i64)
+    parallel = [func.CallOp(RUNTIME_FN, [task, ctx, n], []), scf.YieldOp()]
+    serial = [func.CallOp(name, [ctx, zero, n], []), scf.YieldOp()]
+    b.insert(scf.IfOp(enough, [], Region(Block(parallel)), Region(Block(serial))))
+
+
+def outline(module: ModuleOp, loop: scf.ForOp, name: str) -> func.FuncOp:
+    """Replace `loop` by a launch of a new task function `name`; return the task."""
+    if loop.iter_args:
+        raise ValueError("aotk-parallelize: a parallel scf.for cannot carry iter_args")
+    parent = _enclosing_func(loop)
+    outside = outside_values(loop)
+    constants = [v for v in outside if rebuildable(v)]
+    layout = _Layout.of([v for v in outside if not rebuildable(v)])
+    ctx = _entry_alloca(parent, layout.words)
+    b = Builder(InsertPoint.before(loop))
+    _store_context(b, ctx, layout)
+    n, known = _trip_count(b, loop)
+    task = _task(name, loop, layout, constants)
+    threshold = min_trips(loop)
+    if known is not None and known >= threshold:
+        threshold = 1  # no need to check at run time
+    _launch(b, name, ctx, n, threshold)
+    upper = loop.ub
+    loop.detach()
+    loop.erase()
+    erase_unused([*constants, upper])
+    module.body.block.insert_op_after(task, parent)
+    return task
+
+
+def _declare_runtime(module: ModuleOp) -> None:
+    names = {op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)}
+    if RUNTIME_FN in names:
+        return
+    decl = func.FuncOp.external(RUNTIME_FN, [PTR, PTR, i64], [])
+    first = module.body.block.first_op
+    if first is None:
+        module.body.block.add_op(decl)
+    else:
+        module.body.block.insert_op_before(decl, first)
+
+
+def _enclosing_func(loop: scf.ForOp) -> func.FuncOp:
+    parent = loop.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp):
+        parent = parent.parent_op()
+    if parent is None:
+        raise ValueError("aotk-parallelize: a parallel scf.for outside any func.func")
+    return parent
+
+
+@dataclass(frozen=True)
+class AotkParallelizePass(ModulePass):
+    """Outline loops marked `aotk.parallel` into tasks run by `aotk_parallel_for`."""
+
+    name = "aotk-parallelize"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        loops = [o for o in op.walk() if isinstance(o, scf.ForOp) and PARALLEL_ATTR in o.attributes]
+        if not loops:
+            return
+        _declare_runtime(op)
+        taken = {o.sym_name.data for o in op.ops if isinstance(o, func.FuncOp | llvm.FuncOp)}
+        for loop in loops:  # pre-order: outer loops first
+            base = _enclosing_func(loop).sym_name.data
+            name = next(
+                f"{base}_par{i}" for i in range(len(taken) + 1) if f"{base}_par{i}" not in taken
+            )
+            taken.add(name)
+            outline(op, loop, name)
+
+
+__all__ = ["PARALLEL_ATTR", "AotkParallelizePass", "erase_unused", "outline"]

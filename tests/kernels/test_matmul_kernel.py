@@ -1,0 +1,218 @@
+"""Compiled `aotk.matmul` against NumPy over the shapes the tiling treats differently.
+
+Panels of 4, 2 and 1 rows, k-unroll remainders, scalar tail columns, several K and N
+blocks, dynamic M/K/N, M = 1 (matrix-vector). float32/float64 errors are measured
+against |A| @ |B| (the scale a dot product's rounding error grows with); integers wrap
+exactly as NumPy's do.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import emit, placeholder
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, MemRefType, ModuleOp, f32, f64, i64
+from xdsl.ir import Block, Region
+from xdsl.rewriter import InsertPoint
+
+from aotk import runtime
+from aotk.codegen import jit
+from aotk.dialect.linalg import MatMulOp
+from aotk.function import Function
+from aotk.kernels import heuristics, matmul_kernel, native
+from aotk.kernels.kernel import Buf, Kernel
+from aotk.lowering import pipeline
+
+RTOL = {"float32": 1e-5, "float64": 1e-13, "float16": 2e-3}
+
+SHAPES = [
+    (1, 1, 1),
+    (2, 3, 5),
+    (7, 13, 29),
+    (4, 8, 8),
+    (5, 17, 8),
+    (3, 9, 24),
+    (6, 65, 33),
+    (9, 130, 17),
+    (1, 784, 1024),
+    (13, 7, 1031),
+    (11, 300, 40),
+]
+
+
+def _oracle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f":
+        return (a.astype(np.float64) @ b.astype(np.float64)).astype(a.dtype)
+    return np.matmul(a, b).astype(a.dtype)
+
+
+def _check(got: np.ndarray, a: np.ndarray, b: np.ndarray, label: str) -> None:
+    want = _oracle(a, b)
+    assert got.dtype == want.dtype and got.shape == want.shape, label
+    if a.dtype.kind != "f":
+        np.testing.assert_array_equal(got, want, err_msg=label)
+        return
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    err = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    tol = RTOL[a.dtype.name] * (scale + 1e-30)
+    bad = np.argwhere(err > tol)
+    assert bad.size == 0, f"{label}: {len(bad)} elements off, first at {bad[0]}"
+
+
+def _inputs(rng: np.random.Generator, m: Sequence[int], kn: tuple[int, int], dtype: str):
+    k, n = kn
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal((*m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+    info = np.iinfo(dtype)
+    lo, hi = max(info.min, -1000), min(info.max, 1000)
+    return (
+        rng.integers(lo, hi, (*m, k), endpoint=True).astype(dtype),
+        rng.integers(lo, hi, (k, n), endpoint=True).astype(dtype),
+    )
+
+
+def _compile(a_shape: Sequence[int | None], b_shape: Sequence[int | None], dtype: str) -> Function:
+    x = placeholder(a_shape, dtype, "a")
+    w = placeholder(b_shape, dtype, "b")
+    return Function([x, w], [emit(MatMulOp, x, w)])
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_static_shapes(rng: np.random.Generator, shape: tuple[int, int, int], dtype: str) -> None:
+    m, k, n = shape
+    a, b = _inputs(rng, (m,), (k, n), dtype)
+    f = _compile((m, k), (k, n), dtype)
+    _check(f([a, b])[0], a, b, f"{dtype} {shape}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_dynamic_m_one_kernel_serves_every_batch(rng: np.random.Generator, dtype: str) -> None:
+    k, n = 37, 45
+    f = _compile((None, k), (k, n), dtype)
+    for m in (1, 2, 3, 4, 5, 6, 7, 8, 9, 31, 64):
+        a, b = _inputs(rng, (m,), (k, n), dtype)
+        _check(f([a, b])[0], a, b, f"{dtype} M={m}")
+
+
+def test_all_dims_dynamic(rng: np.random.Generator) -> None:
+    f = _compile((None, None), (None, None), "float32")
+    for m, k, n in [(1, 1, 1), (3, 7, 9), (5, 70, 8), (6, 200, 1030), (2, 0, 3), (0, 4, 5)]:
+        a, b = _inputs(rng, (m,), (k, n), "float32")
+        _check(f([a, b])[0], a, b, f"dynamic {m}x{k}x{n}")
+
+
+def test_batched_lhs_and_vector_lhs(rng: np.random.Generator) -> None:
+    a, b = _inputs(rng, (2, 3), (19, 11), "float32")
+    _check(_compile((2, 3, 19), (19, 11), "float32")([a, b])[0], a, b, "rank 3")
+    v, b = _inputs(rng, (), (40, 17), "float32")
+    _check(_compile((40,), (40, 17), "float32")([v, b])[0], v, b, "vector")
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8"])
+def test_integers_exact(rng: np.random.Generator, dtype: str) -> None:
+    a, b = _inputs(rng, (7,), (13, 29), dtype)
+    _check(_compile((7, 13), (13, 29), dtype)([a, b])[0], a, b, dtype)
+
+
+def test_float16(rng: np.random.Generator) -> None:
+    a = rng.uniform(-1, 1, (5, 6)).astype("float16")
+    b = rng.uniform(-1, 1, (6, 9)).astype("float16")
+    _check(_compile((5, 6), (6, 9), "float16")([a, b])[0], a, b, "float16")
+
+
+@pytest.mark.parametrize("dtype, scalar", [("float32", "float"), ("float64", "double")])
+def test_vectorized_fma(dtype: str, scalar: str) -> None:
+    lanes = heuristics.vector_shape()[0] // np.dtype(dtype).itemsize
+    ir = native.cached(f"matmul_{dtype}_packed").llvm_ir  # the micro-kernel calls compute
+    vec = f"<{lanes} x {scalar}>"
+    fmas = re.findall(rf"call {re.escape(vec)} @llvm\.fma\.v\d+f\d+", ir)
+    assert len(fmas) >= 8, f"expected vector FMAs on {vec} in the matmul kernel"
+
+
+def test_unaligned_vector_access_is_declared() -> None:
+    """Rows of B and C start anywhere (N = 37, say), so vector loads must say align 4."""
+    ir = native.cached("matmul_float32").llvm_ir
+    loads = re.findall(r"load <\d+ x float>, ptr [^,]+, align (\d+)", ir)
+    assert loads and all(int(x) <= 4 for x in loads), loads
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(256, 784, 1024), (256, 1024, 1024), (255, 1024, 10)])
+def test_mlp_sizes(rng: np.random.Generator, shape: tuple[int, int, int]) -> None:
+    m, k, n = shape
+    a, b = _inputs(rng, (m,), (k, n), "float32")
+    f = _compile((None, k), (k, n), "float32")
+    _check(f([a, b])[0], a, b, f"{shape}")
+
+
+# These tests call the loop emitter (the micro-kernels' body) directly on a hand-built
+# kernel taking a scratch buffer, with static dims too. M >= packed_min_rows (64) packs B;
+# smaller M falls back to panels. Compiled modules live for the session (an MCJIT engine
+# owns the cached target machine, so freeing one would free it).
+@functools.cache
+def _packed_kernel(dtype: str, static: tuple[int | None, int | None, int | None]) -> Any:
+    elem = {"float32": f32, "float64": f64}[dtype]
+    mem = MemRefType(elem, [DYNAMIC_INDEX])
+    body = Block(arg_types=[mem] * 4 + [i64] * 3)
+    a, b, c, s = body.args[:4]
+    k = Kernel(Builder(InsertPoint.at_end(body)))
+    dims = [k.b.insert(arith.IndexCastOp(v, IndexType())).result for v in body.args[4:]]
+    m, n, kd = (d if d is not None else v for d, v in zip(static, dims, strict=True))
+    count = matmul_kernel.scratch_elems(elem, m, n, kd)
+    matmul_kernel.emit_loops(
+        k, Buf(c, (m, n), elem), Buf(a, (m, kd), elem), Buf(b, (kd, n), elem),
+        m=m, n=n, kdim=kd, scratch=Buf(s, (count,), elem),
+    )  # fmt: skip
+    k.b.insert(func.ReturnOp())
+    module = ModuleOp([func.FuncOp("mm", (body.arg_types, ()), Region(body))])
+    module.verify()
+    pipeline.lower(module, "llvm", start_after="loops")
+    return jit.compile_module(module), count
+
+
+def _run_packed(a: np.ndarray, b: np.ndarray, static: tuple[int | None, ...]) -> np.ndarray:
+    """C = A @ B by the kernel with scratch; checks that B was packed exactly when it should."""
+    (m, kd), n = a.shape, b.shape[1]
+    compiled, count = _packed_kernel(a.dtype.name, static)
+    c = runtime.aligned_empty((m, n), a.dtype)
+    scratch = runtime.aligned_empty((count,), a.dtype)
+    scratch[:] = np.nan
+    a, b = runtime.aligned_copy(a), runtime.aligned_copy(b)
+    compiled["mm"](a.ctypes.data, b.ctypes.data, c.ctypes.data, scratch.ctypes.data, m, n, kd)
+    tiles = heuristics.matmul_tiles(a.dtype.itemsize, m, n, kd)
+    packs = m >= tiles.packed_min_rows and n >= tiles.nr * tiles.lanes and kd > 0
+    assert np.isnan(scratch).all() != packs, f"B packed: {not packs}, expected {packs}"
+    return c
+
+
+PACKED_SHAPES = [
+    (1, 1, 1),
+    (7, 13, 29),
+    (64, 1, 48),
+    (64, 300, 96),
+    (70, 257, 530),
+    (101, 5, 49),
+]
+
+
+@pytest.mark.parametrize("shape", PACKED_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_packed_path(rng: np.random.Generator, shape: tuple[int, int, int], dtype: str) -> None:
+    m, k, n = shape
+    a, b = _inputs(rng, (m,), (k, n), dtype)
+    _check(_run_packed(a, b, (m, n, k)), a, b, f"packed static {shape}")
+    _check(_run_packed(a, b, (None, None, None)), a, b, f"packed dynamic {shape}")
+
+
+@pytest.mark.slow
+def test_packed_path_mlp_size(rng: np.random.Generator) -> None:
+    a, b = _inputs(rng, (256,), (784, 1024), "float32")
+    _check(_run_packed(a, b, (None, 1024, 784)), a, b, "packed 256x784x1024")
