@@ -16,10 +16,10 @@ import numpy as np
 from xdsl.parser import Parser
 
 import aotk
-from aotk import compile_cache, runtime
+from aotk import compile_cache, micro_kernels, runtime
 from aotk.codegen import jit, llvm_ir
 from aotk.context import make_context
-from aotk.kernels import library, native
+from aotk.kernels import library
 
 if TYPE_CHECKING:
     from aotk.function import Function
@@ -78,7 +78,7 @@ def reduce_function(fn: Function) -> tuple[Any, ...]:
     }
     code = fn._compiled.code
     called = sorted(set().union(*map(library.called, code.objects)))
-    kernels = [native.objects_of(symbol) for symbol in called]
+    kernels = [micro_kernels.objects_of(symbol) for symbol in called]
     meta["micro_kernels"] = [[s, len(objs)] for s, objs in zip(called, kernels, strict=True)]
     bundled = dataclasses.replace(code, objects=code.objects + tuple(o for k in kernels for o in k))
     blob = compile_cache.encode(bundled, meta)
@@ -117,7 +117,7 @@ def _provide_micro_kernels(code: jit.NativeCode, meta: dict[str, Any]) -> jit.Na
             raise ValueError("aotk: cannot unpickle a compiled function: bad micro-kernel list")
         objects, own = objects[:-count], tuple(objects[-count:])
         try:
-            native.provide(symbol, own)
+            micro_kernels.provide(symbol, own)
         except KeyError as err:
             raise ValueError(f"aotk: cannot unpickle a compiled function: {err}") from None
     return dataclasses.replace(code, objects=tuple(objects))

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import aotk
+from aotk import micro_kernels
 from aotk.aot import build, cgen, dims, glue, keras_model, layout
 from aotk.aot.loader import load
 from aotk.dialect.base import shape_of
-from aotk.kernels import native as micro_kernels
 
 MAX_RANK = 8
 MAX_DYNAMIC_DIMS = 64

@@ -115,11 +115,11 @@ def generate_from_ir(
 
 def load(code: NativeCode) -> CompiledModule:
     """Link object code made for this host into the process; return callables by name."""
-    from aotk.kernels import library, native
+    from aotk import micro_kernels  # lazily: it builds on this module
 
     native_runtime.ensure_loaded()  # kernels call aotk_parallel_for
     jit_print.register()  # and aotk.print_tensor's calls
-    native.ensure_loaded(set().union(*map(library.called, code.objects)))  # micro-kernels
+    micro_kernels.ensure_called_loaded(code.objects)
     engine = llvm_binding.create_mcjit_compiler(
         llvm_binding.parse_assembly(""), llvm_ir.target_machine()
     )

@@ -17,11 +17,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from xdsl.dialects import math, ptr
-from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, f64
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, TensorType, f64
 from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
-from aotk.dialect.base import elem_of
 from aotk.kernels import ctc_common as cc
 from aotk.kernels.ctc_forward import Sample
 from aotk.kernels.kernel import Buf, DimV, Kernel
@@ -33,7 +32,8 @@ def scratch_elems(k: Kernel, ins: Sequence[Buf], result_type: Attribute, **_: An
     x, labels = ins[1], ins[2]
     size = k.add(k.mul(labels.dims[1], 2), 1)
     slots = k.add(k.mul(k.add(x.dims[1], 2), size), k.mul(x.dims[1], x.dims[2]))
-    return k.mul(slots, 8 // dtypes.byte_size(elem_of(result_type)))
+    assert isinstance(result_type, TensorType)
+    return k.mul(slots, 8 // dtypes.byte_size(result_type.element_type))
 
 
 def _as_f64(k: Kernel, buf: Buf) -> Buf:

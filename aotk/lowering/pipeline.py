@@ -2,13 +2,16 @@
 
 `lower(module, stop_after=...)` runs the stages in order up to the named one, so any stage
 can be printed or interpreted. `STAGES` is the single definition used by `K.function`,
-`aotk-opt -p` users and the tests.
+`aotk-opt -p` users and the tests; `ALL_PASSES` names every aotk pass, each imported only
+when a pipeline uses it (xDSL's convention).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
+from xdsl.passes import ModulePass, PassPipeline
 
 from aotk import timing
 from aotk.context import make_context
@@ -61,10 +64,97 @@ def lower_emitted_loops(module: ModuleOp) -> ModuleOp:
 
 def run(module: ModuleOp, spec: str) -> ModuleOp:
     """Apply the comma-joined pass `spec` in place (timed per pass with AOTK_TIMING=1)."""
-    from aotk.transforms import all_passes
-
     if spec:
         passes = PassPipeline.parse_spec(all_passes(), spec).passes
         callback = timing.pass_callback() if timing.enabled() else None
         PassPipeline(passes, callback).apply(make_context(), module)
     return module
+
+
+# aotk's passes by name, as lazy getters
+def _fuse() -> type[ModulePass]:
+    from aotk.transforms.fuse import AotkFusePass
+
+    return AotkFusePass
+
+
+def _simplify() -> type[ModulePass]:
+    from aotk.transforms.simplify import AotkSimplifyPass
+
+    return AotkSimplifyPass
+
+
+def _canonicalize() -> type[ModulePass]:
+    from aotk.transforms.canonicalize import AotkCanonicalizePass
+
+    return AotkCanonicalizePass
+
+
+def _cse() -> type[ModulePass]:
+    from aotk.transforms.cse import AotkCSEPass
+
+    return AotkCSEPass
+
+
+def _check_stage() -> type[ModulePass]:
+    from aotk.transforms.check_stage import AotkCheckStagePass
+
+    return AotkCheckStagePass
+
+
+def _to_loops() -> type[ModulePass]:
+    from aotk.lowering.convert_aotk_to_loops import ConvertAotkToLoopsPass
+
+    return ConvertAotkToLoopsPass
+
+
+def _memory_to_llvm() -> type[ModulePass]:
+    from aotk.lowering.memory_to_llvm import AotkMemoryToLLVMPass
+
+    return AotkMemoryToLLVMPass
+
+
+def _parallelize() -> type[ModulePass]:
+    from aotk.lowering.parallelize import AotkParallelizePass
+
+    return AotkParallelizePass
+
+
+def _outline_kernels() -> type[ModulePass]:
+    from aotk.lowering.outline_kernels import AotkOutlineKernelsPass
+
+    return AotkOutlineKernelsPass
+
+
+def _std_to_llvm() -> type[ModulePass]:
+    from aotk.lowering.convert_aotk_std_to_llvm import ConvertAotkStdToLLVMPass
+
+    return ConvertAotkStdToLLVMPass
+
+
+def _scf_to_cf() -> type[ModulePass]:
+    from aotk.lowering.scf_to_cf import AotkScfToCfPass
+
+    return AotkScfToCfPass
+
+
+ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "aotk-simplify": _simplify,
+    "aotk-fuse": _fuse,
+    "aotk-canonicalize": _canonicalize,
+    "aotk-cse": _cse,
+    "aotk-check-stage": _check_stage,
+    "convert-aotk-to-loops": _to_loops,
+    "aotk-memory-to-llvm": _memory_to_llvm,
+    "aotk-outline-kernels": _outline_kernels,
+    "aotk-parallelize": _parallelize,
+    "convert-aotk-std-to-llvm": _std_to_llvm,
+    "aotk-scf-to-cf": _scf_to_cf,
+}
+
+
+def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """xDSL's passes plus aotk's."""
+    from xdsl.transforms import get_all_passes
+
+    return {**get_all_passes(), **ALL_PASSES}

@@ -5,21 +5,17 @@ before matching, and, once a sweep changed anything, sweeps the whole module aga
 find nothing left. A conversion whose patterns each rewrite one op into ops no pattern
 of the pass matches needs none of that: one sweep in program order does all the work.
 Driven so, xDSL's own scf-to-cf patterns give the same IR (the tests compare) in about
-half the time on aotk's kernels. Dead ops are left to LLVM, which removes them anyway.
+half the time on aotk's kernels (`scf_to_cf.py`); `convert-aotk-std-to-llvm` uses it too.
+Dead ops are left to LLVM, which removes them anyway.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Operation
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.transforms import convert_scf_to_cf as scf_to_cf
 
 
 def rewrite_once(root: Operation, patterns: Sequence[RewritePattern]) -> None:
@@ -55,14 +51,3 @@ def retype_values(root: Operation, convert: Callable[[Attribute], Attribute | No
                 for arg in list(block.args):
                     if (new := convert(arg.type)) is not None:
                         Rewriter.replace_value_with_new_type(arg, new)
-
-
-@dataclass(frozen=True)
-class AotkScfToCfPass(ModulePass):
-    """`convert-scf-to-cf` in one sweep: scf.for, scf.if and scf.index_switch to blocks."""
-
-    name = "aotk-scf-to-cf"
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = [scf_to_cf.SwitchLowering(), scf_to_cf.IfLowering(), scf_to_cf.ForLowering()]
-        rewrite_once(op, patterns)

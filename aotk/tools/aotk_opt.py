@@ -157,7 +157,7 @@ class AotkOptMain(xDSLOptMain):
         self.ctx.load_dialect(AOTK)
 
     def register_all_passes(self) -> None:
-        from aotk.transforms import ALL_PASSES
+        from aotk.lowering.pipeline import ALL_PASSES
 
         super().register_all_passes()
         for name, factory in ALL_PASSES.items():

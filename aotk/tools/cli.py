@@ -35,7 +35,8 @@ def _cmd_stages(args: argparse.Namespace) -> int:
 
 def _cmd_kernels(args: argparse.Namespace) -> int:
     """List the micro-kernels, build them into the cache, or print one's IR."""
-    from aotk.kernels import library, native
+    from aotk import micro_kernels
+    from aotk.kernels import library
 
     if args.print is not None:
         try:
@@ -44,13 +45,13 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
             raise ValueError(f"{err.args[0]}; see `aotk kernels` for the list") from None
         module = library.module([kernel.name])
         if args.stage == "llvm":
-            module = native.lowered_module([kernel.name])
+            module = micro_kernels.lowered_module([kernel.name])
         print(module)
         return 0
     for name in library.names():
         kernel = library.lookup(name)
         if args.build:
-            native.cached(name)
+            micro_kernels.cached(name)
         print(f"{kernel.symbol}({', '.join('ptr' if c == 'p' else 'i64' for c in kernel.params)})")
     return 0
 

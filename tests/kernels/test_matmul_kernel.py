@@ -22,11 +22,11 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, MemRefType, ModuleOp
 from xdsl.ir import Block, Region
 from xdsl.rewriter import InsertPoint
 
-from aotk import runtime
+from aotk import micro_kernels, runtime
 from aotk.codegen import jit
 from aotk.dialect.linalg import MatMulOp
 from aotk.function import Function
-from aotk.kernels import heuristics, matmul_kernel, native
+from aotk.kernels import heuristics, matmul_kernel
 from aotk.kernels.kernel import Buf, Kernel
 from aotk.lowering import pipeline
 
@@ -131,7 +131,7 @@ def test_float16(rng: np.random.Generator) -> None:
 @pytest.mark.parametrize("dtype, scalar", [("float32", "float"), ("float64", "double")])
 def test_vectorized_fma(dtype: str, scalar: str) -> None:
     lanes = heuristics.vector_shape()[0] // np.dtype(dtype).itemsize
-    ir = native.cached(f"matmul_{dtype}_packed").llvm_ir  # the micro-kernel calls compute
+    ir = micro_kernels.cached(f"matmul_{dtype}_packed").llvm_ir  # the micro-kernel calls compute
     vec = f"<{lanes} x {scalar}>"
     fmas = re.findall(rf"call {re.escape(vec)} @llvm\.fma\.v\d+f\d+", ir)
     assert len(fmas) >= 8, f"expected vector FMAs on {vec} in the matmul kernel"
@@ -139,7 +139,7 @@ def test_vectorized_fma(dtype: str, scalar: str) -> None:
 
 def test_unaligned_vector_access_is_declared() -> None:
     """Rows of B and C start anywhere (N = 37, say), so vector loads must say align 4."""
-    ir = native.cached("matmul_float32").llvm_ir
+    ir = micro_kernels.cached("matmul_float32").llvm_ir
     loads = re.findall(r"load <\d+ x float>, ptr [^,]+, align (\d+)", ir)
     assert loads and all(int(x) <= 4 for x in loads), loads
 

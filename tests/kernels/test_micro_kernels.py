@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from aotk import backend as K
-from aotk.kernels import library, native
+from aotk import micro_kernels
+from aotk.kernels import library
 
 # Compiles a float32 dot in a fresh process; prints how many micro-kernels it built.
 _CHILD = textwrap.dedent(
@@ -21,11 +22,11 @@ _CHILD = textwrap.dedent(
     import json
     import numpy as np
     from aotk import backend as K
-    from aotk.kernels import native
+    from aotk import micro_kernels
     x = K.placeholder(shape=(None, 5))
     f = K.function([x], [K.dot(x, K.variable(np.eye(5, 3, dtype=np.float32)))])
     out = f([np.arange(10, dtype=np.float32).reshape(2, 5)])[0]
-    print(json.dumps({"built": native.BUILT, "out": out.tolist()}))
+    print(json.dumps({"built": micro_kernels.BUILT, "out": out.tolist()}))
     """
 )
 
@@ -82,10 +83,10 @@ def test_called_names_entry_points_only() -> None:
 
 
 def test_a_loaded_micro_kernel_is_linked_once() -> None:
-    native.ensure_loaded(["aotk_uk_matmul_float32"])
-    engine = native._linked["aotk_uk_matmul_float32"].engine
-    native.ensure_loaded(["aotk_uk_matmul_float32"])
-    assert native._linked["aotk_uk_matmul_float32"].engine is engine
+    micro_kernels.ensure_loaded(["aotk_uk_matmul_float32"])
+    engine = micro_kernels._linked["aotk_uk_matmul_float32"].engine
+    micro_kernels.ensure_loaded(["aotk_uk_matmul_float32"])
+    assert micro_kernels._linked["aotk_uk_matmul_float32"].engine is engine
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,9 @@ import pytest
 
 import aotk
 from aotk import backend as K
-from aotk import interp
+from aotk import interp, micro_kernels
 from aotk.function import Function
-from aotk.kernels import library, native
+from aotk.kernels import library
 
 THREADS = (1, 2, 3)
 
@@ -36,7 +36,7 @@ def _os_threads() -> int:
 
 def _reaches_pool(ir: str) -> bool:
     """True if the code, or a micro-kernel it calls, hands loops to the thread pool."""
-    called = [native.cached(library.lookup(s).name).llvm_ir for s in library.called(ir)]
+    called = [micro_kernels.cached(library.lookup(s).name).llvm_ir for s in library.called(ir)]
     return any("@aotk_parallel_for(" in text for text in [ir, *called])
 
 

@@ -19,8 +19,8 @@ from xdsl.passes import ModulePass
 
 from aotk.dialect.base import tensor
 from aotk.dialect.elementwise import AddOp
+from aotk.lowering.pipeline import ALL_PASSES
 from aotk.tools.aotk_opt import main
-from aotk.transforms import ALL_PASSES
 
 CHAIN = """\
 func.func @neg_exp(%x: tensor<?xf32>) -> tensor<?xf32> {

@@ -61,6 +61,11 @@ def cached(name: str, cpu: str | None = None, features: str | None = None) -> ji
     return code
 
 
+def ensure_called_loaded(objects: Iterable[bytes]) -> None:
+    """Link the micro-kernels that `objects` (model code) call into this process."""
+    ensure_loaded(set().union(*map(library.called, objects)))
+
+
 def ensure_loaded(symbols: Iterable[str]) -> None:
     """Link the named micro-kernels into this process, each once."""
     for symbol in sorted(set(symbols) - set(_linked)):
