@@ -24,7 +24,7 @@ import llvmlite.binding as llvm_binding
 
 from aotk import paths
 
-SOURCES = ("aotk_pool.h", "aotk_pool.c")
+SOURCES = ("aotk_pool_internal.h", "aotk_pool.c")
 LIBRARY = "libaotk_pool.so"
 
 # Runs fn(ctx, 0, n) on the calling thread: the whole contract, minus the threads.

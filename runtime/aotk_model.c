@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "aotk_model.h"
+#include "aotk_model_info_internal.h"
 #include "aotk_model_internal.h"
-#include "aotk_pool.h"
+#include "aotk_pool_internal.h"
 
 static uint32_t read_u32(const unsigned char *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;

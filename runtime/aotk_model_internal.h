@@ -4,8 +4,8 @@
 
 #include <pthread.h>
 
-#include "aotk_model.h"
-#include "aotk_pool.h"
+#include "aotk_model_info_internal.h"
+#include "aotk_pool_internal.h"
 
 typedef struct aotk_workspace {
   void *data;

@@ -1,4 +1,4 @@
-/* aotk thread pool (see aotk_pool.h): plain C99 + pthreads, libc only.
+/* aotk thread pool (see aotk_pool_internal.h): plain C99 + pthreads, libc only.
  *
  * A loop of n iterations is cut into at most AOTK_CHUNKS_PER_THREAD chunks per thread,
  * by n and the pool's size alone. Thread t owns a contiguous run of chunks and runs them
@@ -15,7 +15,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "aotk_pool.h"
+#include "aotk_pool_internal.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aotk_model.h"
+#include "aotk_model_info_internal.h"
 
 #define AOTK_MESSAGE_SIZE 512
 
@@ -73,6 +73,8 @@ const char *aotk_status_message(aotk_status status) {
   }
   return "unknown aotk status";
 }
+
+int aotk_api_version(void) { return AOTK_API_VERSION; }
 
 size_t aotk_dtype_size(aotk_dtype dtype) {
   switch (dtype) {

@@ -29,6 +29,10 @@ extern "C" {
 #define AOTK_ALIGNMENT 64
 #define AOTK_MAX_RANK 8
 
+/* The version of this API. It grows with every change to a declaration here; a program
+ * that loads a library at run time checks aotk_api_version() == AOTK_API_VERSION. */
+#define AOTK_API_VERSION 1
+
 typedef enum {
   AOTK_OK = 0,
   AOTK_ERR_NULL = 1,             /* a required pointer is NULL */
@@ -123,6 +127,9 @@ AOTK_API aotk_status aotk_model_set_variable(aotk_model *model, const char *name
 
 AOTK_API int aotk_model_threads(const aotk_model *model);
 AOTK_API void aotk_model_destroy(aotk_model *model); /* NULL is a no-op */
+
+/* The AOTK_API_VERSION the library was built with. */
+AOTK_API int aotk_api_version(void);
 
 /* Size in bytes of one element of `dtype` (0 for an unknown value). */
 AOTK_API size_t aotk_dtype_size(aotk_dtype dtype);

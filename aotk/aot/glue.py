@@ -15,7 +15,7 @@ def glue(spec: ModelSpec) -> str:
         "#include <stddef.h>",
         "#include <stdint.h>",
         f'#include "{n}.h"',
-        '#include "aotk_model.h"',
+        '#include "aotk_model_info_internal.h"',
         "",
         _kernel_decls(spec, sym),
         _trampolines(spec, sym),

@@ -1,5 +1,5 @@
 """`aotk-parallelize`: outline each `scf.for` marked `aotk.parallel` into a task that the
-runtime's thread pool (`runtime/aotk_pool.h`) runs over chunks of its iterations.
+runtime's thread pool (`runtime/aotk_pool_internal.h`) runs over chunks of its iterations.
 
 Expects buffers as `!llvm.ptr` (after `aotk-memory-to-llvm`), loops still `scf.for`, and
 marked loops without iter_args. A marked loop `scf.for %i = %lb to %ub step %s

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aotk_pool.h"
+#include "aotk_pool_internal.h"
 
 #define CHECK(cond)                                                          \
   do {                                                                       \

@@ -44,6 +44,12 @@ def rt(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     return dll
 
 
+def test_api_version_is_the_headers(rt: ctypes.CDLL) -> None:
+    header = (RUNTIME / "aotk_rt.h").read_text()
+    assert "#define AOTK_API_VERSION 1\n" in header
+    assert rt.aotk_api_version() == 1
+
+
 @pytest.mark.parametrize("nbytes", [0, 1, 63, 64, 65, 1 << 20])
 def test_alloc_is_aligned_and_zeroed(rt: ctypes.CDLL, nbytes: int) -> None:
     p = rt.aotk_alloc(nbytes)

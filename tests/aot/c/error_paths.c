@@ -134,6 +134,8 @@ int main(int argc, char **argv) {
   char *paths[5] = {argv[0], argv[1], argv[2], argv[3], argv[4]};
   aotk_model *model = NULL;
   aotk_options options = {2, NULL};
+  expect("API version", aotk_api_version() == AOTK_API_VERSION ? AOTK_OK : AOTK_ERR_NOT_FOUND,
+         AOTK_OK, NULL);
   expect("create", errs_create(&model, &options), AOTK_OK, NULL);
   if (model == NULL) return 1;
   run_cases(model);

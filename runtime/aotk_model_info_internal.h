@@ -1,7 +1,7 @@
 /* aotk runtime, internal: what a generated model tells the runtime about itself.
  * Generated code fills one static aotk_model_info; users never see this header. */
-#ifndef AOTK_MODEL_H
-#define AOTK_MODEL_H
+#ifndef AOTK_MODEL_INFO_INTERNAL_H
+#define AOTK_MODEL_INFO_INTERNAL_H
 
 #include "aotk_rt.h"
 
@@ -60,4 +60,4 @@ aotk_status aotk_fail(aotk_status status, const char *fmt, ...);
 uint32_t aotk_crc32(const unsigned char *data, size_t n);
 const char *aotk_dtype_name(aotk_dtype dtype);
 
-#endif /* AOTK_MODEL_H */
+#endif /* AOTK_MODEL_INFO_INTERNAL_H */

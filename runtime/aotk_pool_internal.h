@@ -11,8 +11,8 @@
  * per online core). A call made while its pool is busy (a nested call from inside a task,
  * or another thread already running a loop on the pool) runs serially in the caller.
  */
-#ifndef AOTK_POOL_H
-#define AOTK_POOL_H
+#ifndef AOTK_POOL_INTERNAL_H
+#define AOTK_POOL_INTERNAL_H
 
 #include <stdint.h>
 
@@ -54,4 +54,4 @@ void aotk_parallel_for(aotk_task_fn fn, void *ctx, int64_t n);
 }
 #endif
 
-#endif /* AOTK_POOL_H */
+#endif /* AOTK_POOL_INTERNAL_H */
