@@ -22,7 +22,12 @@ from aotk.codegen import llvm_ir
 from aotk.shipping import required_features
 
 RUNTIME_SOURCES = ("aotk_rt.c", "aotk_model.c", "aotk_run.c", "aotk_pool.c", "aotk_print.c")
-RUNTIME_HEADERS = ("aotk_rt.h", "aotk_model_info_internal.h", "aotk_model_internal.h", "aotk_pool_internal.h")
+RUNTIME_HEADERS = (
+    "aotk_rt.h",
+    "aotk_model_info_internal.h",
+    "aotk_model_internal.h",
+    "aotk_pool_internal.h",
+)
 
 _V2 = ("cx16", "popcnt", "sahf", "sse3", "sse4.1", "sse4.2", "ssse3")
 _V3 = (*_V2, "avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave")
