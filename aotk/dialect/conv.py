@@ -204,7 +204,7 @@ def _lower(k: Kernel, out: Buf, x: Buf, w: Buf, **attrs: Any) -> None:
 
 
 def _grad(g: Any, y: Any, x: Any, kernel: Any, **attrs: Any) -> tuple[Any, ...]:
-    from aotk.dialect.conv_grad import conv_grad
+    from aotk.dialect.conv_backprop import conv_grad
 
     return conv_grad(g, y, x, kernel, **attrs)
 

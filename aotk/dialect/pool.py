@@ -44,7 +44,7 @@ class PoolOp(AotkOp):
     traits = traits_def(Pure())
 
 
-def _out_dim(size: int, window: int, stride: int, padding: str) -> int:
+def pooled_dim(size: int, window: int, stride: int, padding: str) -> int:
     if padding == "same":
         return -(-size // stride)
     return (size - window) // stride + 1
@@ -81,7 +81,7 @@ def infer_pool(
             raise ValueError(
                 f"spatial axis {d} of size {size} is smaller than the window {window[d]}"
             )
-        out.append(None if size is None else _out_dim(size, window[d], strides[d], padding))
+        out.append(None if size is None else pooled_dim(size, window[d], strides[d], padding))
     return tensor(elem, [*out, xs[-1]])
 
 
@@ -90,7 +90,7 @@ def np_pool(
 ) -> np.ndarray:
     """The oracle: pad with a neutral value, reduce each strided window tap by tap."""
     sizes = x.shape[1:-1]
-    outs = [_out_dim(s, k, st, padding) for s, k, st in zip(sizes, window, strides, strict=True)]
+    outs = [pooled_dim(s, k, st, padding) for s, k, st in zip(sizes, window, strides, strict=True)]
     pads = [
         same_pads(s, st, k) if padding == "same" else (0, 0)
         for s, k, st in zip(sizes, window, strides, strict=True)
@@ -118,7 +118,7 @@ def np_pool(
     return acc.astype(x.dtype)
 
 
-def _pads(k: Kernel, size: DimV, window: int, stride: int, padding: str) -> tuple[DimV, DimV]:
+def window_pads(k: Kernel, size: DimV, window: int, stride: int, padding: str) -> tuple[DimV, DimV]:
     if padding == "same":
         before = cg.same_pads(k, size, stride, window)[0]
         return before, k.div(k.add(size, stride - 1), stride)
@@ -130,7 +130,8 @@ def _dims(
 ) -> list[DimV]:
     x = ins[0]
     spatial = [
-        _pads(k, x.dims[1 + d], window[d], strides[d], a["padding"])[1] for d in range(len(window))
+        window_pads(k, x.dims[1 + d], window[d], strides[d], a["padding"])[1]
+        for d in range(len(window))
     ]
     return [x.dims[0], *spatial, x.dims[-1]]
 
@@ -144,7 +145,9 @@ _COMBINE = {
 def _lower(
     k: Kernel, out: Buf, x: Buf, *, window: Any, strides: Any, padding: str, mode: str
 ) -> None:
-    pads = [_pads(k, x.dims[1 + d], window[d], strides[d], padding)[0] for d in range(len(window))]
+    pads = [
+        window_pads(k, x.dims[1 + d], window[d], strides[d], padding)[0] for d in range(len(window))
+    ]
     full: list[cg.Range] = [(0, d) for d in out.dims[1:-1]]
     xst, ost = k.strides(x.dims), k.strides(out.dims)
     init = const(k.b, _identity(mode, x.elem), compute_type(x.elem))
@@ -155,7 +158,7 @@ def _lower(
             start = k.sub(k.mul(p, strides[d]), pads[d])
             spans.append((cg.smax(k, start, 0), k.min(k.add(start, window[d]), x.dims[1 + d])))
         where = (n, k.linear([n, *ps], ost[:-1]), spans, xst)
-        count = _count(k, spans, x.elem) if mode == "avg" else None
+        count = window_count(k, spans, x.elem) if mode == "avg" else None
         rows = _scalar_rows if isinstance(x.elem, Float16Type) else _rows
         rows(k, out, x, where, init, _COMBINE[mode], count, window)
 
@@ -218,7 +221,7 @@ def _finish(k: Kernel, out: Buf, at: DimV, acc: SSAValue, count: SSAValue | None
     k.store_flat(out, at, acc)
 
 
-def _count(k: Kernel, spans: Sequence[cg.Range], elem: Attribute) -> SSAValue:
+def window_count(k: Kernel, spans: Sequence[cg.Range], elem: Attribute) -> SSAValue:
     """The number of input elements under the window, as a float of the compute type."""
     total = k.product([k.sub(hi, lo) for lo, hi in spans])
     as_int = k.b.insert(arith.IndexCastOp(k.index(total), i64)).result

@@ -19,7 +19,7 @@ from xdsl.traits import Pure
 
 from aotk.dialect.base import AotkOp, elem_of, shape_of
 from aotk.dialect.conv import same_pads
-from aotk.dialect.pool import _count, _out_dim, _pads, infer_pool
+from aotk.dialect.pool import infer_pool, pooled_dim, window_count, window_pads
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import conv_geometry as cg
 from aotk.kernels.kernel import Buf, Kernel
@@ -62,7 +62,7 @@ def _numpy(
     mode: str,
 ) -> np.ndarray:
     sizes = x.shape[1:-1]
-    outs = [_out_dim(s, w, st, padding) for s, w, st in zip(sizes, window, strides, strict=True)]
+    outs = [pooled_dim(s, w, st, padding) for s, w, st in zip(sizes, window, strides, strict=True)]
     pads = [
         same_pads(s, st, w) if padding == "same" else (0, 0)
         for s, w, st in zip(sizes, window, strides, strict=True)
@@ -108,14 +108,16 @@ def _lower(
     zero = const(k.b, 0, ctype)
     with k.loop(k.product(out.dims)) as i:
         k.store_flat(out, i, zero)
-    pads = [_pads(k, x.dims[1 + d], window[d], strides[d], padding)[0] for d in range(len(window))]
+    pads = [
+        window_pads(k, x.dims[1 + d], window[d], strides[d], padding)[0] for d in range(len(window))
+    ]
     xst, gst = k.strides(x.dims), k.strides(g.dims)
     with k.loop(x.dims[0]) as n, cg.box(k, [(0, d) for d in g.dims[1:-1]]) as ps:
         spans: list[cg.Range] = []
         for d, p in enumerate(ps):
             start = k.sub(k.mul(p, strides[d]), pads[d])
             spans.append((cg.smax(k, start, 0), k.min(k.add(start, window[d]), x.dims[1 + d])))
-        count = _count(k, spans, x.elem) if mode == "avg" else None
+        count = window_count(k, spans, x.elem) if mode == "avg" else None
         with k.loop(x.dims[-1]) as c:
             gv = k.load_flat(g, k.add(k.linear([n, *ps], gst[:-1]), c))
             yv = k.load_flat(y, k.add(k.linear([n, *ps], gst[:-1]), c))

@@ -16,7 +16,7 @@ import pytest
 from conftest import FLOATS, INTS, emit, placeholder, random_array, run_both
 
 from aotk.dialect.conv import ConvOp
-from aotk.dialect.conv_grad import ConvBackpropOp
+from aotk.dialect.conv_backprop import ConvBackpropOp
 from aotk.dialect.pool import PoolOp
 from aotk.dialect.pool_grad import PoolGradOp
 
