@@ -12,6 +12,7 @@ from typing import Any
 from xdsl.ir import Operation, SSAValue
 
 from aotk import dtypes, trace
+from aotk.dialect import arithmetic as ar
 from aotk.dialect import elementwise as ew
 from aotk.dialect import reduce as rd
 from aotk.dialect.base import AotkOp
@@ -79,7 +80,7 @@ def accumulate(grads: dict[SSAValue, KTensor], v: SSAValue, c: KTensor) -> None:
     """Add cotangent `c` into `grads[v]` (float values only)."""
     if not dtypes.is_float(dtypes.element_type(KTensor(v).dtype)):
         return
-    grads[v] = c if v not in grads else trace.emit(ew.AddOp, grads[v], c, where=WHERE)
+    grads[v] = c if v not in grads else trace.emit(ar.AddOp, grads[v], c, where=WHERE)
 
 
 def _path_ops(ops: list[Operation], loss: SSAValue, wanted: set[SSAValue]) -> list[Operation]:

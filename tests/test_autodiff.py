@@ -9,10 +9,12 @@ import pytest
 
 from aotk import backend as K
 from aotk import interp, trace
-from aotk.dialect import elementwise as ew
+from aotk.dialect import arithmetic as ar
+from aotk.dialect import compare as cmp
 from aotk.dialect import linalg
 from aotk.dialect import reduce as rd
 from aotk.dialect import shape as sh
+from aotk.dialect import unary as un
 
 
 @pytest.fixture(autouse=True)
@@ -73,12 +75,12 @@ def _a(*shape: int, lo: float = -2.0, hi: float = 2.0) -> np.ndarray:
 
 
 UNARY = [
-    ("neg", ew.NegOp, "any"),
-    ("abs", ew.AbsOp, "any"),
-    ("sqrt", ew.SqrtOp, "positive"),
-    ("exp", ew.ExpOp, "any"),
-    ("log", ew.LogOp, "positive"),
-    ("tanh", ew.TanhOp, "any"),
+    ("neg", un.NegOp, "any"),
+    ("abs", un.AbsOp, "any"),
+    ("sqrt", un.SqrtOp, "positive"),
+    ("exp", un.ExpOp, "any"),
+    ("log", un.LogOp, "positive"),
+    ("tanh", un.TanhOp, "any"),
 ]
 
 
@@ -89,12 +91,12 @@ def test_unary(name, op, domain):
 
 
 BINARY = [
-    ("add", ew.AddOp),
-    ("sub", ew.SubOp),
-    ("mul", ew.MulOp),
-    ("div", ew.DivOp),
-    ("maximum", ew.MaximumOp),
-    ("minimum", ew.MinimumOp),
+    ("add", ar.AddOp),
+    ("sub", ar.SubOp),
+    ("mul", ar.MulOp),
+    ("div", ar.DivOp),
+    ("maximum", ar.MaximumOp),
+    ("minimum", ar.MinimumOp),
 ]
 
 
@@ -106,12 +108,12 @@ def test_binary_with_broadcasting(name, op):
 
 
 def test_pow_positive_base():
-    check_gradients(lambda s, t: _emit(ew.PowOp, s, t), [_a(3, 2, lo=0.5, hi=2.0), _a(3, 2)])
+    check_gradients(lambda s, t: _emit(ar.PowOp, s, t), [_a(3, 2, lo=0.5, hi=2.0), _a(3, 2)])
 
 
 def test_select():
     cond = K.constant(np.array([True, False, True]), dtype="bool")
-    check_gradients(lambda s, t: _emit(ew.SelectOp, cond, s, t), [_a(2, 3), _a(3)])
+    check_gradients(lambda s, t: _emit(cmp.SelectOp, cond, s, t), [_a(2, 3), _a(3)])
 
 
 def test_cast_passes_float_gradients_and_blocks_int_ones():

@@ -21,10 +21,13 @@ from aotk import dtypes, trace
 from aotk.backend.config import epsilon
 from aotk.backend.sparse import KSparseTensor
 from aotk.backend.tensors import as_tensor, cast, scalar
+from aotk.dialect import arithmetic as ar
+from aotk.dialect import compare as cmp
 from aotk.dialect import ctc
 from aotk.dialect import elementwise as ew
 from aotk.dialect import reduce as rd
 from aotk.dialect import shape as sh
+from aotk.dialect import unary as un
 from aotk.dialect.scan import CumSumOp
 from aotk.trace import KTensor
 
@@ -78,18 +81,18 @@ def _check_batch(where: str, **tensors: KTensor) -> None:
 
 def _log_scores(y: KTensor, where: str) -> KTensor:
     """log(y_pred + epsilon), as Keras feeds TensorFlow's CTC ops."""
-    shifted = trace.emit(ew.AddOp, y, scalar(epsilon(), y.dtype), where=where)
-    return trace.emit(ew.LogOp, shifted, where=where)
+    shifted = trace.emit(ar.AddOp, y, scalar(epsilon(), y.dtype), where=where)
+    return trace.emit(un.LogOp, shifted, where=where)
 
 
 def _logsumexp(x: KTensor, axis: int, where: str) -> KTensor:
     """log(sum(exp(x), axis, keepdims)); -inf where every term is -inf."""
     top = trace.emit(rd.ReduceMaxOp, x, where=where, axes=(axis,), keepdims=True)
-    none = trace.emit(ew.EqualOp, top, scalar(float("-inf"), x.dtype), where=where)
-    top = trace.emit(ew.SelectOp, none, scalar(0.0, x.dtype), top, where=where)
-    terms = trace.emit(ew.ExpOp, trace.emit(ew.SubOp, x, top, where=where), where=where)
+    none = trace.emit(cmp.EqualOp, top, scalar(float("-inf"), x.dtype), where=where)
+    top = trace.emit(cmp.SelectOp, none, scalar(0.0, x.dtype), top, where=where)
+    terms = trace.emit(un.ExpOp, trace.emit(ar.SubOp, x, top, where=where), where=where)
     total = trace.emit(rd.ReduceSumOp, terms, where=where, axes=(axis,), keepdims=True)
-    return trace.emit(ew.AddOp, top, trace.emit(ew.LogOp, total, where=where), where=where)
+    return trace.emit(ar.AddOp, top, trace.emit(un.LogOp, total, where=where), where=where)
 
 
 def ctc_batch_cost(y_true: Any, y_pred: Any, input_length: Any, label_length: Any) -> KTensor:
@@ -101,9 +104,9 @@ def ctc_batch_cost(y_true: Any, y_pred: Any, input_length: Any, label_length: An
     ll = _ints(label_length, "label_length", ("samples", "1"), where)
     _check_batch(where, y_true=labels, y_pred=y, input_length=il, label_length=ll)
     scores = _log_scores(y, where)
-    log_probs = trace.emit(ew.SubOp, scores, _logsumexp(scores, 2, where), where=where)
+    log_probs = trace.emit(ar.SubOp, scores, _logsumexp(scores, 2, where), where=where)
     alpha = trace.emit(ctc.CtcForwardOp, log_probs, labels, _column(il), _column(ll), where=where)
-    loss = trace.emit(ew.NegOp, _logsumexp(alpha, 1, where), where=where)
+    loss = trace.emit(un.NegOp, _logsumexp(alpha, 1, where), where=where)
     return loss if loss.dtype == dtype else cast(loss, dtype)
 
 
@@ -146,7 +149,7 @@ def _positions(like: KTensor, axis: int, where: str) -> KTensor:
     """int64 index along `axis` at every position of `like`."""
     ones = trace.emit(ew.FillLikeOp, like, where=where, value=1.0, dtype="int64")
     count = trace.emit(CumSumOp, ones, where=where, axis=axis)
-    return trace.emit(ew.SubOp, count, scalar(1, "int64"), where=where)
+    return trace.emit(ar.SubOp, count, scalar(1, "int64"), where=where)
 
 
 def ctc_label_dense_to_sparse(labels: Any, label_lengths: Any) -> KSparseTensor:
@@ -160,9 +163,9 @@ def ctc_label_dense_to_sparse(labels: Any, label_lengths: Any) -> KSparseTensor:
     _check_batch(where, labels=dense, label_lengths=lengths)
     rows, cols = _positions(dense, 0, where), _positions(dense, 1, where)
     wide = trace.emit(sh.ReshapeOp, cast(lengths, "int64"), where=where, shape=(-1, 1))
-    inside = trace.emit(ew.LessOp, cols, wide, where=where)
+    inside = trace.emit(cmp.LessOp, cols, wide, where=where)
     zero = scalar(0, dense.dtype)
-    values = trace.emit(ew.SelectOp, inside, dense, zero, where=where)
+    values = trace.emit(cmp.SelectOp, inside, dense, zero, where=where)
     pairs = [trace.emit(sh.ReshapeOp, t, where=where, shape=(-1, 1)) for t in (rows, cols)]
     indices = trace.emit(sh.ConcatOp, *pairs, where=where, axis=1)
     flat = trace.emit(sh.ReshapeOp, values, where=where, shape=(-1,))

@@ -15,9 +15,11 @@ import numpy as np
 from aotk import dtypes, trace
 from aotk.backend.config import floatx
 from aotk.backend.tensors import as_tensor, cast, scalar
-from aotk.dialect import elementwise as ew
+from aotk.dialect import arithmetic as ar
+from aotk.dialect import compare as cmp
 from aotk.dialect import reduce as rd
 from aotk.dialect import shape as sh
+from aotk.dialect import unary as un
 from aotk.dialect.base import AotkOp
 from aotk.trace import KTensor
 
@@ -50,83 +52,83 @@ def _floating(x: Any, where: str) -> KTensor:
 
 def add(x: Any, y: Any) -> KTensor:
     """Elementwise x + y, broadcasting."""
-    return binary(ew.AddOp, x, y, "K.add")
+    return binary(ar.AddOp, x, y, "K.add")
 
 
 def subtract(x: Any, y: Any) -> KTensor:
     """Elementwise x - y, broadcasting."""
-    return binary(ew.SubOp, x, y, "K.subtract")
+    return binary(ar.SubOp, x, y, "K.subtract")
 
 
 def multiply(x: Any, y: Any) -> KTensor:
     """Elementwise x * y, broadcasting."""
-    return binary(ew.MulOp, x, y, "K.multiply")
+    return binary(ar.MulOp, x, y, "K.multiply")
 
 
 def divide(x: Any, y: Any) -> KTensor:
     """True division; integer operands are divided in floatx."""
     a, b = _pair(x, y, "K.divide")
-    return binary(ew.DivOp, _floating(a, "K.divide"), _floating(b, "K.divide"), "K.divide")
+    return binary(ar.DivOp, _floating(a, "K.divide"), _floating(b, "K.divide"), "K.divide")
 
 
 def negative(x: Any) -> KTensor:
     """Elementwise -x."""
-    return unary(ew.NegOp, x, "K.negative")
+    return unary(un.NegOp, x, "K.negative")
 
 
 def abs(x: Any) -> KTensor:
     """Elementwise absolute value."""
-    return unary(ew.AbsOp, x, "K.abs")
+    return unary(un.AbsOp, x, "K.abs")
 
 
 def square(x: Any) -> KTensor:
     """Elementwise x * x."""
     t = as_tensor(x, where="K.square")
-    return trace.emit(ew.MulOp, t, t, where="K.square")
+    return trace.emit(ar.MulOp, t, t, where="K.square")
 
 
 def sqrt(x: Any) -> KTensor:
     """Square root; negative inputs are clipped to 0 first, as in Keras."""
     t = _floating(x, "K.sqrt")
-    return trace.emit(ew.SqrtOp, maximum(t, 0.0), where="K.sqrt")
+    return trace.emit(un.SqrtOp, maximum(t, 0.0), where="K.sqrt")
 
 
 def exp(x: Any) -> KTensor:
     """Elementwise e**x."""
-    return unary(ew.ExpOp, _floating(x, "K.exp"), "K.exp")
+    return unary(un.ExpOp, _floating(x, "K.exp"), "K.exp")
 
 
 def log(x: Any) -> KTensor:
     """Elementwise natural logarithm."""
-    return unary(ew.LogOp, _floating(x, "K.log"), "K.log")
+    return unary(un.LogOp, _floating(x, "K.log"), "K.log")
 
 
 def tanh(x: Any) -> KTensor:
     """Elementwise hyperbolic tangent."""
-    return unary(ew.TanhOp, _floating(x, "K.tanh"), "K.tanh")
+    return unary(un.TanhOp, _floating(x, "K.tanh"), "K.tanh")
 
 
 def sign(x: Any) -> KTensor:
     """Elementwise sign: -1, 0 or 1."""
-    return unary(ew.SignOp, x, "K.sign")
+    return unary(un.SignOp, x, "K.sign")
 
 
 def pow(x: Any, a: Any) -> KTensor:
     """x ** a elementwise."""
     t = _floating(x, "K.pow")
     if isinstance(a, int | float) and a == 2:
-        return trace.emit(ew.MulOp, t, t, where="K.pow")
-    return binary(ew.PowOp, t, a, "K.pow")
+        return trace.emit(ar.MulOp, t, t, where="K.pow")
+    return binary(ar.PowOp, t, a, "K.pow")
 
 
 def maximum(x: Any, y: Any) -> KTensor:
     """Elementwise maximum; NaN propagates."""
-    return binary(ew.MaximumOp, x, y, "K.maximum")
+    return binary(ar.MaximumOp, x, y, "K.maximum")
 
 
 def minimum(x: Any, y: Any) -> KTensor:
     """Elementwise minimum; NaN propagates."""
-    return binary(ew.MinimumOp, x, y, "K.minimum")
+    return binary(ar.MinimumOp, x, y, "K.minimum")
 
 
 def clip(x: Any, min_value: Any, max_value: Any) -> KTensor:
@@ -143,39 +145,39 @@ def clip(x: Any, min_value: Any, max_value: Any) -> KTensor:
 
 def equal(x: Any, y: Any) -> KTensor:
     """Elementwise x == y, as bool."""
-    return binary(ew.EqualOp, x, y, "K.equal")
+    return binary(cmp.EqualOp, x, y, "K.equal")
 
 
 def not_equal(x: Any, y: Any) -> KTensor:
     """Elementwise x != y, as bool."""
-    return binary(ew.NotEqualOp, x, y, "K.not_equal")
+    return binary(cmp.NotEqualOp, x, y, "K.not_equal")
 
 
 def greater(x: Any, y: Any) -> KTensor:
     """Elementwise x > y, as bool."""
-    return binary(ew.GreaterOp, x, y, "K.greater")
+    return binary(cmp.GreaterOp, x, y, "K.greater")
 
 
 def greater_equal(x: Any, y: Any) -> KTensor:
     """Elementwise x >= y, as bool."""
-    return binary(ew.GreaterEqualOp, x, y, "K.greater_equal")
+    return binary(cmp.GreaterEqualOp, x, y, "K.greater_equal")
 
 
 def less(x: Any, y: Any) -> KTensor:
     """Elementwise x < y, as bool."""
-    return binary(ew.LessOp, x, y, "K.less")
+    return binary(cmp.LessOp, x, y, "K.less")
 
 
 def less_equal(x: Any, y: Any) -> KTensor:
     """Elementwise x <= y, as bool."""
-    return binary(ew.LessEqualOp, x, y, "K.less_equal")
+    return binary(cmp.LessEqualOp, x, y, "K.less_equal")
 
 
 def where(condition: Any, x: Any, y: Any, where_name: str = "K.switch") -> KTensor:
     """Elementwise select between two tensors."""
     cond = as_tensor(condition, "bool", where_name)
     a, b = _pair(x, y, where_name)
-    return trace.emit(ew.SelectOp, cond, a, b, where=where_name)
+    return trace.emit(cmp.SelectOp, cond, a, b, where=where_name)
 
 
 def switch(condition: Any, then_expression: Any, else_expression: Any) -> KTensor:

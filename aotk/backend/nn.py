@@ -20,7 +20,6 @@ from aotk.backend.config import epsilon as _epsilon
 from aotk.backend.config import floatx
 from aotk.backend.shape_ops import reshape
 from aotk.backend.tensors import as_tensor, cast, scalar
-from aotk.dialect import elementwise as ew
 from aotk.dialect import reduce as rd
 from aotk.dialect import unary as un
 from aotk.dialect.base import Shape, broadcast_shapes, fmt_shape, normalize_axis
@@ -90,7 +89,7 @@ def l2_normalize(x: Any, axis: int | Iterable[int] | None = None) -> KTensor:
     except (ValueError, TypeError) as err:
         raise type(err)(f"K.l2_normalize: {err} (x: shape {fmt_shape(t.shape)})") from None
     norm = m.sum(m.square(t), axes, keepdims=True)
-    return m.divide(t, trace.emit(ew.SqrtOp, norm, where="K.l2_normalize"))
+    return m.divide(t, trace.emit(un.SqrtOp, norm, where="K.l2_normalize"))
 
 
 def _same_float(p: Any, like: KTensor, name: str, where: str) -> KTensor:
@@ -150,7 +149,7 @@ def _normalize(
 ) -> KTensor:
     """(x - mean) / sqrt(var + eps) * gamma + beta, with the scale formed on the small side."""
     mean, var = moments
-    scale = m.divide(1.0, trace.emit(ew.SqrtOp, m.add(var, eps), where=where))
+    scale = m.divide(1.0, trace.emit(un.SqrtOp, m.add(var, eps), where=where))
     if gamma is not None:
         scale = m.multiply(scale, gamma)
     out = m.multiply(m.subtract(x, mean), scale)

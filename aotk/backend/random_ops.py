@@ -28,6 +28,8 @@ from aotk import dtypes, runtime, trace
 from aotk.backend.config import resolve_dtype
 from aotk.backend.tensors import KVariable, as_tensor, scalar, variable
 from aotk.backend.tensors import eval as _eval
+from aotk.dialect import arithmetic as ar
+from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
 from aotk.dialect import shape as sh
 from aotk.dialect.base import shape_of
@@ -197,7 +199,7 @@ def random_binomial(shape: Any, p: float = 0.0, dtype: Any = None, seed: Any = N
         RandomUniformOp, resolve_shape(shape, where), seed, where, dtype=udtype, minval=0.0,
         maxval=1.0,
     )  # fmt: skip
-    hit = trace.emit(ew.LessOp, u, scalar(prob, udtype), where=where)
+    hit = trace.emit(cmp.LessOp, u, scalar(prob, udtype), where=where)
     return trace.emit(ew.CastOp, hit, where=where, dtype=name)
 
 
@@ -213,10 +215,10 @@ def dropout(x: Any, level: float, noise_shape: Any = None, seed: Any = None) -> 
     udtype = "float64" if x.dtype == "float64" else "float32"
     dims = _noise_dims(x, noise_shape, where)
     u = _emit(RandomUniformOp, dims, seed, where, dtype=udtype, minval=0.0, maxval=1.0)
-    keep = trace.emit(ew.GreaterEqualOp, u, scalar(rate, udtype), where=where)
+    keep = trace.emit(cmp.GreaterEqualOp, u, scalar(rate, udtype), where=where)
     mask = trace.emit(ew.CastOp, keep, where=where, dtype=x.dtype)
-    kept = trace.emit(ew.MulOp, x, mask, where=where)
-    return trace.emit(ew.DivOp, kept, scalar(1.0 - rate, x.dtype), where=where)
+    kept = trace.emit(ar.MulOp, x, mask, where=where)
+    return trace.emit(ar.DivOp, kept, scalar(1.0 - rate, x.dtype), where=where)
 
 
 def _noise_dims(x: KTensor, noise_shape: Any, where: str) -> Dims:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from xdsl.ir import Dialect
 
 from aotk.dialect import (
+    arithmetic,
     batch_matmul,
+    compare,
     control,
     conv,
     conv_backprop,
@@ -43,7 +45,9 @@ __all__ = [
     "STRUCTURAL_OPS",
     "Kind",
     "OpDef",
+    "arithmetic",
     "batch_matmul",
+    "compare",
     "control",
     "conv",
     "conv_backprop",

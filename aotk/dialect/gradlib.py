@@ -11,10 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from aotk import trace
+from aotk.dialect import arithmetic as ar
+from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
 from aotk.dialect import linalg
 from aotk.dialect import reduce as rd
 from aotk.dialect import shape as sh
+from aotk.dialect import unary as un
 from aotk.trace import KTensor
 
 WHERE = "K.gradients"
@@ -29,27 +32,27 @@ def const(value: float, like: KTensor) -> KTensor:
 
 
 def add(a: KTensor, b: KTensor) -> KTensor:
-    return emit(ew.AddOp, a, b)
+    return emit(ar.AddOp, a, b)
 
 
 def sub(a: KTensor, b: KTensor) -> KTensor:
-    return emit(ew.SubOp, a, b)
+    return emit(ar.SubOp, a, b)
 
 
 def mul(a: KTensor, b: KTensor) -> KTensor:
-    return emit(ew.MulOp, a, b)
+    return emit(ar.MulOp, a, b)
 
 
 def div(a: KTensor, b: KTensor) -> KTensor:
-    return emit(ew.DivOp, a, b)
+    return emit(ar.DivOp, a, b)
 
 
 def neg(a: KTensor) -> KTensor:
-    return emit(ew.NegOp, a)
+    return emit(un.NegOp, a)
 
 
 def select(cond: KTensor, a: KTensor, b: KTensor) -> KTensor:
-    return emit(ew.SelectOp, cond, a, b)
+    return emit(cmp.SelectOp, cond, a, b)
 
 
 def zeros_like(x: KTensor) -> KTensor:

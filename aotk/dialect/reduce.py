@@ -219,7 +219,7 @@ def _grad_extremum(
 ) -> tuple[Any, ...]:
     """Split the cotangent evenly among the elements that attain the extremum."""
     from aotk.dialect import gradlib as lib
-    from aotk.dialect.elementwise import EqualOp
+    from aotk.dialect.compare import EqualOp
 
     y_full = lib.broadcast_back(y, x, axes, keepdims)
     hits = lib.cast(lib.emit(EqualOp, x, y_full), x.dtype)

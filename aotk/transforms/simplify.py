@@ -20,9 +20,11 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from aotk.dialect.elementwise import AddOp, CastOp, ConstantOp, MulOp, NegOp, SubOp
+from aotk.dialect.arithmetic import AddOp, MulOp, SubOp
+from aotk.dialect.elementwise import CastOp, ConstantOp
 from aotk.dialect.identity import StopGradientOp
 from aotk.dialect.shape import ReshapeOp, TransposeOp
+from aotk.dialect.unary import NegOp
 
 
 def _constant_value(v: SSAValue) -> float | None:

@@ -41,7 +41,10 @@ from conftest import (
 
 from aotk import dtypes, interp
 from aotk.dialect import REGISTRY, identity, linalg, reduce, shape, unslice, views
+from aotk.dialect import arithmetic as ar
+from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
+from aotk.dialect import unary as un
 from aotk.dialect.base import tensor
 from aotk.function import Function
 
@@ -444,27 +447,27 @@ def _unslice(dtype: str) -> list[Case]:
 
 
 SPECS: dict[type, Spec] = {
-    ew.NegOp: Spec(NUMERIC, _unary("any"), rep=True),
-    ew.AbsOp: Spec(NUMERIC, _unary("any")),
-    ew.SignOp: Spec(NUMERIC, _unary("any")),
-    ew.SqrtOp: Spec(FLOATS, _unary("positive")),
-    ew.ExpOp: Spec(FLOATS, _unary("any"), rep=True),
-    ew.LogOp: Spec(FLOATS, _unary("positive")),
-    ew.TanhOp: Spec(FLOATS, _unary("any")),
-    ew.AddOp: Spec(NUMERIC, _binary("any"), rep=True),
-    ew.SubOp: Spec(NUMERIC, _binary("any")),
-    ew.MulOp: Spec(NUMERIC, _binary("any")),
-    ew.DivOp: Spec(FLOATS, _binary("nonzero")),
-    ew.PowOp: Spec(FLOATS, _binary("pow")),
-    ew.MaximumOp: Spec(ALL_DTYPES, _binary("ties")),
-    ew.MinimumOp: Spec(ALL_DTYPES, _binary("ties")),
-    ew.EqualOp: Spec(ALL_DTYPES, _binary("ties")),
-    ew.NotEqualOp: Spec(ALL_DTYPES, _binary("ties")),
-    ew.GreaterOp: Spec(ALL_DTYPES, _binary("ties")),
-    ew.GreaterEqualOp: Spec(ALL_DTYPES, _binary("ties")),
-    ew.LessOp: Spec(ALL_DTYPES, _binary("ties"), rep=True),
-    ew.LessEqualOp: Spec(ALL_DTYPES, _binary("ties")),
-    ew.SelectOp: Spec(ALL_DTYPES, _select, rep=True),
+    un.NegOp: Spec(NUMERIC, _unary("any"), rep=True),
+    un.AbsOp: Spec(NUMERIC, _unary("any")),
+    un.SignOp: Spec(NUMERIC, _unary("any")),
+    un.SqrtOp: Spec(FLOATS, _unary("positive")),
+    un.ExpOp: Spec(FLOATS, _unary("any"), rep=True),
+    un.LogOp: Spec(FLOATS, _unary("positive")),
+    un.TanhOp: Spec(FLOATS, _unary("any")),
+    ar.AddOp: Spec(NUMERIC, _binary("any"), rep=True),
+    ar.SubOp: Spec(NUMERIC, _binary("any")),
+    ar.MulOp: Spec(NUMERIC, _binary("any")),
+    ar.DivOp: Spec(FLOATS, _binary("nonzero")),
+    ar.PowOp: Spec(FLOATS, _binary("pow")),
+    ar.MaximumOp: Spec(ALL_DTYPES, _binary("ties")),
+    ar.MinimumOp: Spec(ALL_DTYPES, _binary("ties")),
+    cmp.EqualOp: Spec(ALL_DTYPES, _binary("ties")),
+    cmp.NotEqualOp: Spec(ALL_DTYPES, _binary("ties")),
+    cmp.GreaterOp: Spec(ALL_DTYPES, _binary("ties")),
+    cmp.GreaterEqualOp: Spec(ALL_DTYPES, _binary("ties")),
+    cmp.LessOp: Spec(ALL_DTYPES, _binary("ties"), rep=True),
+    cmp.LessEqualOp: Spec(ALL_DTYPES, _binary("ties")),
+    cmp.SelectOp: Spec(ALL_DTYPES, _select, rep=True),
     ew.CastOp: Spec(ALL_DTYPES, _cast, rep=True),
     ew.FillLikeOp: Spec(ALL_DTYPES, _fill_like, rep=True),
     ew.ConstantOp: Spec(ALL_DTYPES, _constant, rep=True),
@@ -635,9 +638,9 @@ def test_bool_maximum_and_minimum_are_or_and_and():
     # regression: i1 true is -1 when compared signed, which made max(True, False) False
     a = np.array([False, False, True, True])
     b = np.array([False, True, False, True])
-    [got] = check_one_op(ew.MaximumOp, [((4,), "bool"), ((4,), "bool")], [a, b])
+    [got] = check_one_op(ar.MaximumOp, [((4,), "bool"), ((4,), "bool")], [a, b])
     np.testing.assert_array_equal(got, [False, True, True, True])
-    [got] = check_one_op(ew.MinimumOp, [((4,), "bool"), ((4,), "bool")], [a, b])
+    [got] = check_one_op(ar.MinimumOp, [((4,), "bool"), ((4,), "bool")], [a, b])
     np.testing.assert_array_equal(got, [False, False, False, True])
 
 
@@ -646,7 +649,7 @@ def test_empty_outputs_of_every_element_size():
     flags = placeholder((None, 3), "bool", "flags")
     xs = [placeholder((None, 3), d, d) for d in ("int16", "float32", "float64")]
     f = Function(
-        [flags, *xs], [emit(ew.CastOp, flags, dtype="int8"), *(emit(ew.NegOp, x) for x in xs)]
+        [flags, *xs], [emit(ew.CastOp, flags, dtype="int8"), *(emit(un.NegOp, x) for x in xs)]
     )
     outs = f([np.zeros((0, 3), d) for d in ("bool", "int16", "float32", "float64")])
     assert [o.dtype.name for o in outs] == ["int8", "int16", "float32", "float64"]

@@ -9,7 +9,7 @@ from conftest import emit, placeholder
 from xdsl.irdl import IRDLOperation
 
 from aotk.dialect import AOTK, REGISTRY, STRUCTURAL_OPS, Kind, OpDef, lookup, register
-from aotk.dialect import elementwise as ew
+from aotk.dialect import arithmetic as ar
 from aotk.dialect.registry import OpDef as RegistryOpDef
 
 PRIMITIVES = [op for op in AOTK.operations if op not in STRUCTURAL_OPS]
@@ -97,8 +97,8 @@ def test_elementwise_lower_rule_takes_a_scalar_body_signature(op):
 
 def test_lookup_accepts_classes_and_instances_and_names_unknown_ops():
     x = placeholder((2,), "float32")
-    assert lookup(ew.AddOp) is REGISTRY[ew.AddOp]
-    assert lookup(emit(ew.AddOp, x, x).value.owner) is REGISTRY[ew.AddOp]
+    assert lookup(ar.AddOp) is REGISTRY[ar.AddOp]
+    assert lookup(emit(ar.AddOp, x, x).value.owner) is REGISTRY[ar.AddOp]
 
     class NotAnAotkOp(IRDLOperation):
         name = "test.not_aotk"
@@ -108,15 +108,15 @@ def test_lookup_accepts_classes_and_instances_and_names_unknown_ops():
 
 
 def test_registering_an_op_twice_is_an_error():
-    existing = REGISTRY[ew.AddOp]
+    existing = REGISTRY[ar.AddOp]
     with pytest.raises(ValueError, match=r"aotk\.add is registered twice"):
         register(
             OpDef(
-                ir=ew.AddOp,
+                ir=ar.AddOp,
                 kind=existing.kind,
                 infer=existing.infer,
                 numpy=existing.numpy,
                 lower=existing.lower,
             )
         )
-    assert REGISTRY[ew.AddOp] is existing
+    assert REGISTRY[ar.AddOp] is existing

@@ -15,8 +15,11 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from aotk import trace
 from aotk.context import make_context
+from aotk.dialect import arithmetic as ar
+from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
 from aotk.dialect import linalg, reduce, shape
+from aotk.dialect import unary as un
 from aotk.lowering import pipeline
 from aotk.transforms.check_stage import AotkCheckStagePass
 
@@ -55,8 +58,8 @@ def test_no_aotk_op_survives_a_graph_of_every_op_family():
     x = placeholder((None, 4), "float32", "x")
     w = placeholder((4, 3), "float32", "w")
     flag = placeholder((None, 1), "bool", "flag")
-    h = emit(linalg.MatMulOp, emit(ew.TanhOp, x), w)
-    h = emit(ew.SelectOp, flag, h, emit(ew.FillLikeOp, h, value=0.0, dtype="float32"))
+    h = emit(linalg.MatMulOp, emit(un.TanhOp, x), w)
+    h = emit(cmp.SelectOp, flag, h, emit(ew.FillLikeOp, h, value=0.0, dtype="float32"))
     t = emit(shape.TransposeOp, h, perm=(1, 0))
     both = emit(
         shape.ConcatOp,
@@ -69,7 +72,7 @@ def test_no_aotk_op_survives_a_graph_of_every_op_family():
     )
     count = emit(shape.DimSizeOp, x, axes=(0,), dtype="float32")
     outs = [
-        emit(ew.DivOp, total, count),
+        emit(ar.DivOp, total, count),
         emit(ew.CastOp, both, dtype="int8"),
         emit(shape.ShapeOfOp, x),
     ]
@@ -88,7 +91,7 @@ def test_kernel_abi_is_inputs_outputs_workspace_then_dynamic_dims():
     x = placeholder((None, 3, None), "float64", "x")
     y = placeholder((None,), "int8", "y")
     z = placeholder((2, 5), "bool", "z")
-    outs = [emit(ew.ExpOp, x), emit(ew.NegOp, y), emit(ew.EqualOp, z, z)]
+    outs = [emit(un.ExpOp, x), emit(un.NegOp, y), emit(cmp.EqualOp, z, z)]
     kernel = functions(loops([x, y, z], outs))["main"]
     arg_types = list(kernel.function_type.inputs)
     assert [str(t) for t in arg_types[:6]] == [
@@ -114,7 +117,7 @@ def test_kernel_abi_is_inputs_outputs_workspace_then_dynamic_dims():
 
 def test_an_intermediate_of_5x3_float32_takes_one_64_byte_chunk():
     x = placeholder((5, 3), "float32", "x")
-    module = loops([x], [emit(reduce.ReduceSumOp, emit(ew.ExpOp, x), axes=(1,), keepdims=False)])
+    module = loops([x], [emit(reduce.ReduceSumOp, emit(un.ExpOp, x), axes=(1,), keepdims=False)])
     assert workspace_size(module) == 64  # 60 bytes, rounded up to the alignment
 
 
@@ -122,15 +125,15 @@ def test_intermediates_are_aligned_one_after_another():
     x = placeholder((5, 3), "float32", "x")
     d = placeholder((7,), "float64", "d")
     b = placeholder((65,), "int8", "b")
-    a = emit(reduce.ReduceSumOp, emit(ew.ExpOp, x), axes=(0, 1), keepdims=False)  # 60 -> 64
-    c = emit(reduce.ReduceMaxOp, emit(ew.TanhOp, d), axes=(0,), keepdims=False)  # 56 -> 64
-    e = emit(reduce.ReduceMinOp, emit(ew.NegOp, b), axes=(0,), keepdims=False)  # 65 -> 128
+    a = emit(reduce.ReduceSumOp, emit(un.ExpOp, x), axes=(0, 1), keepdims=False)  # 60 -> 64
+    c = emit(reduce.ReduceMaxOp, emit(un.TanhOp, d), axes=(0,), keepdims=False)  # 56 -> 64
+    e = emit(reduce.ReduceMinOp, emit(un.NegOp, b), axes=(0,), keepdims=False)  # 65 -> 128
     assert workspace_size(loops([x, d, b], [a, c, e])) == 256
 
 
 def test_workspace_grows_with_the_dynamic_dims():
     x = placeholder((None, 3), "float32", "x")
-    module = loops([x], [emit(reduce.ReduceSumOp, emit(ew.ExpOp, x), axes=(1,), keepdims=False)])
+    module = loops([x], [emit(reduce.ReduceSumOp, emit(un.ExpOp, x), axes=(1,), keepdims=False)])
     sizes = {n: workspace_size(module, n) for n in (0, 1, 5, 6, 100)}
     assert sizes == {0: 0, 1: 64, 5: 64, 6: 128, 100: 1216}  # ceil(12 n / 64) * 64
 
@@ -138,9 +141,9 @@ def test_workspace_grows_with_the_dynamic_dims():
 @pytest.mark.parametrize(
     ("build", "expected"),
     [
-        (lambda x: [emit(ew.ExpOp, emit(ew.NegOp, x))], 0),  # one fused kernel writes the output
+        (lambda x: [emit(un.ExpOp, emit(un.NegOp, x))], 0),  # one fused kernel writes the output
         (lambda x: [emit(shape.ReshapeOp, x, shape=(-1,))], 0),  # a view of an input
-        (lambda x: [x, emit(ew.NegOp, x)], 0),  # an input returned as is is copied
+        (lambda x: [x, emit(un.NegOp, x)], 0),  # an input returned as is is copied
         (
             lambda x: [emit(shape.ReshapeOp, emit(shape.TransposeOp, x, perm=(1, 0)), shape=(-1,))],
             64,
@@ -160,7 +163,7 @@ def test_outputs_views_and_copies_need_no_workspace(build, expected):
 
 def test_check_stage_names_a_surviving_aotk_op():
     x = placeholder((2,), "float32", "x")
-    module, _ = trace.extract([x], [emit(ew.SqrtOp, x)])
+    module, _ = trace.extract([x], [emit(un.SqrtOp, x)])
     with pytest.raises(DiagnosticException, match=r"'aotk\.sqrt' survived to stage 'loops'"):
         AotkCheckStagePass(stage="loops").apply(make_context(), module)
     pipeline.lower(module, "loops")

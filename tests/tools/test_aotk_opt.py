@@ -17,8 +17,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from aotk.dialect.arithmetic import AddOp
 from aotk.dialect.base import tensor
-from aotk.dialect.elementwise import AddOp
 from aotk.lowering.pipeline import ALL_PASSES
 from aotk.tools.aotk_opt import main
 

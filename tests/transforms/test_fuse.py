@@ -12,8 +12,11 @@ from xdsl.dialects.builtin import ModuleOp
 
 from aotk import interp, trace
 from aotk.context import make_context
+from aotk.dialect import arithmetic as ar
+from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
 from aotk.dialect import reduce
+from aotk.dialect import unary as un
 from aotk.dialect.fused import FusedOp
 from aotk.lowering import pipeline
 from aotk.transforms.fuse import AotkFusePass
@@ -54,7 +57,7 @@ def fuse(
 def test_a_chain_becomes_one_kernel_with_its_constant_inside(rng):
     x, y = placeholder((3, 4), "float32", "x"), placeholder((3, 4), "float32", "y")
     one = emit(ew.ConstantOp, value=1.0, dtype="float32")
-    out = emit(ew.AddOp, emit(ew.MulOp, emit(ew.ExpOp, x), y), one)
+    out = emit(ar.AddOp, emit(ar.MulOp, emit(un.ExpOp, x), y), one)
     module = fuse([x, y], [out], [rng.standard_normal((3, 4), np.float32) for _ in range(2)])
     assert top_ops(module) == ["aotk.fused"]
     assert bodies(module) == [["aotk.constant", "aotk.exp", "aotk.mul", "aotk.add"]]
@@ -65,10 +68,10 @@ def test_a_chain_becomes_one_kernel_with_its_constant_inside(rng):
 def test_a_producer_with_two_users_is_not_duplicated(rng):
     x = placeholder((5,), "float32", "x")
     two = emit(ew.ConstantOp, value=2.0, dtype="float32")
-    shared = emit(ew.ExpOp, x)
+    shared = emit(un.ExpOp, x)
     module = fuse(
         [x],
-        [emit(ew.AddOp, shared, two), emit(ew.MulOp, shared, two)],
+        [emit(ar.AddOp, shared, two), emit(ar.MulOp, shared, two)],
         [rng.standard_normal(5, np.float32)],
     )
     assert top_ops(module) == ["aotk.exp", "aotk.fused", "aotk.fused"]
@@ -77,8 +80,8 @@ def test_a_producer_with_two_users_is_not_duplicated(rng):
 
 def test_a_returned_intermediate_stays_outside_the_consumer(rng):
     x = placeholder((5,), "float32", "x")
-    shared = emit(ew.TanhOp, x)
-    module = fuse([x], [shared, emit(ew.NegOp, shared)], [rng.standard_normal(5, np.float32)])
+    shared = emit(un.TanhOp, x)
+    module = fuse([x], [shared, emit(un.NegOp, shared)], [rng.standard_normal(5, np.float32)])
     assert top_ops(module) == ["aotk.tanh", "aotk.neg"]
 
 
@@ -86,7 +89,7 @@ def test_a_broadcasting_consumer_does_not_absorb_its_smaller_producer(rng):
     x, y = placeholder((3, 1), "float32", "x"), placeholder((3, 4), "float32", "y")
     module = fuse(
         [x, y],
-        [emit(ew.AddOp, emit(ew.ExpOp, x), y)],
+        [emit(ar.AddOp, emit(un.ExpOp, x), y)],
         [rng.standard_normal(s, np.float32) for s in ((3, 1), (3, 4))],
     )
     assert top_ops(module) == ["aotk.exp", "aotk.add"]
@@ -95,9 +98,9 @@ def test_a_broadcasting_consumer_does_not_absorb_its_smaller_producer(rng):
 def test_a_reduction_splits_the_chain(rng):
     x = placeholder((None, 4), "float32", "x")
     summed = emit(
-        reduce.ReduceSumOp, emit(ew.MulOp, emit(ew.ExpOp, x), x), axes=(1,), keepdims=False
+        reduce.ReduceSumOp, emit(ar.MulOp, emit(un.ExpOp, x), x), axes=(1,), keepdims=False
     )
-    out = emit(ew.NegOp, emit(ew.TanhOp, summed))
+    out = emit(un.NegOp, emit(un.TanhOp, summed))
     module = fuse([x], [out], [rng.standard_normal((6, 4), np.float32)])
     assert top_ops(module) == ["aotk.fused", "aotk.reduce_sum", "aotk.fused"]
     assert bodies(module) == [["aotk.exp", "aotk.mul"], ["aotk.tanh", "aotk.neg"]]
@@ -105,7 +108,7 @@ def test_a_reduction_splits_the_chain(rng):
 
 def test_duplicate_inputs_are_read_once(rng):
     x = placeholder((4,), "float64", "x")
-    out = emit(ew.AddOp, emit(ew.MulOp, x, x), x)
+    out = emit(ar.AddOp, emit(ar.MulOp, x, x), x)
     module = fuse([x], [out], [rng.standard_normal(4)])
     [fused] = [op for op in _main(module).body.block.ops if isinstance(op, FusedOp)]
     assert len(fused.inputs) == 1 and len(fused.body.block.args) == 1
@@ -115,7 +118,7 @@ def test_duplicate_inputs_are_read_once(rng):
 def test_a_constant_used_by_two_kernels_is_copied_into_both(rng):
     x, y = placeholder((2, 3), "float32", "x"), placeholder((3,), "float32", "y")
     half = emit(ew.ConstantOp, value=0.5, dtype="float32")
-    outs = [emit(ew.MulOp, x, half), emit(ew.SubOp, y, half)]
+    outs = [emit(ar.MulOp, x, half), emit(ar.SubOp, y, half)]
     module = fuse([x, y], outs, [rng.standard_normal(s, np.float32) for s in ((2, 3), (3,))])
     assert top_ops(module) == ["aotk.fused", "aotk.fused"]  # the constant is dead outside
     assert bodies(module) == [["aotk.constant", "aotk.mul"], ["aotk.constant", "aotk.sub"]]
@@ -127,9 +130,9 @@ def test_a_constant_used_by_two_kernels_is_copied_into_both(rng):
 def test_dynamic_chains_with_casts_compares_and_selects_fuse(rng):
     x = placeholder((None, 3), "float32", "x")
     zero = emit(ew.ConstantOp, value=0.0, dtype="float32")
-    positive = emit(ew.GreaterOp, x, zero)
-    relu = emit(ew.SelectOp, positive, x, emit(ew.FillLikeOp, x, value=0.0, dtype="float32"))
-    out = emit(ew.CastOp, emit(ew.MulOp, relu, relu), dtype="float16")
+    positive = emit(cmp.GreaterOp, x, zero)
+    relu = emit(cmp.SelectOp, positive, x, emit(ew.FillLikeOp, x, value=0.0, dtype="float32"))
+    out = emit(ew.CastOp, emit(ar.MulOp, relu, relu), dtype="float16")
     module = fuse([x], [out], [rng.standard_normal((7, 3), np.float32)])
     assert top_ops(module) == ["aotk.fused"]
     [body] = bodies(module)
@@ -142,7 +145,7 @@ def test_dynamic_chains_with_casts_compares_and_selects_fuse(rng):
 def test_rank0_chains_fuse_and_a_kernel_may_have_only_constant_inputs():
     a = emit(ew.ConstantOp, value=3.0, dtype="float32")
     b = emit(ew.ConstantOp, value=4.0, dtype="float32")
-    out = emit(ew.SqrtOp, emit(ew.AddOp, emit(ew.MulOp, a, a), emit(ew.MulOp, b, b)))
+    out = emit(un.SqrtOp, emit(ar.AddOp, emit(ar.MulOp, a, a), emit(ar.MulOp, b, b)))
     module = fuse([], [out], [])
     assert top_ops(module)[-1] == "aotk.fused"
     [fused] = [op for op in _main(module).body.block.ops if isinstance(op, FusedOp)]
@@ -153,10 +156,10 @@ def test_rank0_chains_fuse_and_a_kernel_may_have_only_constant_inputs():
 def test_graph_stage_runs_simplify_cse_and_fuse(rng):
     x = placeholder((None, 4), "float32", "x")
     one = emit(ew.ConstantOp, value=1.0, dtype="float32")
-    a = emit(ew.ExpOp, emit(ew.MulOp, x, one))  # x * 1 folds away
-    b = emit(ew.ExpOp, x)  # a duplicate of a that CSE merges
-    emit(ew.LogOp, x)  # dead: not an output
-    module, _ = trace.extract([x], [emit(ew.AddOp, a, b)])
+    a = emit(un.ExpOp, emit(ar.MulOp, x, one))  # x * 1 folds away
+    b = emit(un.ExpOp, x)  # a duplicate of a that CSE merges
+    emit(un.LogOp, x)  # dead: not an output
+    module, _ = trace.extract([x], [emit(ar.AddOp, a, b)])
     data = rng.standard_normal((3, 4), np.float32)
     [want] = interp.run_module(module, [data])
     pipeline.lower(module, "graph")
