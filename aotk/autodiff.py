@@ -16,8 +16,8 @@ from aotk.dialect import arithmetic as ar
 from aotk.dialect import elementwise as ew
 from aotk.dialect import reduce as rd
 from aotk.dialect.base import AotkOp
-from aotk.dialect.control import ScanOp
 from aotk.dialect.registry import lookup
+from aotk.dialect.scan import ScanOp
 from aotk.trace import KTensor
 
 WHERE = "K.gradients"

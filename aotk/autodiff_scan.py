@@ -15,8 +15,8 @@ from xdsl.ir import Operation, SSAValue
 from aotk import dtypes, trace
 from aotk.dialect import gradlib as lib
 from aotk.dialect.base import elem_of, shape_of, tensor
-from aotk.dialect.control import ScanOp, result_types
 from aotk.dialect.fused import YieldOp
+from aotk.dialect.scan import ScanOp, result_types
 from aotk.trace import KTensor
 
 

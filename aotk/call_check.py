@@ -16,9 +16,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, SSAValue
 
 from aotk.dialect.base import AotkOp, Shape, broadcast_shapes, elem_of, fmt_shape, shape_of, tensor
-from aotk.dialect.control import ScanOp
 from aotk.dialect.fused import FusedOp, YieldOp
 from aotk.dialect.registry import lookup
+from aotk.dialect.scan import ScanOp
 
 
 def coerce_input(value: object, name: str, shape: Shape, dtype: np.dtype, where: str) -> np.ndarray:

@@ -11,9 +11,9 @@ from xdsl.ir import Block, SSAValue
 
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, elem_of, shape_of
-from aotk.dialect.control import ScanOp
 from aotk.dialect.fused import FusedOp, YieldOp
 from aotk.dialect.registry import lookup
+from aotk.dialect.scan import ScanOp
 
 
 def run_module(

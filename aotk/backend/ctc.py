@@ -28,7 +28,7 @@ from aotk.dialect import elementwise as ew
 from aotk.dialect import reduce as rd
 from aotk.dialect import shape as sh
 from aotk.dialect import unary as un
-from aotk.dialect.scan import CumSumOp
+from aotk.dialect.along_axis import CumSumOp
 from aotk.trace import KTensor
 
 

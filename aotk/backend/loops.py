@@ -13,9 +13,9 @@ from aotk import trace
 from aotk.backend.math_ops import where
 from aotk.backend.shape_ops import permute_dimensions, reshape
 from aotk.backend.tensors import as_tensor, cast, zeros_like
-from aotk.dialect import control
 from aotk.dialect.base import tensor
 from aotk.dialect.fused import YieldOp
+from aotk.dialect.scan import ScanOp, result_types
 from aotk.trace import KTensor
 
 
@@ -37,12 +37,12 @@ def scan(
                     f"{new.shape} {new.dtype} in the step function"
                 )
         block.add_op(YieldOp(*(v.value for v in [*new_carries, *outputs])))
-    types = control.result_types(
+    types = result_types(
         [s.type for s in sequences],  # type: ignore[misc]
         [c.type for c in inits],  # type: ignore[misc]
         [o.type for o in outputs],  # type: ignore[misc]
     )
-    op = control.ScanOp.create(
+    op = ScanOp.create(
         operands=[s.value for s in [*sequences, *inits]],
         result_types=types,
         properties={"n_seq": _int(len(sequences))},

@@ -2,7 +2,7 @@
 logsumexp.
 
 any/all, var/std and logsumexp are compositions of the reduce and elementwise primitives;
-argmax/argmin and cumsum/cumprod are the `aotk/dialect/scan.py` primitives.
+argmax/argmin and cumsum/cumprod are the `aotk/dialect/along_axis.py` primitives.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from aotk.backend.math_ops import (
 )
 from aotk.backend.shape_ops import reshape
 from aotk.backend.tensors import as_tensor, cast, scalar
+from aotk.dialect import along_axis
 from aotk.dialect import reduce as rd
-from aotk.dialect import scan
 from aotk.dialect.base import AotkOp, normalize_axis
 from aotk.trace import KTensor
 
@@ -91,12 +91,12 @@ def _arg(op: type[AotkOp], x: Any, axis: int | None, where: str) -> KTensor:
 
 def argmax(x: Any, axis: int | None = -1) -> KTensor:
     """int64 index of the first maximum along `axis`; a NaN counts as the maximum."""
-    return _arg(scan.ArgMaxOp, x, axis, "K.argmax")
+    return _arg(along_axis.ArgMaxOp, x, axis, "K.argmax")
 
 
 def argmin(x: Any, axis: int | None = -1) -> KTensor:
     """int64 index of the first minimum along `axis`; a NaN counts as the minimum."""
-    return _arg(scan.ArgMinOp, x, axis, "K.argmin")
+    return _arg(along_axis.ArgMinOp, x, axis, "K.argmin")
 
 
 def _scan(op: type[AotkOp], x: Any, axis: int, where: str) -> KTensor:
@@ -108,12 +108,12 @@ def _scan(op: type[AotkOp], x: Any, axis: int, where: str) -> KTensor:
 
 def cumsum(x: Any, axis: int = 0) -> KTensor:
     """Running sum along `axis`, in the dtype of `x` (bools are counted as int32)."""
-    return _scan(scan.CumSumOp, x, axis, "K.cumsum")
+    return _scan(along_axis.CumSumOp, x, axis, "K.cumsum")
 
 
 def cumprod(x: Any, axis: int = 0) -> KTensor:
     """Running product along `axis`, in the dtype of `x` (bools as int32)."""
-    return _scan(scan.CumProdOp, x, axis, "K.cumprod")
+    return _scan(along_axis.CumProdOp, x, axis, "K.cumprod")
 
 
 def var(x: Any, axis: Axis = None, keepdims: bool = False) -> KTensor:

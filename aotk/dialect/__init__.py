@@ -5,10 +5,10 @@ from __future__ import annotations
 from xdsl.ir import Dialect
 
 from aotk.dialect import (
+    along_axis,
     arithmetic,
     batch_matmul,
     compare,
-    control,
     conv,
     conv_backprop,
     ctc,
@@ -35,7 +35,7 @@ from aotk.dialect import (
 )
 from aotk.dialect.registry import REGISTRY, Kind, OpDef, lookup, register
 
-STRUCTURAL_OPS = [fused.FusedOp, fused.YieldOp, control.ScanOp]
+STRUCTURAL_OPS = [fused.FusedOp, fused.YieldOp, scan.ScanOp]
 
 AOTK = Dialect("aotk", [*REGISTRY, *STRUCTURAL_OPS], [])
 
@@ -45,10 +45,10 @@ __all__ = [
     "STRUCTURAL_OPS",
     "Kind",
     "OpDef",
+    "along_axis",
     "arithmetic",
     "batch_matmul",
     "compare",
-    "control",
     "conv",
     "conv_backprop",
     "ctc",

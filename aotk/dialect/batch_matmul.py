@@ -18,7 +18,6 @@ from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
 from aotk import dtypes
-from aotk.dialect import data_grads
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import matmul_kernel
@@ -88,6 +87,29 @@ def _dims(k: Kernel, ins: list[Buf], t: Attribute, **_: Any) -> list[DimV]:
     return [a.dims[0], *a.dims[1:-1], *b.dims[2:]]
 
 
+def _grad(g: Any, y: Any, a: Any, b: Any, **_: Any) -> tuple[Any, ...]:
+    """Per batch entry: dA = G @ B^T and dB = A^T @ G, on [B, M, K] / [B, K, N] views."""
+    from aotk.dialect import gradlib as lib
+    from aotk.dialect.data import ViewOp, view_attrs
+
+    n_m = a.ndim - 2  # the *Ms axes of a (between the batch axis and K)
+
+    def group(axes: range) -> tuple[int, ...] | int:
+        return tuple(axes) or 1  # no axes: a static size-1 dim
+
+    def view3(t: Any, groups: list[tuple[int, ...] | int]) -> Any:
+        if t.ndim == 3 and all(isinstance(x, tuple) and len(x) == 1 for x in groups):
+            return t
+        return lib.emit(ViewOp, t, **view_attrs(groups, t.ndim))
+
+    a3 = view3(a, [(0,), group(range(1, 1 + n_m)), (a.ndim - 1,)])
+    b3 = view3(b, [(0,), (1,), group(range(2, b.ndim))])
+    g3 = view3(g, [(0,), group(range(1, 1 + n_m)), group(range(1 + n_m, g.ndim))])
+    ga = lib.emit(BatchMatMulOp, g3, lib.transpose(b3, (0, 2, 1)))
+    gb = lib.emit(BatchMatMulOp, lib.transpose(a3, (0, 2, 1)), g3)
+    return lib.reshape_like(ga, a), lib.reshape_like(gb, b)
+
+
 register(
     OpDef(
         ir=BatchMatMulOp,
@@ -96,6 +118,6 @@ register(
         numpy=_np_batch_matmul,
         lower=_lower,
         dims=_dims,
-        grad=data_grads.batch_matmul,
+        grad=_grad,
     )
 )

@@ -17,7 +17,6 @@ from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from aotk.dialect import data_grads
 from aotk.dialect.base import AotkOp, Dim, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels.kernel import Buf, DimV, Kernel
@@ -192,6 +191,23 @@ def _grad_view(g: Any, y: Any, x: Any, **_: Any) -> tuple[Any, ...]:
     return (lib.reshape_like(g, x),)
 
 
+def _grad_broadcast_to(g: Any, y: Any, x: Any, **_: Any) -> tuple[Any, ...]:
+    from aotk.dialect import gradlib as lib
+
+    return (lib.sum_to(g, x.shape),)
+
+
+def _grad_pad(
+    g: Any, y: Any, x: Any, *, before: Sequence[int], after: Sequence[int], **_: Any
+) -> tuple[Any, ...]:
+    """The slice of g the input was padded into."""
+    from aotk.dialect import gradlib as lib
+    from aotk.dialect.shape import FULL, SliceOp
+
+    stop = tuple(-a if a else FULL for a in after)
+    return (lib.emit(SliceOp, g, start=tuple(before), stop=stop, step=(1,) * len(before)),)
+
+
 register(
     OpDef(
         ir=ViewOp,
@@ -213,7 +229,7 @@ register(
         dims=lambda k, ins, t, *, shape: [
             d if s == -1 else s for d, s in zip(ins[0].dims, shape, strict=True)
         ],
-        grad=data_grads.broadcast_to,
+        grad=_grad_broadcast_to,
     )
 )
 register(
@@ -226,6 +242,6 @@ register(
         dims=lambda k, ins, t, *, before, after, value: [
             k.add(d, b + a) for d, b, a in zip(ins[0].dims, before, after, strict=True)
         ],
-        grad=data_grads.pad,
+        grad=_grad_pad,
     )
 )

@@ -207,10 +207,14 @@ def _np_iota(*, start: float, step: float, size: int, dtype: str) -> np.ndarray:
         return (start + np.arange(size, dtype=np.float64) * step).astype(dtype)
 
 
-def _grad_gather(g: Any, y: Any, x: Any, indices: Any, **attrs: Any) -> tuple[Any, ...]:
-    from aotk.dialect import data_grads
+def _grad_gather(
+    g: Any, y: Any, x: Any, indices: Any, *, axis: int, batch_dims: int
+) -> tuple[Any, ...]:
+    """Slices of x that gather picked get back the sum of their cotangents (a scatter-add)."""
+    from aotk.dialect import gradlib as lib
+    from aotk.dialect.gather_grad import GatherGradOp
 
-    return data_grads.gather(g, y, x, indices, **attrs)
+    return lib.emit(GatherGradOp, g, indices, x, axis=axis, batch_dims=batch_dims), None
 
 
 register(

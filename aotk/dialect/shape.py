@@ -29,7 +29,6 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 
 from aotk import dtypes
-from aotk.dialect import shape_grads as sg
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import slicing
@@ -248,6 +247,49 @@ def _slice_dims(
     return dims
 
 
+def _grad_reshape(g: Any, y: Any, x: Any, **_: Any) -> tuple[Any, ...]:
+    from aotk.dialect import gradlib as lib
+
+    return (lib.reshape_like(g, x),)
+
+
+def _grad_transpose(g: Any, y: Any, x: Any, *, perm: Sequence[int]) -> tuple[Any, ...]:
+    from aotk.dialect import gradlib as lib
+
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return (lib.transpose(g, inverse),)
+
+
+def _grad_concat(g: Any, y: Any, *xs: Any, axis: int) -> tuple[Any, ...]:
+    """Each input gets its own block of g along `axis`."""
+    from aotk.dialect import gradlib as lib
+
+    out = []
+    offset = 0
+    for x in xs:
+        size = x.shape[axis]
+        if size is None:
+            raise ValueError("K.gradients: concatenate along a dynamic axis has no gradient")
+        start = [0] * g.ndim
+        stop = [FULL] * g.ndim
+        start[axis], stop[axis] = offset, offset + size
+        out.append(lib.emit(SliceOp, g, start=tuple(start), stop=tuple(stop), step=(1,) * g.ndim))
+        offset += size
+    return tuple(out)
+
+
+def _grad_slice(
+    g: Any, y: Any, x: Any, *, start: Sequence[int], stop: Sequence[int], step: Sequence[int]
+) -> tuple[Any, ...]:
+    """Put g back where the slice read it from, zeros elsewhere."""
+    from aotk.dialect import gradlib as lib
+    from aotk.dialect.unslice import UnsliceOp
+
+    return (lib.emit(UnsliceOp, g, x, start=tuple(start), stop=tuple(stop), step=tuple(step)),)
+
+
 register(
     OpDef(
         ir=ReshapeOp,
@@ -256,7 +298,7 @@ register(
         numpy=lambda x, *, shape: x.reshape(shape),
         lower=None,
         dims=_reshape_dims,
-        grad=sg.reshape,
+        grad=_grad_reshape,
     )
 )
 register(
@@ -267,7 +309,7 @@ register(
         numpy=lambda x, *, perm: np.transpose(x, perm).copy(),
         lower=_lower_transpose,
         dims=lambda k, ins, t, *, perm: [ins[0].dims[p] for p in perm],
-        grad=sg.transpose,
+        grad=_grad_transpose,
     )
 )
 register(
@@ -278,7 +320,7 @@ register(
         numpy=lambda *xs, axis: np.concatenate(xs, axis=axis),
         lower=_lower_concat,
         dims=_concat_dims,
-        grad=sg.concat,
+        grad=_grad_concat,
     )
 )
 register(
@@ -289,7 +331,7 @@ register(
         numpy=_np_slice,
         lower=_lower_slice,
         dims=_slice_dims,
-        grad=sg.slice_,
+        grad=_grad_slice,
     )
 )
 

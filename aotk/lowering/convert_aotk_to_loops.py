@@ -30,9 +30,9 @@ from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, elem_of, shape_of, tensor
-from aotk.dialect.control import ScanOp
 from aotk.dialect.fused import FusedOp, YieldOp
 from aotk.dialect.registry import Kind, lookup
+from aotk.dialect.scan import ScanOp
 from aotk.kernels import elementwise_nest, library
 from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
 from aotk.kernels.scalar import storage_type

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from xdsl.ir import SSAValue
 
 from aotk.dialect.base import elem_of
-from aotk.dialect.control import ScanOp
 from aotk.dialect.fused import YieldOp
+from aotk.dialect.scan import ScanOp
 from aotk.kernels.kernel import Buf, DimV
 
 if TYPE_CHECKING:

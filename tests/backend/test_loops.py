@@ -9,7 +9,7 @@ import pytest
 
 from aotk import backend as K
 from aotk import function, interp, trace
-from aotk.dialect.control import ScanOp
+from aotk.dialect.scan import ScanOp
 
 RNG = np.random.default_rng(0)
 B, T, D, H = 3, 5, 4, 6

@@ -26,8 +26,8 @@ from conftest import (
 
 from aotk import dtypes, interp
 from aotk.dialect import REGISTRY
+from aotk.dialect.along_axis import ArgMaxOp, ArgMinOp, CumProdOp, CumSumOp
 from aotk.dialect.base import tensor
-from aotk.dialect.scan import ArgMaxOp, ArgMinOp, CumProdOp, CumSumOp
 from aotk.function import Function
 
 COVERED_OPS = {CumSumOp, CumProdOp, ArgMaxOp, ArgMinOp}
