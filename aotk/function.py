@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 
 from aotk import dtypes, runtime, timing, trace
 from aotk.call_check import ShapeChecker, coerce_input
+from aotk.dialect import metadata
 from aotk.dialect.base import elem_of, shape_of
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def _structure(module: ModuleOp) -> str:
     """The module's text without value names: two traces of one graph print the same."""
     anonymous = module.clone()
     for op in anonymous.walk():
-        op.attributes.pop("aotk.arg_names", None)
+        op.attributes.pop(metadata.ARG_NAMES, None)
         for region in op.regions:
             for block in region.blocks:
                 for arg in block.args:
@@ -169,12 +170,11 @@ class Function:
             return
         if len({id(v) for v in self._updated}) != len(self._updated):
             raise ValueError(f"{self.where}: a variable is updated twice")
-        pairs = []
+        pairs: list[int] = []
         for j, var in enumerate(self._updated):
             arg = n_inputs + self.captures.index(var) if var in self.captures else -1
-            pairs.append(f"{self._n_outputs + j}:{arg}")
-        fn = next(iter(self.module.ops))
-        fn.attributes["aotk.updates"] = StringAttr(",".join(pairs))
+            pairs += [self._n_outputs + j, arg]
+        metadata.set_ints(next(iter(self.module.ops)), metadata.UPDATES, pairs)
 
     def __call__(self, values: Sequence[Any]) -> Any:
         values = self._flatten(values)

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 
 from aotk import dtypes
+from aotk.dialect import metadata
 from aotk.dialect.base import AotkOp, Shape, dtype_of, shape_of, tensor
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.registry import lookup
@@ -224,7 +225,9 @@ def extract(
     fn = func.FuncOp(
         "main", ([a.type for a in block.args], [r.type for r in results]), Region(block)
     )
-    fn.attributes["aotk.arg_names"] = StringAttr(",".join(a.name_hint or "" for a in block.args))
+    fn.attributes[metadata.ARG_NAMES] = ArrayAttr(
+        [StringAttr(a.name_hint or "") for a in block.args]
+    )
     return ModuleOp([fn]), [_graph.captures[a] for a in captures]
 
 

@@ -20,7 +20,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     ModuleOp,
-    StringAttr,
     UnitAttr,
     VectorType,
     i64,
@@ -30,6 +29,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import Rewriter
 
+from aotk.dialect import metadata
 from aotk.kernels.printf import declare_external_callees
 from aotk.lowering.arith_to_llvm import BUILDERS, Build
 from aotk.lowering.rewrite_once import retype_values, rewrite_once
@@ -130,10 +130,7 @@ def func_to_llvm(op: func.FuncOp) -> llvm.FuncOp:
         sym_visibility=op.sym_visibility,
         body=body,
     )
-    may_alias = op.attributes.get("aotk.may_alias")
-    shared = (
-        {int(i) for i in may_alias.data.split(",")} if isinstance(may_alias, StringAttr) else set()
-    )
+    shared = set(metadata.ints(op, metadata.MAY_ALIAS))
     if any(isinstance(t, llvm.LLVMPointerType) for t in inputs):
         new.arg_attrs = ArrayAttr(
             [

@@ -20,7 +20,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     ModuleOp,
-    StringAttr,
     TensorType,
     i64,
 )
@@ -29,6 +28,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
+from aotk.dialect import metadata
 from aotk.dialect.base import AotkOp, elem_of, shape_of, tensor
 from aotk.dialect.fused import FusedOp, YieldOp
 from aotk.dialect.registry import Kind, lookup
@@ -204,7 +204,7 @@ def _kernel(fn: func.FuncOp) -> func.FuncOp:
         i for out, arg in variable_updates(fn).items() for i in (arg, len(ins) + out) if i >= 0
     ]
     if aliased:
-        kernel.attributes["aotk.may_alias"] = StringAttr(",".join(map(str, sorted(aliased))))
+        metadata.set_ints(kernel, metadata.MAY_ALIAS, sorted(aliased))
     return kernel
 
 
@@ -276,11 +276,8 @@ def _returned(fn: func.FuncOp) -> list[SSAValue]:
 
 def variable_updates(fn: func.FuncOp) -> dict[int, int]:
     """Output index -> input index (or -1) of each variable the function updates."""
-    attr = fn.attributes.get("aotk.updates")
-    if not isinstance(attr, StringAttr) or not attr.data:
-        return {}
-    pairs = (item.split(":") for item in attr.data.split(","))
-    return {int(out): int(arg) for out, arg in pairs}
+    pairs = metadata.ints(fn, metadata.UPDATES)
+    return dict(zip(pairs[::2], pairs[1::2], strict=True))
 
 
 def _output_targets(fn: func.FuncOp, out_mems: list[SSAValue]) -> dict[SSAValue, Buf]:
@@ -323,7 +320,7 @@ def _name_args(kernel: func.FuncOp, fn: func.FuncOp, n_in: int, n_out: int) -> N
             arg.name_hint = "workspace"
         else:
             arg.name_hint = f"dim{i - n_in - n_out - 1}"
-    kernel.attributes["aotk.kernel"] = StringAttr(f"{n_in},{n_out}")
+    metadata.set_ints(kernel, metadata.KERNEL, (n_in, n_out))
 
 
 def _prod(shape: Any) -> int:

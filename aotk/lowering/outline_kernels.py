@@ -23,17 +23,16 @@ from dataclasses import dataclass
 from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import func, llvm
-from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
+from aotk.dialect import metadata
 from aotk.kernels.kernel import PARALLEL_ATTR
 from aotk.lowering.parallelize import erase_unused, free_values, rebuild, rebuildable
 from aotk.transforms.structure import structure_key
 
-KERNEL_ATTR = "aotk.kernel"
-MAY_ALIAS_ATTR = "aotk.may_alias"
 # Above MAX_OPS a region op is split further where it can be. MIN_OPS is a loop with one
 # access: kept in the entry, loops that small still made the entry slow to optimize, and
 # outlined, identical ones (copies, fills) are compiled once.
@@ -78,8 +77,7 @@ def _may_alias(passed: list[SSAValue], entry: func.FuncOp) -> list[int]:
     a variable and the buffer its update is written to, may overlap.
     """
     position: dict[SSAValue, int] = {a: i for i, a in enumerate(entry.args)}
-    listed = entry.attributes.get(MAY_ALIAS_ATTR)
-    shared = {int(i) for i in listed.data.split(",")} if isinstance(listed, StringAttr) else set()
+    shared = set(metadata.ints(entry, metadata.MAY_ALIAS))
     bases = [_base(v) if isinstance(v.type, llvm.LLVMPointerType) else None for v in passed]
 
     def exclusive(base: SSAValue | None) -> bool:
@@ -123,7 +121,7 @@ def outline_kernel(kernel: Operation, name: str, entry: func.FuncOp) -> func.Fun
     )
     aliased = _may_alias(passed, entry)
     if aliased:
-        fn.attributes[MAY_ALIAS_ATTR] = StringAttr(",".join(map(str, aliased)))
+        metadata.set_ints(fn, metadata.MAY_ALIAS, aliased)
     return fn
 
 
@@ -134,7 +132,9 @@ class AotkOutlineKernelsPass(ModulePass):
     name = "aotk-outline-kernels"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        entries = [f for f in op.ops if isinstance(f, func.FuncOp) and KERNEL_ATTR in f.attributes]
+        entries = [
+            f for f in op.ops if isinstance(f, func.FuncOp) and metadata.KERNEL in f.attributes
+        ]
         taken = {f.sym_name.data for f in op.ops if isinstance(f, func.FuncOp | llvm.FuncOp)}
         for entry in entries:
             base = entry.sym_name.data

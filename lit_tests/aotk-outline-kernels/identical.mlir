@@ -12,7 +12,7 @@
 // CHECK-NOT:   func.func private @entry_k1(
 // CHECK:       func.func private @entry_k2(
 // CHECK:         arith.constant 3.000000e+00 : f32
-func.func @entry(%x: !llvm.ptr, %y: !llvm.ptr, %z: !llvm.ptr, %w: !llvm.ptr, %n: index) attributes {aotk.kernel = "3,1"} {
+func.func @entry(%x: !llvm.ptr, %y: !llvm.ptr, %z: !llvm.ptr, %w: !llvm.ptr, %n: index) attributes {aotk.kernel = array<i64: 3, 1>} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %two = arith.constant 2.0 : f32

@@ -20,11 +20,11 @@
 // CHECK:         func.return
 // CHECK-NOT:     aotk.may_alias
 // CHECK-LABEL: func.func private @entry_k1(
-// CHECK-SAME:      attributes {aotk.may_alias = "1,2"}
+// CHECK-SAME:      attributes {aotk.may_alias = array<i64: 1, 2>}
 // CHECK-LABEL: func.func @helper(
 // CHECK-NOT:     func.call
 // CHECK:         scf.for
-func.func @entry(%x: !llvm.ptr, %ws: !llvm.ptr, %n: index) attributes {aotk.kernel = "1,0"} {
+func.func @entry(%x: !llvm.ptr, %ws: !llvm.ptr, %n: index) attributes {aotk.kernel = array<i64: 1, 0>} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %two = arith.constant 2.0 : f32

@@ -4,7 +4,7 @@
 // indexed by the inner loop only.
 // CHECK-LABEL: func.func @add_broadcast(
 // CHECK-SAME:      %x: memref<12xf32>, %b: memref<4xf32>, %out0: memref<12xf32>, %workspace: !ptr_xdsl.ptr)
-// CHECK-SAME:      attributes {aotk.kernel = "2,1"}
+// CHECK-SAME:      attributes {aotk.kernel = array<i64: 2, 1>}
 // CHECK:         scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:           scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:             %[[IJ:.*]] = arith.addi %{{.*}}, %[[J]] : index

@@ -5,7 +5,7 @@
 // A, B and the packing scratch in the workspace, then M (from the i64 dim), N and K.
 // CHECK-LABEL: func.func @matmul_dynamic(
 // CHECK-SAME:      %x: memref<?xf32>, %w: memref<12xf32>, %out0: memref<?xf32>, %workspace: !ptr_xdsl.ptr, %dim0: i64)
-// CHECK-SAME:      attributes {aotk.kernel = "2,1"}
+// CHECK-SAME:      attributes {aotk.kernel = array<i64: 2, 1>}
 // CHECK-NOT:     "aotk.
 // CHECK:         %[[M:.*]] = arith.index_cast %dim0 : i64 to index
 // CHECK:         %[[AT:.*]] = ptr_xdsl.ptradd %workspace

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 from conftest import emit, placeholder
 from xdsl.dialects import arith, func, memref, ptr, scf
-from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import MemRefType, ModuleOp, i64
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 from xdsl.interpreters import register_implementations
 from xdsl.utils.exceptions import DiagnosticException
@@ -18,7 +18,7 @@ from aotk.context import make_context
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
-from aotk.dialect import linalg, reduce, shape
+from aotk.dialect import linalg, metadata, reduce, shape
 from aotk.dialect import unary as un
 from aotk.lowering import pipeline
 from aotk.transforms.check_stage import AotkCheckStagePass
@@ -106,7 +106,7 @@ def test_kernel_abi_is_inputs_outputs_workspace_then_dynamic_dims():
     assert arg_types[7:] == [i64, i64, i64]  # x's dims 0 and 2, then y's dim 0
     assert all(isinstance(t, MemRefType) for t in arg_types[:6])
     assert list(kernel.function_type.outputs) == []
-    assert kernel.attributes["aotk.kernel"] == StringAttr("3,3")
+    assert metadata.ints(kernel, metadata.KERNEL) == (3, 3)
     names = [a.name_hint for a in kernel.body.block.args]
     assert names == ["x", "y", "z", "out0", "out1", "out2", "workspace", "dim0", "dim1", "dim2"]
     size_fn = functions(loops([x, y, z], outs))["main_workspace_size"]
