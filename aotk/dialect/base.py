@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     BoolAttr,
     DenseArrayBase,
+    FileLineColLoc,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -21,7 +22,7 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
@@ -30,6 +31,14 @@ from aotk import dtypes
 
 Dim = int | None  # None is a dynamic dim
 Shape = tuple[Dim, ...]
+
+
+def source_location(op: Operation) -> str | None:
+    """The file:line:col of the input text `op` was parsed from, if it carries one."""
+    loc = op.location
+    if not isinstance(loc, FileLineColLoc):
+        return None
+    return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
 
 
 def tensor(element: Attribute, shape: Sequence[Dim]) -> TensorType[Attribute]:

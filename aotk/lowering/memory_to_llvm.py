@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import arith, func, llvm, memref, ptr, vector
 from xdsl.dialects.builtin import (
-    FileLineColLoc,
     FixedBitwidthType,
     FunctionType,
     IndexType,
@@ -32,6 +31,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from aotk.dialect.base import source_location
 from aotk.lowering.parallelize import erase_unused
 from aotk.lowering.rewrite_once import retype_values
 
@@ -92,13 +92,8 @@ class _Lowering:
 
 def _error(op: Operation, message: str) -> ValueError:
     """`message` about `op`, located at its place in the input when it was parsed."""
-    loc = op.location
-    where = (
-        f"{loc.filename.data}:{loc.line.data}:{loc.column.data}: "
-        if isinstance(loc, FileLineColLoc)
-        else ""
-    )
-    return ValueError(f"{PASS}: {where}{op.name}: {message}")
+    where = source_location(op)
+    return ValueError(f"{PASS}: {where + ': ' if where else ''}{op.name}: {message}")
 
 
 def _static_layout(op: Operation, t: MemRefType) -> tuple[tuple[int, ...], int]:
@@ -222,7 +217,7 @@ def lower_memory(module: ModuleOp) -> None:
 
 
 def _retype_signatures(module: ModuleOp) -> None:
-    for op in module.walk():
+    for op in module.ops:  # functions are top-level: no need to walk their bodies
         if isinstance(op, func.FuncOp):
             old = op.function_type
             inputs = [pointer_type(t) or t for t in old.inputs]

@@ -40,6 +40,7 @@ from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from aotk import timing
+from aotk.dialect.base import source_location
 from aotk.lowering import pipeline
 
 
@@ -256,9 +257,8 @@ class AotkOptMain(xDSLOptMain):
         span = self.spans.get(op)
         if span is not None:
             return span.print_with_context(message)
-        if isinstance(op.location, FileLineColLoc):
-            loc = op.location
-            return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}: {message}"
+        if (where := source_location(op)) is not None:
+            return f"{where}: {message}"
         notes = "\n".join(getattr(err, "__notes__", []))
         return f"{self.get_input_name()}: {message}\n{notes}"
 
