@@ -29,6 +29,7 @@ InferRule = Callable[..., Any]
 NumpyRule = Callable[..., np.ndarray]
 GradRule = Callable[..., tuple[Any, ...]]
 LowerRule = Callable[..., Any]
+ShapeRule = Callable[..., list[Any]]
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,11 @@ class OpDef:
         LowerRule | None
     )  # None only for VIEW ops; ELEMENTWISE: scalar body; else (kernel, out, *ins, **attrs) -> None
     grad: GradRule | None = None  # (g, y, *xs, **attrs) -> one cotangent or None per input
-    # (kernel, ins, result_type, **attrs) -> result dims; needed when a result dim is dynamic
+    # (kernel, ins, result_type, **attrs) -> result dims; being replaced by `shape`
     dims: Callable[..., Any] | None = None
+    # (arith, operand dims, **attrs) -> result dims, on `kernels.dim_arith.DimArith`: the
+    # op's one shape rule. `infer` runs it on STATIC dims; the lowering on a Kernel's.
+    shape: ShapeRule | None = None
     # (kernel, ins, result_type, **attrs) -> elements of scratch memory the lowering may use
     # while it runs (passed as `scratch=`); 0 for none. Counted in the workspace size.
     scratch: Callable[..., Any] | None = None

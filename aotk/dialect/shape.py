@@ -33,6 +33,7 @@ from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, te
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import slicing
 from aotk.kernels import transpose as transpose_kernel
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import convert
 
@@ -120,7 +121,13 @@ def infer_transpose(x: Attribute, *, perm: Sequence[int], **_: Any) -> Attribute
         raise ValueError(
             f"perm {tuple(perm)} is not a permutation of the {len(src)} axes of {fmt_shape(src)}"
         )
-    return tensor(elem_of(x), [src[p] for p in perm])
+    return tensor(elem_of(x), transpose_shape(STATIC, [src], perm=perm))
+
+
+def transpose_shape(
+    a: DimArith, dims: Sequence[Sequence[Dim]], *, perm: Sequence[int]
+) -> list[Dim]:
+    return [dims[0][p] for p in perm]
 
 
 def _lower_transpose(k: Kernel, out: Buf, x: Buf, *, perm: Sequence[int]) -> None:
@@ -308,7 +315,7 @@ register(
         infer=infer_transpose,
         numpy=lambda x, *, perm: np.transpose(x, perm).copy(),
         lower=_lower_transpose,
-        dims=lambda k, ins, t, *, perm: [ins[0].dims[p] for p in perm],
+        shape=transpose_shape,
         grad=_grad_transpose,
     )
 )

@@ -127,6 +127,11 @@ class Kernel:
             return min(a, c)
         return self.b.insert(arith.MinSIOp(self.index(a), self.index(c))).result
 
+    def max(self, a: DimV, c: DimV) -> DimV:
+        if isinstance(a, int) and isinstance(c, int):
+            return max(a, c)
+        return self.b.insert(arith.MaxSIOp(self.index(a), self.index(c))).result
+
     def product(self, dims: Sequence[DimV]) -> DimV:
         total: DimV = 1
         for d in dims:

@@ -109,12 +109,13 @@ class _Lowerer:
             return list(static)  # type: ignore[arg-type]
         if isinstance(op, FusedOp) or lookup(op).kind is Kind.ELEMENTWISE:
             return elementwise_nest.broadcast_dims(self.k, static, ins)
-        rule = lookup(op).dims
-        assert rule is not None, f"{op.name} has a dynamic result but no dims rule"
-        return [
-            s if s is not None else d
-            for s, d in zip(static, rule(self.k, ins, t, **op.attrs()), strict=True)
-        ]
+        opdef = lookup(op)
+        if opdef.shape is not None:
+            computed = opdef.shape(self.k, [b.dims for b in ins], **op.attrs())
+        else:
+            assert opdef.dims is not None, f"{op.name} has a dynamic result but no shape rule"
+            computed = opdef.dims(self.k, ins, t, **op.attrs())
+        return [s if s is not None else d for s, d in zip(static, computed, strict=True)]
 
     def scratch(self, op: Any, ins: list[Buf]) -> dict[str, Buf]:
         """A workspace slice for ops whose lowering asks for scratch memory."""
