@@ -50,14 +50,15 @@ def test_opdef_is_complete(op):
 
 
 @pytest.mark.parametrize("op", PRIMITIVES, ids=lambda op: op.name)
-def test_non_elementwise_op_with_a_dynamic_result_has_a_dims_rule(op):
-    """Loop bounds of a dynamic result come from the dims rule; elementwise ops broadcast."""
+def test_non_elementwise_op_with_a_dynamic_result_has_a_shape_rule(op):
+    """Loop bounds of a dynamic result come from the shape rule; elementwise ops broadcast."""
     opdef = REGISTRY[op]
     if opdef.kind is Kind.ELEMENTWISE or not _result_can_be_dynamic(op):
         return
-    assert callable(opdef.dims), f"{op.name}: a dynamic result needs a dims rule"
-    params = list(inspect.signature(opdef.dims).parameters.values())
-    assert len(params) >= 3, f"{op.name}: dims(kernel, ins, result_type, **attrs)"
+    rule = opdef.shape or opdef.dims
+    assert callable(rule), f"{op.name}: a dynamic result needs a shape rule"
+    params = list(inspect.signature(rule).parameters.values())
+    assert len(params) >= 2, f"{op.name}: shape(arith, operand dims, **attrs)"
 
 
 def _result_can_be_dynamic(op: type) -> bool:
