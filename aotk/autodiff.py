@@ -12,12 +12,11 @@ from typing import Any
 from xdsl.ir import Operation, SSAValue
 
 from aotk import dtypes, trace
-from aotk.dialect import arithmetic as ar
 from aotk.dialect import elementwise as ew
+from aotk.dialect import gradlib as lib
 from aotk.dialect import reduce as rd
 from aotk.dialect.base import AotkOp
-from aotk.dialect.registry import lookup
-from aotk.dialect.scan import ScanOp
+from aotk.dialect.registry import Kind, lookup
 from aotk.trace import KTensor
 
 WHERE = "K.gradients"
@@ -52,35 +51,28 @@ def _backward(loss: KTensor, wanted: set[SSAValue]) -> dict[SSAValue, KTensor]:
 
 def backprop(ops: list[Operation], grads: dict[SSAValue, KTensor]) -> dict[SSAValue, KTensor]:
     """Apply the ops' gradient rules in reverse, starting from the cotangents in `grads`."""
-    from aotk.autodiff_scan import scan_vjp
-
     for op in reversed(ops):
         gs = [grads.get(r) for r in op.results]
-        if all(g is None for g in gs):
-            continue
-        if isinstance(op, ScanOp):
-            for v, c in scan_vjp(op, gs).items():
-                accumulate(grads, v, c)
-            continue
-        assert isinstance(op, AotkOp)
-        rule = lookup(op).grad
-        if rule is None:
-            raise ValueError(
-                f"{WHERE}: {op.name} has no gradient, but the loss depends on it through its inputs"
-            )
-        inputs = [KTensor(v) for v in op.operands]
-        contributions = rule(gs[0], KTensor(op.results[0]), *inputs, **op.attrs())
-        for v, c in zip(op.operands, contributions, strict=True):
-            if c is not None:
-                accumulate(grads, v, c)
+        if any(g is not None for g in gs):
+            for v, c in _cotangents(op, gs):
+                lib.accumulate(grads, v, c)
     return grads
 
 
-def accumulate(grads: dict[SSAValue, KTensor], v: SSAValue, c: KTensor) -> None:
-    """Add cotangent `c` into `grads[v]` (float values only)."""
-    if not dtypes.is_float(dtypes.element_type(KTensor(v).dtype)):
-        return
-    grads[v] = c if v not in grads else trace.emit(ar.AddOp, grads[v], c, where=WHERE)
+def _cotangents(op: Operation, gs: list[KTensor | None]) -> list[tuple[SSAValue, KTensor]]:
+    """What `op` contributes to the cotangents of the values it uses (an operand used
+    twice, as in `x * x`, contributes twice)."""
+    opdef = lookup(op)  # type: ignore[arg-type]
+    if opdef.grad is None:
+        raise ValueError(
+            f"{WHERE}: {op.name} has no gradient, but the loss depends on it through its inputs"
+        )
+    if opdef.kind is Kind.REGION:
+        return list(opdef.grad(op, gs, backprop).items())
+    assert isinstance(op, AotkOp)
+    inputs = [KTensor(v) for v in op.operands]
+    contributions = opdef.grad(gs[0], KTensor(op.results[0]), *inputs, **op.attrs())
+    return [(v, c) for v, c in zip(op.operands, contributions, strict=True) if c is not None]
 
 
 def _path_ops(ops: list[Operation], loss: SSAValue, wanted: set[SSAValue]) -> list[Operation]:

@@ -8,17 +8,15 @@ clear ValueError before any native code runs, never an out-of-bounds access.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.traits import IsTerminator
 
-from aotk.dialect.base import AotkOp, Shape, broadcast_shapes, elem_of, fmt_shape, shape_of, tensor
-from aotk.dialect.fused import FusedOp, YieldOp
-from aotk.dialect.registry import lookup
-from aotk.dialect.scan import ScanOp
+from aotk.dialect.base import AotkOp, Shape, elem_of, fmt_shape, shape_of, tensor
+from aotk.dialect.registry import Kind, lookup
 
 
 def coerce_input(value: object, name: str, shape: Shape, dtype: np.dtype, where: str) -> np.ndarray:
@@ -74,43 +72,24 @@ def _infer_block(block: Block, shapes: list[Shape], outer: dict[SSAValue, Shape]
     env: dict[SSAValue, Shape] = dict(outer)
     env.update(zip(block.args, shapes, strict=True))
     for op in block.ops:
-        if isinstance(op, func.ReturnOp | YieldOp):
+        if op.has_trait(IsTerminator):
             return [tuple(env[v]) for v in op.operands]
-        if isinstance(op, ScanOp):
-            results = _infer_scan(op, env)
-        else:
-            assert isinstance(op, AotkOp | FusedOp), op.name
-            types = [tensor(elem_of(v.type), env[v]) for v in op.operands]
-            if isinstance(op, FusedOp):
-                results = _infer_fused(op, types)
-            else:
-                try:
-                    results = [shape_of(lookup(op).infer(*types, **op.attrs()))]
-                except (ValueError, TypeError) as err:
-                    raise type(err)(f"{op.name}: {err}") from None
+        try:
+            results = _infer_op(op, [env[v] for v in op.operands], env)
+        except (ValueError, TypeError) as err:
+            raise type(err)(f"{op.name}: {err}") from None
         env.update(zip(op.results, results, strict=True))
     raise AssertionError("block without terminator")
 
 
-def _infer_scan(op: ScanOp, env: dict[SSAValue, Shape]) -> list[Shape]:
-    seqs = [env[v] for v in op.sequences]
-    steps = {s[0] for s in seqs}
-    if len(steps) > 1:
-        raise ValueError(f"aotk.scan: sequences of different lengths {sorted(steps, key=str)}")
-    carries = [env[v] for v in op.inits]
-    produced = _infer_block(op.body.block, [s[1:] for s in seqs] + carries, env)
-    for old, new in zip(carries, produced, strict=False):
-        if tuple(old) != tuple(new):
-            raise ValueError(
-                f"aotk.scan: a state of shape {fmt_shape(old)} became {fmt_shape(new)}"
-            )
-    step_count = seqs[0][0]
-    return [*carries, *((step_count, *s) for s in produced[len(carries) :])]
-
-
-def _infer_fused(op: FusedOp, types: list[Any]) -> list[Shape]:
-    shape = broadcast_shapes(*(shape_of(t) for t in types)) if types else ()
-    return [(1,) * (len(shape_of(r.type)) - len(shape)) + tuple(shape) for r in op.results]
+def _infer_op(op: Operation, shapes: list[Shape], env: dict[SSAValue, Shape]) -> list[Shape]:
+    opdef = lookup(op)  # type: ignore[arg-type]
+    if opdef.kind is Kind.REGION:
+        body = op.regions[0].block
+        return opdef.infer(op, shapes, lambda args: _infer_block(body, args, env))
+    assert isinstance(op, AotkOp)
+    types = [tensor(elem_of(v.type), s) for v, s in zip(op.operands, shapes, strict=True)]
+    return [shape_of(opdef.infer(*types, **op.attrs()))]
 
 
 def _resolve(inferred: Shape, declared: Shape) -> Shape:

@@ -27,8 +27,26 @@ from xdsl.traits import Pure
 
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, broadcast_shapes, dtype_of, elem_of, shape_of, tensor
-from aotk.dialect.registry import GradRule, InferRule, Kind, LowerRule, NumpyRule, OpDef, register
+from aotk.dialect.registry import (
+    GradRule,
+    InferRule,
+    Kind,
+    LowerRule,
+    NumpyRule,
+    OpDef,
+    lookup,
+    register,
+)
 from aotk.kernels import scalar as s
+from aotk.kernels.kernel import Kernel
+
+
+def lower_scalar(k: Kernel, op: AotkOp, xs: list[SSAValue]) -> SSAValue:
+    """The scalar body of one elementwise op on the elements `xs` of its operands."""
+    elems = [elem_of(v.type) for v in op.operands]
+    rule = lookup(op).lower
+    assert rule is not None, f"{op.name} has no scalar rule"
+    return rule(k.b, xs, elems, elem_of(op.results[0].type), **op.attrs())
 
 
 def float_type(x: Attribute, **_: Any) -> Attribute:

@@ -3,12 +3,17 @@
 The region has one block whose arguments are rank-0 tensors, one per operand (an element
 of it), and whose body is ordinary elementwise aotk ops on rank-0 tensors, ended by
 `aotk.yield` of one value per result. Operands broadcast NumPy-style to the results'
-shape, which all results share.
+shape, which all results share. Only `aotk-fuse` builds it, after autodiff: it has no
+gradient.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+import numpy as np
 from xdsl.dialects.builtin import TensorType
+from xdsl.ir import SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -20,8 +25,19 @@ from xdsl.irdl import (
 from xdsl.traits import IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from aotk.dialect.base import broadcast_shapes, elem_of, shape_of, tensor, types_compatible
-from aotk.dialect.registry import REGISTRY, Kind
+from aotk.dialect.base import (
+    AotkOp,
+    Shape,
+    broadcast_shapes,
+    elem_of,
+    shape_of,
+    tensor,
+    types_compatible,
+)
+from aotk.dialect.elementwise import lower_scalar
+from aotk.dialect.registry import REGISTRY, BodyLowering, Kind, OpDef, register
+from aotk.kernels import elementwise_nest
+from aotk.kernels.kernel import Buf, Kernel
 
 
 @irdl_op_definition
@@ -82,3 +98,42 @@ class FusedOp(IRDLOperation):
 
 def _pad(shape: tuple, rank: int) -> tuple:
     return (1,) * (rank - len(shape)) + tuple(shape)
+
+
+def _infer(op: FusedOp, shapes: list[Shape], body_shapes: Callable) -> list[Shape]:
+    shape = broadcast_shapes(*shapes) if shapes else ()
+    return [_pad(shape, len(shape_of(r.type))) for r in op.results]
+
+
+def _numpy(op: FusedOp, inputs: list[np.ndarray], run_body: Callable) -> list[np.ndarray]:
+    """Run the body once on whole broadcast arrays (its ops are elementwise)."""
+    shape = np.broadcast_shapes(*(x.shape for x in inputs)) if inputs else ()
+    results = run_body([np.broadcast_to(x, shape) for x in inputs])
+    return [
+        np.ascontiguousarray(np.broadcast_to(value, shape)).reshape(
+            _pad(shape, len(shape_of(r.type)))
+        )
+        for r, value in zip(op.results, results, strict=True)
+    ]
+
+
+def _lower(low: BodyLowering, op: FusedOp, targets: dict[SSAValue, Buf]) -> None:
+    ins = [low.bufs[v] for v in op.inputs]
+    static = shape_of(op.outputs[0].type)
+    dims = elementwise_nest.broadcast_dims(low.k, static, ins)
+    outs = low.bind_results(op, dims, targets)
+    if low.code:
+        elementwise_nest.emit(low.k, outs, ins, lambda k, xs: _scalar_body(k, op, xs))
+
+
+def _scalar_body(k: Kernel, op: FusedOp, xs: Sequence[SSAValue]) -> list[SSAValue]:
+    env: dict[SSAValue, SSAValue] = dict(zip(op.body.block.args, xs, strict=True))
+    for inner in op.body.block.ops:
+        if isinstance(inner, YieldOp):
+            return [env[v] for v in inner.values]
+        assert isinstance(inner, AotkOp)
+        env[inner.results[0]] = lower_scalar(k, inner, [env[v] for v in inner.operands])
+    raise AssertionError("aotk.fused body without aotk.yield")
+
+
+register(OpDef(ir=FusedOp, kind=Kind.REGION, infer=_infer, numpy=_numpy, lower=_lower))

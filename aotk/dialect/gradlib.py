@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aotk import trace
+from xdsl.ir import SSAValue
+
+from aotk import dtypes, trace
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
@@ -53,6 +55,13 @@ def neg(a: KTensor) -> KTensor:
 
 def select(cond: KTensor, a: KTensor, b: KTensor) -> KTensor:
     return emit(cmp.SelectOp, cond, a, b)
+
+
+def accumulate(grads: dict[SSAValue, KTensor], v: SSAValue, c: KTensor) -> None:
+    """Add cotangent `c` into `grads[v]` (float values only: the others have none)."""
+    if not dtypes.is_float(dtypes.element_type(KTensor(v).dtype)):
+        return
+    grads[v] = c if v not in grads else add(grads[v], c)
 
 
 def zeros_like(x: KTensor) -> KTensor:

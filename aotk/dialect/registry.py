@@ -1,18 +1,22 @@
-"""The op registry: one `OpDef` per aotk primitive.
+"""The op registry: one `OpDef` per aotk op.
 
-The tracer, the interpreter, autodiff and the lowering all look an op up here by its IR
-class; none of them switches on op types.
+The tracer, the interpreter, the call-time shape check, autodiff and the lowering all look
+an op up here by its IR class; none of them switches on op types. Ops with a body
+(`aotk.scan`, `aotk.fused`) are `Kind.REGION`: their rules take the op itself, and a
+callback that applies the same machinery to the body (see `OpDef`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
-import numpy as np
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
+
+from aotk.kernels.kernel import Buf, DimV, Kernel
 
 
 class Kind(Enum):
@@ -23,18 +27,27 @@ class Kind(Enum):
     CONTRACTION = "contraction"
     VIEW = "view"  # no data moves: the result aliases its operand's buffer
     OPAQUE = "opaque"  # lower builds its own loop nest
+    REGION = "region"  # the op's meaning is its body: rules take the op (see OpDef)
 
 
 InferRule = Callable[..., Any]
-NumpyRule = Callable[..., np.ndarray]
-GradRule = Callable[..., tuple[Any, ...]]
+NumpyRule = Callable[..., Any]  # an array; a list of arrays for REGION ops
+GradRule = Callable[..., Any]  # a tuple per input; a dict for REGION ops
 LowerRule = Callable[..., Any]
 ShapeRule = Callable[..., list[Any]]
 
 
 @dataclass(frozen=True)
 class OpDef:
-    """Everything aotk knows about one primitive."""
+    """Everything aotk knows about one op.
+
+    A `Kind.REGION` op's rules see the op and recurse into its body through the callback
+    their caller passes: `infer(op, operand_shapes, body_shapes) -> result shapes`,
+    `numpy(op, operand_arrays, run_body) -> result arrays`,
+    `grad(op, result_cotangents, backprop) -> {value: cotangent}` (outer values its body
+    uses included) and `lower(lowering, op, output_targets)`, where `lowering` is a
+    `BodyLowering`.
+    """
 
     ir: type[IRDLOperation]
     kind: Kind
@@ -63,6 +76,25 @@ def register(opdef: OpDef) -> OpDef:
         raise ValueError(f"{opdef.ir.name} is registered twice")
     REGISTRY[opdef.ir] = opdef
     return opdef
+
+
+def is_registered(op: object) -> bool:
+    """Whether `op` is an aotk op with rules (as opposed to func, scf, a terminator ...)."""
+    return type(op) in REGISTRY
+
+
+class BodyLowering(Protocol):
+    """What a REGION op's lowering rule may use of `convert-aotk-to-loops`."""
+
+    k: Kernel
+    bufs: dict[SSAValue, Buf]
+    code: bool  # False while only the workspace is planned: buffers, but no loops
+
+    def alloc(self, t: Attribute, dims: list[DimV]) -> Buf: ...
+    def lower_op(self, op: Operation, targets: dict[SSAValue, Buf]) -> None: ...
+    def bind_results(
+        self, op: Operation, dims: Sequence[DimV], targets: dict[SSAValue, Buf]
+    ) -> list[Buf]: ...
 
 
 def lookup(op: IRDLOperation | type[IRDLOperation]) -> OpDef:

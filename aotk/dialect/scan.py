@@ -11,7 +11,11 @@ grow with T.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
 from xdsl.dialects.builtin import IntegerAttr, TensorType
+from xdsl.ir import SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -24,8 +28,11 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from aotk.dialect.base import elem_of, shape_of, tensor, types_compatible
+from aotk import dtypes
+from aotk.dialect.base import Shape, elem_of, fmt_shape, shape_of, tensor, types_compatible
 from aotk.dialect.fused import YieldOp
+from aotk.dialect.registry import BodyLowering, Kind, OpDef, register
+from aotk.kernels.kernel import Buf
 
 
 @irdl_op_definition
@@ -98,3 +105,53 @@ def result_types(
     steps = shape_of(sequences[0])[0]
     stacked = [tensor(elem_of(o), (steps, *shape_of(o))) for o in outputs]
     return [*carries, *stacked]
+
+
+def _infer(op: ScanOp, shapes: list[Shape], body_shapes: Callable) -> list[Shape]:
+    seqs, carries = shapes[: op.num_seq], shapes[op.num_seq :]
+    steps = {s[0] for s in seqs}
+    if len(steps) > 1:
+        raise ValueError(f"aotk.scan: sequences of different lengths {sorted(steps, key=str)}")
+    produced = body_shapes([s[1:] for s in seqs] + carries)
+    for old, new in zip(carries, produced, strict=False):
+        if tuple(old) != tuple(new):
+            raise ValueError(
+                f"aotk.scan: a state of shape {fmt_shape(old)} became {fmt_shape(new)}"
+            )
+    step_count = seqs[0][0]
+    return [*carries, *((step_count, *s) for s in produced[len(carries) :])]
+
+
+def _numpy(op: ScanOp, values: list[np.ndarray], run_body: Callable) -> list[np.ndarray]:
+    seqs, carries = values[: op.num_seq], values[op.num_seq :]
+    steps = seqs[0].shape[0]
+    if any(s.shape[0] != steps for s in seqs):
+        raise ValueError(f"aotk.scan: sequences differ in length: {[s.shape[0] for s in seqs]}")
+    outputs: list[list[np.ndarray]] = []
+    for t in range(steps):
+        produced = run_body([s[t] for s in seqs] + carries)
+        carries = produced[: len(carries)]
+        outputs.append(produced[len(carries) :])
+    stacked = []
+    for j, r in enumerate(list(op.results)[len(carries) :]):
+        if steps:
+            stacked.append(np.stack([step[j] for step in outputs]))
+        else:
+            step_shape = tuple(d or 0 for d in shape_of(r.type)[1:])
+            stacked.append(np.zeros((0, *step_shape), dtypes.numpy_dtype(elem_of(r.type))))
+    return [*carries, *stacked]
+
+
+def _grad(op: ScanOp, cotangents: list, backprop: Callable) -> dict:
+    from aotk.dialect.scan_bptt import scan_vjp
+
+    return scan_vjp(op, cotangents, backprop)
+
+
+def _lower(low: BodyLowering, op: ScanOp, targets: dict[SSAValue, Buf]) -> None:
+    from aotk.dialect.scan_loop import lower_scan
+
+    lower_scan(low, op, targets)
+
+
+register(OpDef(ir=ScanOp, kind=Kind.REGION, infer=_infer, numpy=_numpy, lower=_lower, grad=_grad))

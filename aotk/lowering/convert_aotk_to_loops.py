@@ -9,6 +9,7 @@ intermediates are 64-byte aligned slices of the caller's workspace.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,14 +30,12 @@ from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
 from aotk.dialect import metadata
-from aotk.dialect.base import AotkOp, elem_of, shape_of, tensor
-from aotk.dialect.fused import FusedOp, YieldOp
-from aotk.dialect.registry import Kind, lookup
-from aotk.dialect.scan import ScanOp
+from aotk.dialect.base import elem_of, shape_of, tensor
+from aotk.dialect.elementwise import lower_scalar
+from aotk.dialect.registry import Kind, is_registered, lookup
 from aotk.kernels import elementwise_nest, library
 from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
 from aotk.kernels.scalar import storage_type
-from aotk.lowering import scan_loop
 
 ALIGN = 64
 
@@ -107,9 +106,9 @@ class _Lowerer:
         static = shape_of(t)
         if None not in static:
             return list(static)  # type: ignore[arg-type]
-        if isinstance(op, FusedOp) or lookup(op).kind is Kind.ELEMENTWISE:
-            return elementwise_nest.broadcast_dims(self.k, static, ins)
         opdef = lookup(op)
+        if opdef.kind is Kind.ELEMENTWISE:
+            return elementwise_nest.broadcast_dims(self.k, static, ins)
         if opdef.shape is not None:
             computed = opdef.shape(self.k, [b.dims for b in ins], **op.attrs())
         else:
@@ -128,48 +127,37 @@ class _Lowerer:
         self._scratch[op] = self.alloc(tensor(elem_of(op.results[0].type), (None,)), [size])
         return {"scratch": self._scratch[op]}
 
-    def lower_op(self, op: Any, out_targets: dict[SSAValue, Buf]) -> None:
-        if isinstance(op, ScanOp):
-            scan_loop.lower(self, op, out_targets)
-            return
-        ins = [self.bufs[v] for v in op.operands]
-        dims = self.result_dims(op, ins)
-        if not isinstance(op, FusedOp) and lookup(op).kind is Kind.VIEW:
-            self.bufs[op.results[0]] = Buf(ins[0].mem, tuple(dims), ins[0].elem)
-            return
-        outs = [out_targets.get(r) or self.alloc(r.type, dims) for r in op.results]
+    def bind_results(
+        self, op: Any, dims: Sequence[DimV], targets: dict[SSAValue, Buf]
+    ) -> list[Buf]:
+        """The buffers of `op`'s results: an output's own buffer if `targets` names one,
+        else a workspace slice."""
+        outs = [targets.get(r) or self.alloc(r.type, list(dims)) for r in op.results]
         outs = [Buf(o.mem, tuple(dims), o.elem) for o in outs]
         for r, o in zip(op.results, outs, strict=True):
             self.bufs[r] = o
-        if not self.code:
-            if not isinstance(op, FusedOp) and lookup(op).kind is not Kind.ELEMENTWISE:
-                self.scratch(op, ins)  # reserve it in the workspace plan too
+        return outs
+
+    def lower_op(self, op: Any, out_targets: dict[SSAValue, Buf]) -> None:
+        opdef = lookup(op)
+        if opdef.kind is Kind.REGION:
+            assert opdef.lower is not None, f"{op.name} has no lowering rule"
+            opdef.lower(self, op, out_targets)
             return
-        if isinstance(op, FusedOp):
-            elementwise_nest.emit(self.k, outs, ins, lambda k, xs: _fused_body(k, op, xs))
-        elif lookup(op).kind is Kind.ELEMENTWISE:
-            elementwise_nest.emit(self.k, outs, ins, lambda k, xs: [_scalar(k, op, xs)])
-        else:
-            rule = lookup(op).lower
-            assert rule is not None, f"{op.name} has no lowering rule"
-            rule(self.k, outs[0], *ins, **op.attrs(), **self.scratch(op, ins))
-
-
-def _fused_body(k: Kernel, op: FusedOp, xs: list[SSAValue]) -> list[SSAValue]:
-    env: dict[SSAValue, SSAValue] = dict(zip(op.body.block.args, xs, strict=True))
-    for inner in op.body.block.ops:
-        if isinstance(inner, YieldOp):
-            return [env[v] for v in inner.values]
-        assert isinstance(inner, AotkOp)
-        env[inner.results[0]] = _scalar(k, inner, [env[v] for v in inner.operands])
-    raise AssertionError("aotk.fused body without aotk.yield")
-
-
-def _scalar(k: Kernel, op: AotkOp, xs: list[SSAValue]) -> SSAValue:
-    elems = [elem_of(v.type) for v in op.operands]
-    rule = lookup(op).lower
-    assert rule is not None, f"{op.name} has no scalar rule"
-    return rule(k.b, xs, elems, elem_of(op.results[0].type), **op.attrs())
+        ins = [self.bufs[v] for v in op.operands]
+        dims = self.result_dims(op, ins)
+        if opdef.kind is Kind.VIEW:
+            self.bufs[op.results[0]] = Buf(ins[0].mem, tuple(dims), ins[0].elem)
+            return
+        outs = self.bind_results(op, dims, out_targets)
+        if opdef.kind is Kind.ELEMENTWISE:
+            if self.code:
+                elementwise_nest.emit(self.k, outs, ins, lambda k, xs: [lower_scalar(k, op, xs)])
+            return
+        scratch = self.scratch(op, ins)  # reserved in the workspace plan too
+        if self.code:
+            assert opdef.lower is not None, f"{op.name} has no lowering rule"
+            opdef.lower(self.k, outs[0], *ins, **op.attrs(), **scratch)
 
 
 def lower_function(fn: func.FuncOp) -> list[func.FuncOp]:
@@ -293,16 +281,11 @@ def _output_targets(fn: func.FuncOp, out_mems: list[SSAValue]) -> dict[SSAValue,
         if (
             i not in late
             and v not in targets
-            and isinstance(v.owner, AotkOp | FusedOp)
-            and _writes_own_buffer(v)
+            and is_registered(v.owner)
+            and lookup(v.owner).kind is not Kind.VIEW  # type: ignore[arg-type]
         ):
             targets[v] = Buf(out, (), elem_of(v.type))
     return targets
-
-
-def _writes_own_buffer(v: SSAValue) -> bool:
-    owner = v.owner
-    return isinstance(owner, FusedOp | ScanOp) or lookup(owner).kind is not Kind.VIEW  # type: ignore[arg-type]
 
 
 def _copy(k: Kernel, src: Buf, dst: Buf) -> None:
@@ -348,9 +331,7 @@ class ConvertAotkToLoopsPass(ModulePass):
 
 def _on_tensors(fn: func.FuncOp) -> bool:
     types = [*fn.function_type.inputs, *fn.function_type.outputs]
-    return any(isinstance(t, TensorType) for t in types) or any(
-        isinstance(o, AotkOp | FusedOp | ScanOp) for o in fn.walk()
-    )
+    return any(isinstance(t, TensorType) for t in types) or any(is_registered(o) for o in fn.walk())
 
 
 __all__ = ["ConvertAotkToLoopsPass", "IntegerAttr", "flat_memref", "lower_function"]

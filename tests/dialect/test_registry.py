@@ -12,13 +12,21 @@ from aotk.dialect import AOTK, REGISTRY, STRUCTURAL_OPS, Kind, OpDef, lookup, re
 from aotk.dialect import arithmetic as ar
 from aotk.dialect.registry import OpDef as RegistryOpDef
 
-PRIMITIVES = [op for op in AOTK.operations if op not in STRUCTURAL_OPS]
+REGISTERED = [op for op in AOTK.operations if op not in STRUCTURAL_OPS]
+PRIMITIVES = [op for op in REGISTERED if REGISTRY[op].kind is not Kind.REGION]
 
 
 def test_dialect_and_registry_hold_the_same_ops():
-    assert set(PRIMITIVES) == set(REGISTRY)
-    assert len(PRIMITIVES) == len(set(PRIMITIVES))
+    assert set(REGISTERED) == set(REGISTRY)
+    assert len(REGISTERED) == len(set(REGISTERED))
     assert not set(STRUCTURAL_OPS) & set(REGISTRY)
+
+
+def test_the_ops_with_a_body_are_registered_as_regions():
+    regions = {op.name for op in REGISTERED if REGISTRY[op].kind is Kind.REGION}
+    assert regions == {"aotk.scan", "aotk.fused"}
+    for op in REGISTERED:
+        assert (REGISTRY[op].kind is Kind.REGION) == bool(op.get_irdl_definition().regions)
 
 
 def test_dialect_is_named_aotk_and_lists_every_op_once():

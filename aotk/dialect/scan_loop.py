@@ -1,4 +1,4 @@
-"""Lowering of `aotk.scan` to one `scf.for` over the steps.
+"""`aotk.scan`'s lowering rule: one `scf.for` over the steps.
 
 Every buffer the body needs is allocated once, before the loop: a first pass over the
 body computes dims and workspace slices outside the loop (so they dominate it), and the
@@ -9,20 +9,16 @@ the step's outputs to row t of the stacked results.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from xdsl.ir import SSAValue
 
 from aotk.dialect.base import elem_of
 from aotk.dialect.fused import YieldOp
+from aotk.dialect.registry import BodyLowering
 from aotk.dialect.scan import ScanOp
 from aotk.kernels.kernel import Buf, DimV
 
-if TYPE_CHECKING:
-    from aotk.lowering.convert_aotk_to_loops import _Lowerer
 
-
-def lower(low: _Lowerer, op: ScanOp, targets: dict[SSAValue, Buf]) -> None:
+def lower_scan(low: BodyLowering, op: ScanOp, targets: dict[SSAValue, Buf]) -> None:
     """Bufferize and (when emitting code) loop over the steps of `op`."""
     k = low.k
     seqs = [low.bufs[v] for v in op.sequences]
@@ -76,7 +72,7 @@ def lower(low: _Lowerer, op: ScanOp, targets: dict[SSAValue, Buf]) -> None:
         k.copy(carry, low.bufs[r])
 
 
-def _bind_step(low: _Lowerer, op: ScanOp, seqs: list[Buf], carries: list[Buf], t: DimV) -> None:
+def _bind_step(low: BodyLowering, op: ScanOp, seqs: list[Buf], carries: list[Buf], t: DimV) -> None:
     """Block arguments: row t of each sequence, then the carries."""
     k = low.k
     args = op.body.block.args
@@ -88,7 +84,7 @@ def _bind_step(low: _Lowerer, op: ScanOp, seqs: list[Buf], carries: list[Buf], t
 
 
 def _plan_body(
-    low: _Lowerer, op: ScanOp, seqs: list[Buf], carries: list[Buf]
+    low: BodyLowering, op: ScanOp, seqs: list[Buf], carries: list[Buf]
 ) -> dict[SSAValue, Buf]:
     """Allocate every body value's buffer outside the loop; return them by value."""
     block = op.body.block

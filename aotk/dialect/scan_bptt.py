@@ -9,8 +9,10 @@ backward graph is a loop too: it does not grow with the number of steps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects.builtin import IntegerAttr, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation, Region, SSAValue
 
 from aotk import dtypes, trace
 from aotk.dialect import gradlib as lib
@@ -19,11 +21,14 @@ from aotk.dialect.fused import YieldOp
 from aotk.dialect.scan import ScanOp, result_types
 from aotk.trace import KTensor
 
+Backprop = Callable[[list[Operation], dict[SSAValue, KTensor]], dict[SSAValue, KTensor]]
 
-def scan_vjp(op: ScanOp, g_results: list[KTensor | None]) -> dict[SSAValue, KTensor]:
-    """Cotangents of the scan's operands and of the outer values its body uses."""
-    from aotk.autodiff import accumulate, backprop
 
+def scan_vjp(
+    op: ScanOp, g_results: list[KTensor | None], backprop: Backprop
+) -> dict[SSAValue, KTensor]:
+    """Cotangents of the scan's operands and of the outer values its body uses; `backprop`
+    applies the body ops' rules (autodiff's walker)."""
     n_c = op.num_carries
     block = op.body.block
     outer = [v for v in trace.used_values(op) if v not in op.operands and _is_float(v)]
@@ -54,7 +59,7 @@ def scan_vjp(op: ScanOp, g_results: list[KTensor | None]) -> dict[SSAValue, KTen
         yielded = _recompute(block, [*xs, *states])
         grads: dict[SSAValue, KTensor] = {}
         for v, c in zip(yielded, [*g_state, *g_out_t], strict=True):
-            accumulate(grads, v, KTensor(c))
+            lib.accumulate(grads, v, KTensor(c))
         grads = backprop(_body_ops(bwd), grads)
         new_state = [_or_zeros(grads.get(s), s) for s in states]
         new_outer = [
@@ -135,7 +140,5 @@ def _is_float(v: SSAValue) -> bool:
     return dtypes.is_float(elem_of(v.type))
 
 
-def _region(block):
-    from xdsl.ir import Region
-
+def _region(block) -> Region:
     return Region(block)
