@@ -148,6 +148,7 @@ def emit(op_cls: type[AotkOp], *operands: KTensor, where: str, **attrs: Any) -> 
             raise ValueError(f"{where}: {x!r} belongs to a graph dropped by K.clear_session()")
     attrs = {k: v for k, v in attrs.items() if v is not None}
     try:
+        attrs = op_cls.typed_attrs(attrs)
         result_type = lookup(op_cls).infer(*(x.type for x in operands), **attrs)
     except (ValueError, TypeError) as err:
         shapes = ", ".join(f"{x.name}: shape {_fmt(x.shape)} {x.dtype}" for x in operands)

@@ -19,7 +19,8 @@ from aotk.backend.pool_ops import pool2d, pool3d
 from aotk.backend.shape_ops import permute_dimensions, reshape
 from aotk.backend.static_eval import static_int, static_ints
 from aotk.dialect import shape as sh
-from aotk.dialect.conv import same_pads
+from aotk.kernels.dim_arith import STATIC
+from aotk.kernels.window import same_pads
 from aotk.trace import KTensor
 
 
@@ -208,7 +209,7 @@ def _transposed_pads(
         if total is None:  # Keras's default: the smallest output the forward maps to `size`
             total = size * s if mode == "same" else size * s + max(extent - s, 0)
         if mode == "same":
-            expect, pb = -(-total // s), same_pads(total, s, extent)[0]
+            expect, pb = -(-total // s), same_pads(STATIC, total, s, extent)[0]
         else:
             expect, pb = (total - extent) // s + 1, 0
         if size != expect:

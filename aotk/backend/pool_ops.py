@@ -7,7 +7,7 @@ from typing import Any
 from aotk import trace
 from aotk.backend import conv_common as cc
 from aotk.backend.config import check_data_format
-from aotk.dialect.pool import MODES, PoolOp
+from aotk.dialect.pool import PoolMode, PoolOp
 from aotk.trace import KTensor
 
 
@@ -18,7 +18,7 @@ def _pool(x: Any, pool_size: Any, args: tuple[Any, ...], rank: int, where: str) 
     window = cc.ints(pool_size, rank, "pool_size", where)
     st = cc.ints(strides, rank, "strides", where)
     mode = cc.padding_mode(padding, where)
-    if pool_mode not in MODES:
+    if pool_mode not in tuple(PoolMode):
         raise ValueError(f"{where}: pool_mode must be 'max' or 'avg', got {pool_mode!r}")
     y = trace.emit(
         PoolOp, t, where=where, window=window, strides=st, padding=mode, mode=str(pool_mode)

@@ -37,7 +37,14 @@ from aotk.dialect.registry import REGISTRY, Kind, OpDef, lookup, register
 
 STRUCTURAL_OPS = [fused.YieldOp]  # a terminator: part of its parent op, no rules of its own
 
-AOTK = Dialect("aotk", [*REGISTRY, *STRUCTURAL_OPS], [])
+ATTRIBUTES = [
+    conv.ConvPaddingAttr,
+    conv_backprop.WrtAttr,
+    pool.PoolPaddingAttr,
+    pool.PoolModeAttr,
+]
+
+AOTK = Dialect("aotk", [*REGISTRY, *STRUCTURAL_OPS], ATTRIBUTES)
 
 __all__ = [
     "AOTK",

@@ -7,6 +7,7 @@ so hand-written IR and traced IR obey the same shape and dtype rules.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import Any, Self
 
 from xdsl.dialects.builtin import (
@@ -22,12 +23,14 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
+from xdsl.dialects.utils.enum_attribute import EnumAttribute
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import IRDLOperation, operand_def, result_def, traits_def
+from xdsl.irdl import BaseAttr, IRDLOperation, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from aotk import dtypes
+from aotk.kernels.window import member
 
 Dim = int | None  # None is a dynamic dim
 Shape = tuple[Dim, ...]
@@ -140,15 +143,42 @@ def decode_attr(attr: Attribute) -> Any:
         return attr.data
     if isinstance(attr, DenseArrayBase):
         return tuple(int(v) for v in attr.get_values())
+    if isinstance(attr, EnumAttribute):
+        return attr.data  # a StrEnum member, which compares equal to its string
     return attr
+
+
+@cache
+def _enum_props(cls: type[IRDLOperation]) -> dict[str, type[EnumAttribute[Any]]]:
+    """The properties of `cls` typed by an enum attribute, by name."""
+    props = cls.get_irdl_definition().properties.items()
+    return {
+        name: p.constr.attr
+        for name, p in props
+        if isinstance(p.constr, BaseAttr) and issubclass(p.constr.attr, EnumAttribute)
+    }
 
 
 class AotkOp(IRDLOperation):
     """Base of registered aotk primitives: build from Python attrs, verify with `infer`."""
 
     @classmethod
+    def typed_attrs(cls, attrs: dict[str, Any]) -> dict[str, Any]:
+        """`attrs` with enum properties as StrEnum members; raise naming a bad one."""
+        enums = _enum_props(cls)
+        return {
+            k: member(enums[k].enum_type, k, v) if k in enums and v is not None else v
+            for k, v in attrs.items()
+        }
+
+    @classmethod
     def make(cls, operands: Sequence[SSAValue], result_type: Attribute, **attrs: Any) -> Self:
-        props = {k: encode_attr(v) for k, v in attrs.items() if v is not None}
+        enums = _enum_props(cls)
+        props = {
+            k: enums[k](v) if k in enums else encode_attr(v)
+            for k, v in cls.typed_attrs(attrs).items()
+            if v is not None
+        }
         return cls.create(operands=list(operands), result_types=[result_type], properties=props)
 
     def attrs(self) -> dict[str, Any]:

@@ -3,30 +3,105 @@
 x [N, *S, C] with a kernel [*K, C / groups, O] gives [N, *P, O]. Strides, kernel dilation,
 input dilation (`lhs_dilation`: zeros between input elements, which makes a transposed
 convolution a plain one), explicit per-side padding or TF's "same" padding (computed from
-the run-time dims, so dynamic spatial dims work), and feature groups (depthwise).
+the run-time dims, so dynamic spatial dims work), and feature groups (depthwise); the
+geometry is `kernels.window.Window`'s. `WindowedOp` gives the window ops their custom form.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, TensorType
-from xdsl.ir import Attribute
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, i64
+from xdsl.dialects.utils.enum_attribute import EnumAttribute
+from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute
+from xdsl.irdl import (
+    BaseAttr,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.traits import Pure
 
 from aotk import dtypes
-from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
+from aotk.dialect.base import AotkOp, Shape, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import conv_kernel
 from aotk.kernels.conv_geometry import geometry
-from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
+from aotk.kernels.kernel import Buf, Kernel
+from aotk.kernels.window import ConvPadding, Window
+
+
+@irdl_attr_definition
+class ConvPaddingAttr(EnumAttribute[ConvPadding], SpacedOpaqueSyntaxAttribute):
+    """aotk.conv's padding mode: `#aotk<conv_padding same>`."""
+
+    name = "aotk.conv_padding"
+
+
+class WindowedOp(AotkOp):
+    """An op over windows; its custom form spells each property out after the operands:
+    `aotk.pool %x window [2, 2] strides [2, 2] padding same mode max : (...) -> ...`."""
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        for name in self.get_irdl_definition().properties:
+            printer.print_string(f" {name} ")
+            value = self.properties[name]
+            if isinstance(value, DenseArrayBase):
+                printer.print_string(f"[{', '.join(str(v) for v in value.get_values())}]")
+            elif isinstance(value, IntegerAttr):
+                printer.print_string(str(value.value.data))
+            else:
+                value.print_parameter(printer)  # pyright: ignore[reportAttributeAccessIssue]
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_function_type(self.operand_types, self.result_types)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        pos = parser.pos
+        args = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        props: dict[str, Attribute] = {}
+        for name, prop in cls.get_irdl_definition().properties.items():
+            parser.parse_keyword(name)
+            props[name] = _parse_prop(parser, prop.constr)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        fn = parser.parse_function_type()
+        operands = parser.resolve_operands(args, fn.inputs.data, pos)
+        return cls.create(
+            operands=list(operands),
+            result_types=list(fn.outputs.data),
+            properties=props,
+            attributes=attrs,
+        )
+
+
+def _parse_prop(parser: Parser, constr: Any) -> Attribute:
+    kind = constr.attr if isinstance(constr, BaseAttr) else None
+    if kind is DenseArrayBase:
+        values = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        return DenseArrayBase.from_list(i64, values)
+    if kind is IntegerAttr:
+        return IntegerAttr(parser.parse_integer(allow_boolean=False), i64)
+    if kind is not None and issubclass(kind, EnumAttribute):
+        return kind(parser.parse_str_enum(kind.enum_type))
+    parser.raise_error(f"no custom syntax for properties of type {constr}")
 
 
 @irdl_op_definition
-class ConvOp(AotkOp):
+class ConvOp(WindowedOp):
     """N-d convolution (a correlation, as in TF) of channels_last `x` with `kernel`."""
 
     name = "aotk.conv"
@@ -38,32 +113,12 @@ class ConvOp(AotkOp):
     lhs_dilation = prop_def(DenseArrayBase)
     pad_before = prop_def(DenseArrayBase)
     pad_after = prop_def(DenseArrayBase)
-    padding = prop_def(StringAttr)  # "explicit" (pad_before/pad_after) or "same"
+    padding = prop_def(ConvPaddingAttr)  # explicit (pad_before/pad_after) or same
     groups = prop_def(IntegerAttr)
     traits = traits_def(Pure())
 
 
-def same_pads(size: int, stride: int, extent: int) -> tuple[int, int]:
-    """TF's "same" padding of one axis: the odd element goes after."""
-    out = -(-size // stride)
-    total = max((out - 1) * stride + extent - size, 0)
-    return total // 2, total - total // 2
-
-
-def conv_out_dim(size: int, extent: int, stride: int, lhs: int, pads: tuple[int, int]) -> int:
-    """Output size of one axis; `extent` is the dilated window, (k - 1) * dilation + 1."""
-    dilated = (size - 1) * lhs + 1 if size > 0 else 0
-    return (dilated + pads[0] + pads[1] - extent) // stride + 1
-
-
-def _check_params(n: int, **params: Sequence[int]) -> None:
-    for name, values in params.items():
-        low = 0 if name.startswith("pad") else 1
-        if len(values) != n or any(v < low for v in values):
-            raise ValueError(f"{name} must be {n} ints >= {low}, got {tuple(values)}")
-
-
-def _check_operands(x: Attribute, kernel: Attribute, groups: int) -> None:
+def _check_operands(x: Attribute, kernel: Attribute) -> None:
     xs, ks = shape_of(x), shape_of(kernel)
     if len(xs) < 3 or len(ks) != len(xs):
         raise ValueError(
@@ -76,9 +131,12 @@ def _check_operands(x: Attribute, kernel: Attribute, groups: int) -> None:
         raise TypeError(f"expected float tensors, got {dtype_of(x)}")
     if None in ks:
         raise ValueError(f"the kernel shape must be static, got {fmt_shape(ks)}")
+
+
+def _check_channels(xs: Shape, ks: Shape, groups: int) -> None:
     cin, out_ch = ks[-2], ks[-1]
     assert cin is not None and out_ch is not None
-    if groups < 1 or out_ch % groups:
+    if out_ch % groups:
         raise ValueError(f"groups {groups} must be >= 1 and divide the {out_ch} output channels")
     if xs[-1] is not None and xs[-1] != cin * groups:
         raise ValueError(
@@ -86,121 +144,60 @@ def _check_operands(x: Attribute, kernel: Attribute, groups: int) -> None:
         )
 
 
-def _out_dim(size: int, window: int, d: int, attrs: dict[str, Any]) -> int:
-    """Output size of spatial axis d; raise if the padded input is smaller than the window."""
-    stride, dilation, lhs = attrs["strides"][d], attrs["dilation"][d], attrs["lhs_dilation"][d]
-    extent = (window - 1) * dilation + 1
-    if attrs["padding"] == "same":
-        pads = same_pads(size, stride, extent)
-    else:
-        pads = (attrs["pad_before"][d], attrs["pad_after"][d])
-    dim = conv_out_dim(size, extent, stride, lhs, pads)
-    dilated = (size - 1) * lhs + 1
-    if dilated + sum(pads) < extent if size > 0 else dim < 0 or lhs > 1:
-        raise ValueError(
-            f"spatial axis {d} of size {size} (padded {pads}) is smaller than the "
-            f"window {window} dilated by {dilation}"
-        )
-    return dim
+def conv_shape(a: DimArith, dims: Sequence[Sequence[Dim]], **attrs: Any) -> list[Dim]:
+    """[N, *S, C] with a kernel [*K, C / groups, O] -> [N, *P, O]."""
+    x, w = dims[0], dims[1]
+    win = Window.of_conv(w[:-2], **attrs)
+    return [x[0], *win.out_dims(a, x[1:-1]), w[-1]]
 
 
-def infer_conv(
-    x: Attribute,
-    kernel: Attribute,
-    *,
-    strides: Sequence[int],
-    dilation: Sequence[int],
-    lhs_dilation: Sequence[int],
-    pad_before: Sequence[int],
-    pad_after: Sequence[int],
-    padding: str,
-    groups: int,
-    **_: Any,
-) -> Attribute:
-    _check_operands(x, kernel, groups)
+def infer_conv(x: Attribute, kernel: Attribute, **attrs: Any) -> Attribute:
+    _check_operands(x, kernel)
     xs, ks = shape_of(x), shape_of(kernel)
-    windows = dict(strides=strides, dilation=dilation, lhs_dilation=lhs_dilation)
-    pads = dict(pad_before=pad_before, pad_after=pad_after)
-    _check_params(len(xs) - 2, **windows, **pads)
-    if padding not in ("explicit", "same"):
-        raise ValueError(f"padding must be 'explicit' or 'same', got {padding!r}")
-    if padding == "same" and any(v != 1 for v in lhs_dilation):
-        raise ValueError(f"'same' padding needs lhs_dilation 1, got {tuple(lhs_dilation)}")
-    attrs = {**windows, **pads, "padding": padding}
-    spatial = [
-        None if size is None else _out_dim(size, ks[d], d, attrs)  # type: ignore[arg-type]
-        for d, size in enumerate(xs[1:-1])
-    ]
-    return tensor(elem_of(x), [xs[0], *spatial, ks[-1]])
+    win = Window.of_conv(ks[:-2], **attrs)
+    _check_channels(xs, ks, win.groups)
+    win.check_fits(xs[1:-1])
+    return tensor(elem_of(x), conv_shape(STATIC, [xs, ks], **attrs))
 
 
-def np_padded_input(
-    x: np.ndarray,
-    w: np.ndarray,
-    strides: Sequence[int],
-    dilation: Sequence[int],
-    lhs_dilation: Sequence[int],
-    pad_before: Sequence[int],
-    pad_after: Sequence[int],
-    padding: str,
-) -> tuple[np.ndarray, list[tuple[int, int]], list[int], list[int]]:
-    """x dilated and padded in float64, with the pads, dilated sizes and output sizes."""
-    window = w.shape[:-2]
-    extents = [(k - 1) * d + 1 for k, d in zip(window, dilation, strict=True)]
+def np_padded_input(x: np.ndarray, win: Window) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """x dilated and padded in float64, with the pads per spatial axis."""
     sizes = x.shape[1:-1]
-    if padding == "same":
-        pads = [same_pads(s, st, e) for s, st, e in zip(sizes, strides, extents, strict=True)]
-    else:
-        pads = list(zip(pad_before, pad_after, strict=True))
-    dilated = [(s - 1) * lh + 1 if s else 0 for s, lh in zip(sizes, lhs_dilation, strict=True)]
+    pads = [win.pads(STATIC, s, d) for d, s in enumerate(sizes)]
+    dilated = [win.dilated(STATIC, s, d) for d, s in enumerate(sizes)]
     xd = np.zeros((x.shape[0], *dilated, x.shape[-1]))
-    xd[(slice(None), *(slice(None, None, lh) for lh in lhs_dilation))] = x
-    xp = np.pad(xd, [(0, 0), *pads, (0, 0)])
-    outs = [
-        conv_out_dim(s, e, st, lh, p)
-        for s, e, st, lh, p in zip(sizes, extents, strides, lhs_dilation, pads, strict=True)
-    ]
-    return xp, pads, dilated, outs
+    xd[(slice(None), *(slice(None, None, lh) for lh in win.lhs_dilation))] = x
+    return np.pad(xd, [(0, 0), *pads, (0, 0)]), pads
 
 
-def np_conv(
-    x: np.ndarray,
-    w: np.ndarray,
-    *,
-    strides: Sequence[int],
-    dilation: Sequence[int],
-    lhs_dilation: Sequence[int],
-    pad_before: Sequence[int],
-    pad_after: Sequence[int],
-    padding: str,
-    groups: int,
-) -> np.ndarray:
-    """The oracle: one strided window per kernel tap, contracted per group in float64."""
-    xp, _, _, outs = np_padded_input(
-        x, w, strides, dilation, lhs_dilation, pad_before, pad_after, padding
+def tap_slices(win: Window, tap: Sequence[int], outs: Sequence[int]) -> tuple[slice, ...]:
+    """The strided slices of the padded input that window tap `tap` reads."""
+    starts = [t * d for t, d in zip(tap, win.dilation, strict=True)]
+    return tuple(
+        slice(a, a + (o - 1) * st + 1 if o else a, st)
+        for a, o, st in zip(starts, outs, win.strides, strict=True)
     )
+
+
+def np_conv(x: np.ndarray, w: np.ndarray, **attrs: Any) -> np.ndarray:
+    """The oracle: one strided window per kernel tap, contracted per group in float64."""
+    win = Window.of_conv(w.shape[:-2], **attrs)
+    xp, _ = np_padded_input(x, win)
+    outs = win.out_dims(STATIC, x.shape[1:-1])
+    groups = win.groups
     cg, og = w.shape[-2], w.shape[-1] // groups
     acc = np.zeros((x.shape[0], *outs, groups, og))
     for tap in np.ndindex(*w.shape[:-2]):
-        starts = [t * d for t, d in zip(tap, dilation, strict=True)]
-        key = tuple(
-            slice(a, a + (o - 1) * st + 1 if o else a, st)
-            for a, o, st in zip(starts, outs, strides, strict=True)
-        )
-        patch = xp[(slice(None), *key)].reshape(x.shape[0], *outs, groups, cg)
+        patch = xp[(slice(None), *tap_slices(win, tap, outs))]
+        patch = patch.reshape(x.shape[0], *outs, groups, cg)
         wt = w[tap].astype(np.float64).reshape(cg, groups, og)
         acc += np.einsum("...gc,cgo->...go", patch, wt)
     return acc.reshape(x.shape[0], *outs, groups * og).astype(x.dtype)
 
 
-def _dims(k: Kernel, ins: Sequence[Buf], result_type: Attribute, **attrs: Any) -> list[DimV]:
-    x, w = ins
-    geom = geometry(k, x, w, **attrs)
-    return [x.dims[0], *geom.out_dims, w.dims[-1]]
-
-
 def _lower(k: Kernel, out: Buf, x: Buf, w: Buf, **attrs: Any) -> None:
-    conv_kernel.emit(k, out, x, w, geometry(k, x, w, **attrs))
+    win = Window.of_conv(w.dims[:-2], **attrs)
+    conv_kernel.emit(k, out, x, w, geometry(k, win, x.dims[1:-1]))
 
 
 def _grad(g: Any, y: Any, x: Any, kernel: Any, **attrs: Any) -> tuple[Any, ...]:
@@ -216,7 +213,7 @@ register(
         infer=infer_conv,
         numpy=np_conv,
         lower=_lower,
-        dims=_dims,
+        shape=conv_shape,
         grad=_grad,
     )
 )

@@ -14,24 +14,55 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DenseArrayBase, Float16Type, StringAttr, TensorType, i64
-from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
+from xdsl.dialects.builtin import DenseArrayBase, Float16Type, TensorType, i64
+from xdsl.dialects.utils.enum_attribute import EnumAttribute
+from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.irdl import (
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
 from xdsl.traits import Pure
+from xdsl.utils.str_enum import StrEnum
 
 from aotk import dtypes
-from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
-from aotk.dialect.conv import same_pads
+from aotk.dialect.base import dtype_of, elem_of, fmt_shape, shape_of, tensor
+from aotk.dialect.conv import WindowedOp, tap_slices
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import conv_geometry as cg
+from aotk.kernels.conv_geometry import Range
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import by_type, compute_type, const, convert
+from aotk.kernels.window import PoolPadding, Window, member
 
-MODES = ("max", "avg")
+
+class PoolMode(StrEnum):
+    """What aotk.pool computes over each window."""
+
+    MAX = "max"
+    AVG = "avg"
+
+
+@irdl_attr_definition
+class PoolPaddingAttr(EnumAttribute[PoolPadding], SpacedOpaqueSyntaxAttribute):
+    """aotk.pool's padding: `#aotk<pool_padding valid>` or `same`."""
+
+    name = "aotk.pool_padding"
+
+
+@irdl_attr_definition
+class PoolModeAttr(EnumAttribute[PoolMode], SpacedOpaqueSyntaxAttribute):
+    """`#aotk<pool_mode max>` or `avg`."""
+
+    name = "aotk.pool_mode"
 
 
 @irdl_op_definition
-class PoolOp(AotkOp):
+class PoolOp(WindowedOp):
     """Max or average over windows of channels_last `x`, per channel."""
 
     name = "aotk.pool"
@@ -39,135 +70,90 @@ class PoolOp(AotkOp):
     result = result_def(TensorType)
     window = prop_def(DenseArrayBase)
     strides = prop_def(DenseArrayBase)
-    padding = prop_def(StringAttr)  # "valid" or "same"
-    mode = prop_def(StringAttr)  # "max" or "avg"
+    padding = prop_def(PoolPaddingAttr)
+    mode = prop_def(PoolModeAttr)
     traits = traits_def(Pure())
 
 
-def pooled_dim(size: int, window: int, stride: int, padding: str) -> int:
-    if padding == "same":
-        return -(-size // stride)
-    return (size - window) // stride + 1
+def pool_shape(a: DimArith, dims: Sequence[Sequence[Dim]], **attrs: Any) -> list[Dim]:
+    """[N, *S, C] -> [N, *P, C]."""
+    x = dims[0]
+    return [x[0], *Window.of_pool(**attrs).out_dims(a, x[1:-1]), x[-1]]
 
 
-def infer_pool(
-    x: Attribute,
-    *,
-    window: Sequence[int],
-    strides: Sequence[int],
-    padding: str,
-    mode: str,
-    **_: Any,
-) -> Attribute:
+def infer_pool(x: Attribute, *, mode: str, **attrs: Any) -> Attribute:
     xs = shape_of(x)
-    n = len(xs) - 2
-    if n < 1:
+    if len(xs) < 3:
         raise ValueError(f"expected x [N, *spatial, C] of rank >= 3, got {fmt_shape(xs)}")
-    for name, values in (("window", window), ("strides", strides)):
-        if len(values) != n or any(v < 1 for v in values):
-            raise ValueError(f"{name} must be {n} ints >= 1, got {tuple(values)}")
-    if padding not in ("valid", "same"):
-        raise ValueError(f"padding must be 'valid' or 'same', got {padding!r}")
-    if mode not in MODES:
-        raise ValueError(f"mode must be 'max' or 'avg', got {mode!r}")
+    win = Window.of_pool(**attrs)
+    if win.rank != len(xs) - 2:
+        raise ValueError(f"window must be {len(xs) - 2} ints >= 1, got {win.window}")
+    mode = member(PoolMode, "mode", mode)
     elem = elem_of(x)
-    if dtypes.is_bool(elem) or (mode == "avg" and not dtypes.is_float(elem)):
-        kinds = "float" if mode == "avg" else "numeric"
+    if dtypes.is_bool(elem) or (mode == PoolMode.AVG and not dtypes.is_float(elem)):
+        kinds = "float" if mode == PoolMode.AVG else "numeric"
         raise TypeError(f"{mode} pooling needs a {kinds} tensor, got {dtype_of(x)}")
-    out: list[int | None] = [xs[0]]
-    for d in range(n):
-        size = xs[1 + d]
-        if size is not None and padding == "valid" and size < window[d]:
-            raise ValueError(
-                f"spatial axis {d} of size {size} is smaller than the window {window[d]}"
-            )
-        out.append(None if size is None else pooled_dim(size, window[d], strides[d], padding))
-    return tensor(elem, [*out, xs[-1]])
+    win.check_fits(xs[1:-1])
+    return tensor(elem, pool_shape(STATIC, [xs], **attrs))
 
 
-def np_pool(
-    x: np.ndarray, *, window: Sequence[int], strides: Sequence[int], padding: str, mode: str
-) -> np.ndarray:
+def np_pool(x: np.ndarray, *, mode: str, **attrs: Any) -> np.ndarray:
     """The oracle: pad with a neutral value, reduce each strided window tap by tap."""
+    win = Window.of_pool(**attrs)
     sizes = x.shape[1:-1]
-    outs = [pooled_dim(s, k, st, padding) for s, k, st in zip(sizes, window, strides, strict=True)]
-    pads = [
-        same_pads(s, st, k) if padding == "same" else (0, 0)
-        for s, k, st in zip(sizes, window, strides, strict=True)
-    ]
-    width = [(0, 0), *pads, (0, 0)]
-    if x.dtype.kind == "f":
-        low = -np.inf
-    else:
-        low = np.iinfo(x.dtype).min
-    wide = x.astype(np.float64) if mode == "avg" else x
-    xp = np.pad(wide, width, constant_values=low if mode == "max" else 0)
+    outs = win.out_dims(STATIC, sizes)
+    pads = [win.pads(STATIC, s, d) for d, s in enumerate(sizes)]
+    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    wide = x.astype(np.float64) if mode == PoolMode.AVG else x
+    init = low if mode == PoolMode.MAX else 0
+    xp = np.pad(wide, [(0, 0), *pads, (0, 0)], constant_values=init)
     ones = np.pad(np.ones(sizes), pads)
-    acc = np.full((x.shape[0], *outs, x.shape[-1]), low if mode == "max" else 0, dtype=xp.dtype)
+    acc = np.full((x.shape[0], *outs, x.shape[-1]), init, dtype=xp.dtype)
     count = np.zeros(outs)
-    for tap in np.ndindex(*window):
-        key = tuple(
-            slice(t, t + (o - 1) * st + 1 if o else t, st)
-            for t, o, st in zip(tap, outs, strides, strict=True)
-        )
+    for tap in np.ndindex(*win.window):
+        key = tap_slices(win, tap, outs)
         patch = xp[(slice(None), *key)]
-        acc = np.maximum(acc, patch) if mode == "max" else acc + patch
+        acc = np.maximum(acc, patch) if mode == PoolMode.MAX else acc + patch
         count += ones[key]
-    if mode == "avg":
+    if mode == PoolMode.AVG:
         acc = acc / count[..., None]
     return acc.astype(x.dtype)
 
 
-def window_pads(k: Kernel, size: DimV, window: int, stride: int, padding: str) -> tuple[DimV, DimV]:
-    if padding == "same":
-        before = cg.same_pads(k, size, stride, window)[0]
-        return before, k.div(k.add(size, stride - 1), stride)
-    return 0, k.div(k.add(k.sub(size, window), stride), stride)
-
-
-def _dims(
-    k: Kernel, ins: Sequence[Buf], result_type: Attribute, *, window: Any, strides: Any, **a: Any
-) -> list[DimV]:
-    x = ins[0]
-    spatial = [
-        window_pads(k, x.dims[1 + d], window[d], strides[d], a["padding"])[1]
-        for d in range(len(window))
-    ]
-    return [x.dims[0], *spatial, x.dims[-1]]
+def window_spans(k: Kernel, win: Window, sizes: Sequence[DimV], ps: Sequence[Any]) -> list[Range]:
+    """Per axis, the input range [lo, hi) under the window of output position `ps`."""
+    spans: list[Range] = []
+    for d, p in enumerate(ps):
+        start = k.sub(k.mul(p, win.strides[d]), win.pads(k, sizes[d], d)[0])
+        spans.append((k.max(start, 0), k.min(k.add(start, win.window[d]), sizes[d])))
+    return spans
 
 
 _COMBINE = {
-    "max": by_type(arith.MaximumfOp, arith.MaxSIOp, arith.MaxUIOp),
-    "avg": by_type(arith.AddfOp, arith.AddiOp),
+    PoolMode.MAX: by_type(arith.MaximumfOp, arith.MaxSIOp, arith.MaxUIOp),
+    PoolMode.AVG: by_type(arith.AddfOp, arith.AddiOp),
 }
 
 
-def _lower(
-    k: Kernel, out: Buf, x: Buf, *, window: Any, strides: Any, padding: str, mode: str
-) -> None:
-    pads = [
-        window_pads(k, x.dims[1 + d], window[d], strides[d], padding)[0] for d in range(len(window))
-    ]
-    full: list[cg.Range] = [(0, d) for d in out.dims[1:-1]]
+def _lower(k: Kernel, out: Buf, x: Buf, *, mode: str, **attrs: Any) -> None:
+    win = Window.of_pool(**attrs)
+    full: list[Range] = [(0, d) for d in out.dims[1:-1]]
     xst, ost = k.strides(x.dims), k.strides(out.dims)
     init = const(k.b, _identity(mode, x.elem), compute_type(x.elem))
     # threads split images and output rows: each position writes only its own row
     with cg.image_box(k, x.dims[0], full) as (n, ps):
-        spans: list[cg.Range] = []
-        for d, p in enumerate(ps):
-            start = k.sub(k.mul(p, strides[d]), pads[d])
-            spans.append((cg.smax(k, start, 0), k.min(k.add(start, window[d]), x.dims[1 + d])))
+        spans = window_spans(k, win, x.dims[1:-1], ps)
         where = (n, k.linear([n, *ps], ost[:-1]), spans, xst)
-        count = window_count(k, spans, x.elem) if mode == "avg" else None
+        count = window_count(k, spans, x.elem) if mode == PoolMode.AVG else None
         rows = _scalar_rows if isinstance(x.elem, Float16Type) else _rows
-        rows(k, out, x, where, init, _COMBINE[mode], count, window)
+        rows(k, out, x, where, init, _COMBINE[PoolMode(mode)], count, win.window)
 
 
 def _scalar_rows(
     k: Kernel,
     out: Buf,
     x: Buf,
-    where: tuple[SSAValue, DimV, list[cg.Range], list[DimV]],
+    where: tuple[SSAValue, DimV, list[Range], list[DimV]],
     init: SSAValue,
     combine: Any,
     count: SSAValue | None,
@@ -190,7 +176,7 @@ def _rows(
     k: Kernel,
     out: Buf,
     x: Buf,
-    where: tuple[SSAValue, DimV, list[cg.Range], list[DimV]],
+    where: tuple[SSAValue, DimV, list[Range], list[DimV]],
     init: SSAValue,
     combine: Any,
     count: SSAValue | None,
@@ -221,7 +207,7 @@ def _finish(k: Kernel, out: Buf, at: DimV, acc: SSAValue, count: SSAValue | None
     k.store_flat(out, at, acc)
 
 
-def window_count(k: Kernel, spans: Sequence[cg.Range], elem: Attribute) -> SSAValue:
+def window_count(k: Kernel, spans: Sequence[Range], elem: Attribute) -> SSAValue:
     """The number of input elements under the window, as a float of the compute type."""
     total = k.product([k.sub(hi, lo) for lo, hi in spans])
     as_int = k.b.insert(arith.IndexCastOp(k.index(total), i64)).result
@@ -229,7 +215,7 @@ def window_count(k: Kernel, spans: Sequence[cg.Range], elem: Attribute) -> SSAVa
 
 
 def _identity(mode: str, elem: Attribute) -> float | int:
-    if mode == "avg":
+    if mode == PoolMode.AVG:
         return 0
     if dtypes.is_float(elem):
         return float("-inf")
@@ -250,7 +236,7 @@ register(
         infer=infer_pool,
         numpy=np_pool,
         lower=_lower,
-        dims=_dims,
+        shape=pool_shape,
         grad=_grad,
     )
 )

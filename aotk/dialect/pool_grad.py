@@ -12,22 +12,31 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DenseArrayBase, IntegerType, StringAttr, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType, TensorType
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from aotk.dialect.base import AotkOp, elem_of, shape_of
-from aotk.dialect.conv import same_pads
-from aotk.dialect.pool import infer_pool, pooled_dim, window_count, window_pads
+from aotk.dialect.base import elem_of, shape_of, tensor
+from aotk.dialect.conv import WindowedOp, tap_slices
+from aotk.dialect.pool import (
+    PoolMode,
+    PoolModeAttr,
+    PoolPaddingAttr,
+    infer_pool,
+    window_count,
+    window_spans,
+)
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import conv_geometry as cg
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, Kernel
 from aotk.kernels.scalar import compute_type, const
+from aotk.kernels.window import Window
 
 
 @irdl_op_definition
-class PoolGradOp(AotkOp):
+class PoolGradOp(WindowedOp):
     """d(pool(x))/dx applied to the cotangent `g`; `y` is the pool's result."""
 
     name = "aotk.pool_grad"
@@ -37,9 +46,14 @@ class PoolGradOp(AotkOp):
     result = result_def(TensorType)
     window = prop_def(DenseArrayBase)
     strides = prop_def(DenseArrayBase)
-    padding = prop_def(StringAttr)
-    mode = prop_def(StringAttr)
+    padding = prop_def(PoolPaddingAttr)
+    mode = prop_def(PoolModeAttr)
     traits = traits_def(Pure())
+
+
+def pool_grad_shape(a: DimArith, dims: Sequence[Sequence[Dim]], **_: Any) -> list[Dim]:
+    """The shape of x."""
+    return list(dims[1])
 
 
 def _infer(g: Attribute, x: Attribute, y: Attribute, **attrs: Any) -> Attribute:
@@ -48,41 +62,24 @@ def _infer(g: Attribute, x: Attribute, y: Attribute, **attrs: Any) -> Attribute:
         raise TypeError(f"g {g} does not match the pool's result {pooled}")
     if elem_of(y) != elem_of(x):
         raise TypeError(f"y {y} does not match x {x}")
-    return x
+    return tensor(elem_of(x), pool_grad_shape(STATIC, [shape_of(t) for t in (g, x, y)]))
 
 
-def _numpy(
-    g: np.ndarray,
-    x: np.ndarray,
-    y: np.ndarray,
-    *,
-    window: Sequence[int],
-    strides: Sequence[int],
-    padding: str,
-    mode: str,
-) -> np.ndarray:
+def _numpy(g: np.ndarray, x: np.ndarray, y: np.ndarray, *, mode: str, **attrs: Any) -> np.ndarray:
+    win = Window.of_pool(**attrs)
     sizes = x.shape[1:-1]
-    outs = [pooled_dim(s, w, st, padding) for s, w, st in zip(sizes, window, strides, strict=True)]
-    pads = [
-        same_pads(s, st, w) if padding == "same" else (0, 0)
-        for s, w, st in zip(sizes, window, strides, strict=True)
-    ]
-    width = [(0, 0), *pads, (0, 0)]
-    xp = np.pad(x.astype(np.float64), width, constant_values=np.nan)
+    outs = win.out_dims(STATIC, sizes)
+    pads = [win.pads(STATIC, s, d) for d, s in enumerate(sizes)]
+    xp = np.pad(x.astype(np.float64), [(0, 0), *pads, (0, 0)], constant_values=np.nan)
     dx = np.zeros(xp.shape)
     valid = np.pad(np.ones(sizes), pads)
     count = np.zeros(outs)
-    keys = []
-    for tap in np.ndindex(*window):
-        key = tuple(
-            slice(t, t + (o - 1) * st + 1 if o else t, st)
-            for t, o, st in zip(tap, outs, strides, strict=True)
-        )
-        keys.append(key)
+    keys = [tap_slices(win, tap, outs) for tap in np.ndindex(*win.window)]
+    for key in keys:
         count += valid[key]
     done = np.zeros(g.shape, bool)
     for key in keys:
-        if mode == "avg":
+        if mode == PoolMode.AVG:
             dx[(slice(None), *key)] += g / count[..., None] * valid[key][..., None]
         else:
             hit = (xp[(slice(None), *key)] == y) & ~done
@@ -92,32 +89,16 @@ def _numpy(
     return dx[(slice(None), *inner, slice(None))].astype(x.dtype)
 
 
-def _lower(
-    k: Kernel,
-    out: Buf,
-    g: Buf,
-    x: Buf,
-    y: Buf,
-    *,
-    window: Any,
-    strides: Any,
-    padding: str,
-    mode: str,
-) -> None:
+def _lower(k: Kernel, out: Buf, g: Buf, x: Buf, y: Buf, *, mode: str, **attrs: Any) -> None:
+    win = Window.of_pool(**attrs)
     ctype = compute_type(x.elem)
     zero = const(k.b, 0, ctype)
     with k.loop(k.product(out.dims)) as i:
         k.store_flat(out, i, zero)
-    pads = [
-        window_pads(k, x.dims[1 + d], window[d], strides[d], padding)[0] for d in range(len(window))
-    ]
     xst, gst = k.strides(x.dims), k.strides(g.dims)
     with k.loop(x.dims[0]) as n, cg.box(k, [(0, d) for d in g.dims[1:-1]]) as ps:
-        spans: list[cg.Range] = []
-        for d, p in enumerate(ps):
-            start = k.sub(k.mul(p, strides[d]), pads[d])
-            spans.append((cg.smax(k, start, 0), k.min(k.add(start, window[d]), x.dims[1 + d])))
-        count = window_count(k, spans, x.elem) if mode == "avg" else None
+        spans = window_spans(k, win, x.dims[1:-1], ps)
+        count = window_count(k, spans, x.elem) if mode == PoolMode.AVG else None
         with k.loop(x.dims[-1]) as c:
             gv = k.load_flat(g, k.add(k.linear([n, *ps], gst[:-1]), c))
             yv = k.load_flat(y, k.add(k.linear([n, *ps], gst[:-1]), c))
@@ -126,7 +107,7 @@ def _lower(
 
             def tap(xi: Sequence[SSAValue], carried: Sequence[SSAValue]) -> list[SSAValue]:
                 at = k.add(k.linear([n, *xi], xst[:-1]), c)
-                if mode == "avg":
+                if mode == PoolMode.AVG:
                     add = k.b.insert(arith.AddfOp(k.load_flat(out, at), share)).result
                     k.store_flat(out, at, add)
                     return list(carried)
@@ -147,7 +128,7 @@ register(
         infer=_infer,
         numpy=_numpy,
         lower=_lower,
-        dims=lambda k, ins, t, **_: list(ins[1].dims),
+        shape=pool_grad_shape,
         grad=lambda gy, y, g, x, yy, **_: (None, None, None),
     )
 )

@@ -1,6 +1,6 @@
-"""Shared pieces of the convolution and pooling loop nests: the geometry of a window
-(strides, dilation, padding, output sizes, from static or run-time dims), tap
-coordinates and bounds checks, loop boxes, and loops and ifs that carry values.
+"""Shared pieces of the convolution and pooling loop nests: a `Window`'s geometry on
+run-time dims, tap coordinates and bounds checks, loop boxes, and loops and ifs that
+carry values.
 """
 
 from __future__ import annotations
@@ -14,86 +14,30 @@ from xdsl.dialects import arith, scf
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.kernel import DimV, Kernel
+from aotk.kernels.window import Window
 
 Range = tuple[DimV, DimV]
 
 
 @dataclass(frozen=True)
 class Geometry:
-    """Static window parameters and the (possibly dynamic) padding and output size per axis."""
+    """A `Window` with its (possibly run-time) padding, dilated input and output sizes."""
 
-    window: tuple[int, ...]
-    strides: tuple[int, ...]
-    dilation: tuple[int, ...]
-    lhs: tuple[int, ...]
-    groups: int
+    win: Window
     pad_before: tuple[DimV, ...]
     dilated: tuple[DimV, ...]  # input size after input dilation
     out_dims: tuple[DimV, ...]
 
-    @property
-    def rank(self) -> int:
-        return len(self.window)
 
-    def extent(self, d: int) -> int:
-        return (self.window[d] - 1) * self.dilation[d] + 1
-
-
-def smax(k: Kernel, a: DimV, c: DimV) -> DimV:
-    """Signed maximum of two index values, folded when both are known."""
-    if isinstance(a, int) and isinstance(c, int):
-        return max(a, c)
-    return k.b.insert(arith.MaxSIOp(k.index(a), k.index(c))).result
-
-
-def same_pads(k: Kernel, size: DimV, stride: int, extent: int) -> tuple[DimV, DimV]:
-    """TF's "same" padding of one axis, from a size known now or at run time."""
-    out = k.div(k.add(size, stride - 1), stride)
-    total = smax(k, k.sub(k.add(k.mul(k.sub(out, 1), stride), extent), size), 0)
-    before = k.div(total, 2)
-    return before, k.sub(total, before)
-
-
-def geometry(
-    k: Kernel,
-    x: Buf,
-    w: Buf,
-    *,
-    strides: Sequence[int],
-    dilation: Sequence[int],
-    lhs_dilation: Sequence[int],
-    pad_before: Sequence[int],
-    pad_after: Sequence[int],
-    padding: str,
-    groups: int,
-) -> Geometry:
-    """The geometry of one aotk.conv, with index arithmetic for dynamic spatial dims."""
-    window = tuple(int(d) for d in w.dims[:-2])  # type: ignore[arg-type]
-    pads: list[DimV] = []
-    dilated: list[DimV] = []
-    outs: list[DimV] = []
-    for d in range(len(window)):
-        size, s = x.dims[1 + d], strides[d]
-        extent = (window[d] - 1) * dilation[d] + 1
-        if padding == "same":
-            before, after = same_pads(k, size, s, extent)
-        else:
-            before, after = pad_before[d], pad_after[d]
-        full = k.add(k.mul(k.sub(size, 1), lhs_dilation[d]), 1)
-        # (full + pads - extent) // s + 1, kept non-negative for the unsigned division
-        outs.append(k.div(k.add(k.sub(k.add(full, k.add(before, after)), extent), s), s))
-        pads.append(before)
-        dilated.append(full)
+def geometry(k: Kernel, win: Window, sizes: Sequence[DimV]) -> Geometry:
+    """The geometry of `win` over spatial input `sizes`, as index arithmetic on `k`."""
+    axes = range(win.rank)
     return Geometry(
-        window,
-        tuple(strides),
-        tuple(dilation),
-        tuple(lhs_dilation),
-        groups,
-        tuple(pads),
-        tuple(dilated),
-        tuple(outs),
+        win,
+        tuple(win.pads(k, sizes[d], d)[0] for d in axes),
+        tuple(win.dilated(k, sizes[d], d) for d in axes),
+        tuple(win.out_dims(k, sizes)),
     )
 
 
@@ -140,11 +84,11 @@ def known_empty(r: Range) -> bool:
 
 def interior(k: Kernel, g: Geometry, d: int) -> Range:
     """Output positions along axis d whose window lies inside the input."""
-    s, pb, count = g.strides[d], g.pad_before[d], g.out_dims[d]
+    s, pb, count = g.win.strides[d], g.pad_before[d], g.out_dims[d]
     lo = k.min(k.div(k.add(pb, s - 1), s), count)
-    last = k.add(k.sub(g.dilated[d], g.extent(d)), pb)  # p * s <= last
-    hi = k.div(k.add(smax(k, last, -s), s), s)
-    return lo, k.min(smax(k, hi, lo), count)
+    last = k.add(k.sub(g.dilated[d], g.win.extent(d)), pb)  # p * s <= last
+    hi = k.div(k.add(k.max(last, -s), s), s)
+    return lo, k.min(k.max(hi, lo), count)
 
 
 def tap_coords(
@@ -152,7 +96,7 @@ def tap_coords(
 ) -> list[DimV]:
     """Coordinates in the dilated input of the taps of output position `ps`."""
     return [
-        k.sub(k.add(k.mul(p, g.strides[d]), k.mul(t, g.dilation[d])), g.pad_before[d])
+        k.sub(k.add(k.mul(p, g.win.strides[d]), k.mul(t, g.win.dilation[d])), g.pad_before[d])
         for d, (p, t) in enumerate(zip(ps, taps, strict=True))
     ]
 
@@ -164,8 +108,8 @@ def inside(k: Kernel, g: Geometry, coords: Sequence[DimV]) -> SSAValue:
         if g.pad_before[d] != 0:
             conds.append(cmp(k, "sge", c, 0))
         conds.append(cmp(k, "slt", c, g.dilated[d]))
-        if g.lhs[d] > 1:
-            rem = k.b.insert(arith.RemSIOp(k.index(c), k.index(g.lhs[d]))).result
+        if g.win.lhs_dilation[d] > 1:
+            rem = k.b.insert(arith.RemSIOp(k.index(c), k.index(g.win.lhs_dilation[d]))).result
             conds.append(cmp(k, "eq", rem, 0))
     return all_of(k, conds)
 

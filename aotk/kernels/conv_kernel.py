@@ -46,10 +46,10 @@ def emit(k: Kernel, out: Buf, x: Buf, w: Buf, g: Geometry) -> None:
         _register_order(k, out, x, w, g, full)
         return
     _, rows, nvec = conv_tile.tile_shape(dtypes.byte_size(out.elem), w.dims[-1])  # type: ignore[arg-type]
-    if g.groups != 1 or any(v != 1 for v in g.lhs) or nvec == 0:
+    if g.win.groups != 1 or any(v != 1 for v in g.win.lhs_dilation) or nvec == 0:
         _row_order(k, out, x, w, g, full)
         return
-    inner = [interior(k, g, d) for d in range(g.rank)]
+    inner = [interior(k, g, d) for d in range(g.win.rank)]
     if any(known_empty(r) for r in inner):
         conv_tile.emit(k, (out, x, w), g, None, rows)
         return
@@ -77,13 +77,13 @@ def _row_order(k: Kernel, out: Buf, x: Buf, w: Buf, g: Geometry, ranges: Sequenc
         obase = k.linear([n, *ps], ost[:-1])
         with k.loop(w.dims[-1]) as o:
             k.store_flat(out, k.add(obase, o), zero)
-        with k.nest(g.window) as taps:
+        with k.nest(g.win.window) as taps:
             coords = tap_coords(k, g, ps, taps)
 
             def add_tap() -> None:
-                xi = [k.div(c, lh) for c, lh in zip(coords, g.lhs, strict=True)]
+                xi = [k.div(c, lh) for c, lh in zip(coords, g.win.lhs_dilation, strict=True)]
                 xbase = k.linear([n, *xi], xst[:-1])
-                _add_rows(k, (out, x, w), obase, xbase, k.linear(taps, wst[:-2]), g.groups)
+                _add_rows(k, (out, x, w), obase, xbase, k.linear(taps, wst[:-2]), g.win.groups)
 
             k.if_else(inside(k, g, coords), add_tap, lambda: None)
 
@@ -116,7 +116,7 @@ def _register_order(
     """Per output element: accumulate over taps and channels in a register, store once."""
     xst, ost, wst = k.strides(x.dims), k.strides(out.dims), k.strides(w.dims)
     cg, n_out = w.dims[-2], w.dims[-1]
-    og = n_out // g.groups  # type: ignore[operator]
+    og = n_out // g.win.groups  # type: ignore[operator]
     zero = const(k.b, 0, compute_type(out.elem))
     with image_box(k, x.dims[0], ranges) as (n, ps), k.loop(n_out) as o:
         first_c = k.mul(k.div(o, og), cg)
@@ -125,7 +125,7 @@ def _register_order(
             coords = tap_coords(k, g, ps, taps)
 
             def channels() -> Values:
-                xi = [k.div(c, lh) for c, lh in zip(coords, g.lhs, strict=True)]
+                xi = [k.div(c, lh) for c, lh in zip(coords, g.win.lhs_dilation, strict=True)]
                 xbase = k.add(k.linear([n, *xi], xst[:-1]), first_c)
                 wbase = k.add(k.linear(taps, wst[:-2]), o)
 
@@ -138,5 +138,5 @@ def _register_order(
 
             return if_values(k, inside(k, g, coords), channels, acc)
 
-        acc = fold_nest(k, list(g.window), [zero], tap)
+        acc = fold_nest(k, list(g.win.window), [zero], tap)
         k.store_flat(out, k.linear([n, *ps, o], ost), acc[0])

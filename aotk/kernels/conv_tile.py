@@ -133,7 +133,7 @@ def _parts(k: Kernel, bufs: Bufs) -> Iterator[Part]:
 
 def _corner(k: Kernel, g: Geometry, x: Buf, pos: Sequence[DimV]) -> DimV:
     """Offset in x of tap 0, channel 0 of output position `pos` (may point into padding)."""
-    coords = [k.sub(k.mul(p, g.strides[d]), g.pad_before[d]) for d, p in enumerate(pos[1:])]
+    coords = [k.sub(k.mul(p, g.win.strides[d]), g.pad_before[d]) for d, p in enumerate(pos[1:])]
     return k.linear([pos[0], *coords], k.strides(x.dims)[:-1])
 
 
@@ -196,15 +196,15 @@ def _interior(
     _, x, w = bufs
     corner, count = rows
     xst, wst = k.strides(x.dims), k.strides(w.dims)
-    row_step = k.mul(g.strides[-1], xst[-2])
-    steps = [k.mul(d, s) for d, s in zip(g.dilation, xst[1:-1], strict=True)]
+    row_step = k.mul(g.win.strides[-1], xst[-2])
+    steps = [k.mul(d, s) for d, s in zip(g.win.dilation, xst[1:-1], strict=True)]
 
     def tap(taps: Values, accs: Values) -> Values:
         xo = k.add(corner, k.linear(taps, steps))
         wo = k.add(k.linear(taps, wst[:-2]), part.o0)
         return _channels(k, bufs, part, (xo, count, row_step), wo, accs)
 
-    return lambda accs: fold_nest(k, g.window, accs, tap)
+    return lambda accs: fold_nest(k, g.win.window, accs, tap)
 
 
 def _checked(
@@ -224,4 +224,4 @@ def _checked(
 
         return if_values(k, inside(k, g, coords), add, accs)
 
-    return lambda accs: fold_nest(k, g.window, accs, tap)
+    return lambda accs: fold_nest(k, g.win.window, accs, tap)
