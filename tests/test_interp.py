@@ -19,7 +19,7 @@ from aotk import dtypes, interp, trace
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
-from aotk.dialect import linalg, reduce, shape
+from aotk.dialect import linalg, reduce, shape, shape_query
 from aotk.dialect import unary as un
 from aotk.dialect.base import tensor
 from aotk.dialect.fused import FusedOp, YieldOp
@@ -257,8 +257,12 @@ def test_cast_between_ints_wraps_and_bool_becomes_one():
 def test_fill_like_constant_shape_of_and_dim_size():
     x = np.zeros((2, 3), np.int8)
     check(run(ew.FillLikeOp, x, value=2.5, dtype="float64"), [[2.5] * 3] * 2, "float64")
-    check(run(shape.ShapeOfOp, x, declared=[(None, 3)]), [2, 3], "int32")
-    check(run(shape.DimSizeOp, np.zeros((2, 3, 4)), axes=(0, 2), dtype="float32"), 8.0, "float32")
+    check(run(shape_query.ShapeOfOp, x, declared=[(None, 3)]), [2, 3], "int32")
+    check(
+        run(shape_query.DimSizeOp, np.zeros((2, 3, 4)), axes=(0, 2), dtype="float32"),
+        8.0,
+        "float32",
+    )
     check(run(ew.ConstantOp, value=-3.0, dtype="int16"), -3, "int16")
 
 

@@ -22,7 +22,7 @@ from aotk.backend.shape_ops import permute_dimensions, regroup
 from aotk.backend.tensors import as_tensor, cast, scalar
 from aotk.dialect import batch_matmul as bm
 from aotk.dialect import gather as dg
-from aotk.dialect import shape as sh
+from aotk.dialect import shape_query as sq
 from aotk.trace import KTensor
 
 
@@ -117,7 +117,7 @@ def in_top_k(predictions: Any, targets: Any, k: int) -> KTensor:
     classes = (
         scalar(p.shape[1], "int64")
         if p.shape[1] is not None
-        else trace.emit(sh.DimSizeOp, p, where=where, axes=(1,), dtype="int64")
+        else trace.emit(sq.DimSizeOp, p, where=where, axes=(1,), dtype="int64")
     )
     t64 = t if t.dtype == "int64" else cast(t, "int64")
     in_range = minimum(greater_equal(t64, 0), less(t64, classes))

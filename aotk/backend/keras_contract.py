@@ -17,7 +17,7 @@ from aotk import trace
 from aotk.backend.math_ops import prod
 from aotk.backend.sparse import KSparseTensor
 from aotk.backend.tensors import KVariable, as_tensor, cast
-from aotk.dialect import shape as sh
+from aotk.dialect import shape_query as sq
 from aotk.trace import KTensor
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -35,7 +35,7 @@ def size(x: Any, name: str | None = None) -> KTensor:
     t = as_tensor(x, where="K.size")
     if None not in t.shape:
         return as_tensor(math.prod(t.shape), "int32")  # type: ignore[arg-type]
-    return cast(prod(trace.emit(sh.ShapeOfOp, t, where="K.size")), "int32")
+    return cast(prod(trace.emit(sq.ShapeOfOp, t, where="K.size")), "int32")
 
 
 def get_variable_shape(x: Any) -> tuple[int, ...]:

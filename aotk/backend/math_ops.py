@@ -18,7 +18,7 @@ from aotk.backend.tensors import as_tensor, cast, scalar
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
 from aotk.dialect import reduce as rd
-from aotk.dialect import shape as sh
+from aotk.dialect import shape_query as sq
 from aotk.dialect import unary as un
 from aotk.dialect.base import AotkOp
 from aotk.trace import KTensor
@@ -279,7 +279,7 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> KTensor:
     axes = rd.normalize_axes(axis, t.ndim)
     dims = [t.shape[a] for a in axes]
     if None in dims:
-        count = trace.emit(sh.DimSizeOp, t, where="K.mean", axes=axes, dtype=t.dtype)
+        count = trace.emit(sq.DimSizeOp, t, where="K.mean", axes=axes, dtype=t.dtype)
     else:
         n = 1
         for d in dims:

@@ -32,6 +32,7 @@ from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
 from aotk.dialect import shape as sh
+from aotk.dialect import shape_query as sq
 from aotk.dialect.base import shape_of
 from aotk.dialect.random import RandomNormalOp, RandomUniformOp
 from aotk.trace import KTensor
@@ -84,7 +85,7 @@ def _dim_source(t: KTensor) -> tuple[Any, int] | None:
     owner = t.value.owner
     if isinstance(owner, sh.ReshapeOp):
         owner = owner.x.owner
-    if not isinstance(owner, sh.SliceOp) or not isinstance(owner.x.owner, sh.ShapeOfOp):
+    if not isinstance(owner, sh.SliceOp) or not isinstance(owner.x.owner, sq.ShapeOfOp):
         return None
     (start,), (step,) = owner.attrs()["start"], owner.attrs()["step"]
     rank = shape_of(owner.x.type)[0] or 0  # the length of the shape vector
@@ -97,7 +98,7 @@ def resolve_shape(shape: Any, where: str) -> Dims:
     """(static dims with -1 for dynamic ones, like axes, like tensor) of a shape argument."""
     if isinstance(shape, KTensor):
         owner = shape.value.owner
-        if not isinstance(owner, sh.ShapeOfOp):
+        if not isinstance(owner, sq.ShapeOfOp):
             raise TypeError(f"{where}: a tensor shape must be K.shape(x), got {shape!r}")
         value = owner.x
         entries: list[Any] = [(value, a) for a in range(len(shape_of(value.type)))]

@@ -21,6 +21,7 @@ from aotk.dialect import data as dg
 from aotk.dialect import elementwise as ew
 from aotk.dialect import gather as ga
 from aotk.dialect import shape as sh
+from aotk.dialect import shape_query as sq
 from aotk.dialect.base import AotkOp, shape_of
 from aotk.dialect.registry import Kind, lookup
 from aotk.trace import KTensor
@@ -77,7 +78,7 @@ def _fold_value(v: SSAValue, memo: dict[SSAValue, Folded]) -> Folded:
     op = v.owner
     if not isinstance(op, AotkOp) or op.regions:
         return None
-    if isinstance(op, sh.ShapeOfOp):
+    if isinstance(op, sq.ShapeOfOp):
         dims = shape_of(op.x.type)
         mask = np.array([d is not None for d in dims], dtype=bool)
         return np.array([d or 0 for d in dims], dtype=np.int32), mask
@@ -132,7 +133,7 @@ def dim_of(x: Any) -> tuple[SSAValue, int] | None:
     if not isinstance(op, sh.SliceOp) or len(shape_of(v.type)) != 1 or shape_of(v.type)[0] != 1:
         return None
     source = op.operands[0].owner
-    if not isinstance(source, sh.ShapeOfOp):
+    if not isinstance(source, sq.ShapeOfOp):
         return None
     axis = op.attrs()["start"][0]
     rank = len(shape_of(source.x.type))

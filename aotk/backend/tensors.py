@@ -12,7 +12,7 @@ from aotk import dtypes, runtime, trace
 from aotk.backend.config import floatx, resolve_dtype
 from aotk.backend.sparse import KSparseTensor, densify, sparse_placeholder
 from aotk.dialect import elementwise as ew
-from aotk.dialect import shape as sh
+from aotk.dialect import shape_query as sq
 from aotk.trace import KTensor
 
 
@@ -287,7 +287,7 @@ def dtype(x: Any) -> str:
 
 def shape(x: Any) -> KTensor:
     """The symbolic shape of a tensor: an int32 vector read at run time."""
-    return trace.emit(sh.ShapeOfOp, _tensor(x, "K.shape"), where="K.shape")
+    return trace.emit(sq.ShapeOfOp, _tensor(x, "K.shape"), where="K.shape")
 
 
 def count_params(x: Any) -> int:

@@ -7,15 +7,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     IntegerAttr,
-    IntegerType,
-    StringAttr,
     TensorType,
-    i32,
-    i64,
 )
 from xdsl.ir import Attribute
 from xdsl.irdl import (
@@ -31,13 +26,12 @@ from xdsl.traits import Pure
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.kernels import slicing
 from aotk.kernels import transpose as transpose_kernel
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
-from aotk.kernels.scalar import convert
 
 FULL = 2**63 - 1  # slice stop meaning "to the end of the axis"
+BEFORE = -(2**62)  # a slice stop before the first element (negative steps)
 
 
 @irdl_op_definition
@@ -93,25 +87,20 @@ def infer_reshape(x: Attribute, *, shape: Sequence[int], **_: Any) -> Attribute:
     if any(d < -1 for d in shape):
         raise ValueError(f"dims must be >= 0 or -1, got {tuple(shape)}")
     known = pymath.prod(d for d in shape if d != -1)
-    if None in src:
-        return tensor(elem_of(x), [None if d == -1 else d for d in shape])
-    total = pymath.prod(src)  # type: ignore[arg-type]
-    if -1 in shape:
-        if known == 0 or total % known:
-            raise ValueError(f"cannot reshape {fmt_shape(src)} into {tuple(shape)}")
-        return tensor(elem_of(x), [total // known if d == -1 else d for d in shape])
-    if known != total:
+    if -1 in shape and known == 0:  # NumPy refuses it too, whatever x holds
+        raise ValueError(f"cannot infer the -1 dim of {tuple(shape)}: the others hold 0 elements")
+    total = STATIC.product(src)  # known when every dim is, or some dim is 0
+    if total is not None and (total % known if -1 in shape else total != known):
         raise ValueError(f"cannot reshape {fmt_shape(src)} ({total} elements) into {tuple(shape)}")
-    return tensor(elem_of(x), list(shape))
+    return tensor(elem_of(x), reshape_shape(STATIC, [src], shape=shape))
 
 
-def _reshape_dims(
-    k: Kernel, ins: Sequence[Buf], result_type: Attribute, *, shape: Sequence[int]
-) -> list[DimV]:
+def reshape_shape(a: DimArith, dims: Sequence[Sequence[Dim]], *, shape: Sequence[int]) -> list[Dim]:
+    """`shape`, its -1 dim (if any) being the elements of x the others leave."""
     if -1 not in shape:
         return list(shape)
     known = pymath.prod(d for d in shape if d != -1)
-    missing = k.div(k.product(ins[0].dims), known)
+    missing = a.div(a.product(dims[0]), known)
     return [missing if d == -1 else d for d in shape]
 
 
@@ -159,10 +148,17 @@ def infer_concat(*xs: Attribute, axis: int, **_: Any) -> Attribute:
             raise ValueError(
                 f"shapes {fmt_shape(shapes[0])} and {fmt_shape(s)} differ off axis {axis}"
             )
-    joined = [s[axis] for s in shapes]
-    out = list(shapes[0])
-    out[axis] = None if None in joined else sum(joined)  # type: ignore[arg-type]
-    return tensor(elem_of(xs[0]), out)
+    return tensor(elem_of(xs[0]), concat_shape(STATIC, shapes, axis=axis))
+
+
+def concat_shape(a: DimArith, dims: Sequence[Sequence[Dim]], *, axis: int) -> list[Dim]:
+    """The first operand's dims, with the operands' sizes along `axis` summed."""
+    out = list(dims[0])
+    total: Dim = 0
+    for d in dims:
+        total = a.add(total, d[axis])
+    out[axis] = total
+    return out
 
 
 def _lower_concat(k: Kernel, out: Buf, *xs: Buf, axis: int) -> None:
@@ -175,19 +171,30 @@ def _lower_concat(k: Kernel, out: Buf, *xs: Buf, axis: int) -> None:
         offset = k.add(offset, x.dims[axis])
 
 
-def _concat_dims(k: Kernel, ins: Sequence[Buf], result_type: Attribute, *, axis: int) -> list[DimV]:
-    dims = list(ins[0].dims)
-    total: DimV = 0
-    for x in ins:
-        total = k.add(total, x.dims[axis])
-    dims[axis] = total
-    return dims
-
-
 def slice_len(dim: int, start: int, stop: int, step: int) -> tuple[int, int]:
     """Normalized start and length of a Python slice on an axis of size `dim`."""
     s, _, _ = slice(start, None if stop == FULL else stop, step).indices(dim)
     return s, len(range(*slice(start, None if stop == FULL else stop, step).indices(dim)))
+
+
+def slice_bounds(a: DimArith, d: Dim, start: int, stop: int, step: int) -> tuple[Dim, Dim]:
+    """(first index, number of elements) of x[start:stop:step] on an axis of size d, as
+    `slice_len` gives them; for d only known at run time too."""
+    first = _slice_index(a, start, d, step)
+    # a FULL stop is Python's None: past the end in the step's direction
+    last = (d if step > 0 else -1) if stop == FULL else _slice_index(a, stop, d, step)
+    span = a.max(a.sub(last, first) if step > 0 else a.sub(first, last), 0)
+    return first, a.div(a.add(span, abs(step) - 1), abs(step))
+
+
+def _slice_index(a: DimArith, i: int, d: Dim, step: int) -> Dim:
+    """Python's normalization of a start or stop index for a slice of `step`."""
+    low, high = (0, d) if step > 0 else (-1, a.sub(d, 1))
+    if i <= BEFORE:  # clamped as Python does, without overflowing d + i
+        return low
+    if i >= 0:
+        return a.min(i, high)
+    return a.max(a.add(d, i), low)
 
 
 def infer_slice(
@@ -196,15 +203,22 @@ def infer_slice(
     src = shape_of(x)
     if not len(start) == len(stop) == len(step) == len(src):
         raise ValueError(f"needs one (start, stop, step) per axis of {fmt_shape(src)}")
-    out: list[int | None] = []
-    for axis, (d, a, b, c) in enumerate(zip(src, start, stop, step, strict=True)):
+    for axis, c in enumerate(step):
         if c == 0:
             raise ValueError(f"slice step of axis {axis} is zero")
-        if d is None:
-            out.append(None)
-            continue
-        out.append(slice_len(d, a, b, c)[1])
-    return tensor(elem_of(x), out)
+    return tensor(elem_of(x), slice_shape(STATIC, [src], start=start, stop=stop, step=step))
+
+
+def slice_shape(
+    a: DimArith,
+    dims: Sequence[Sequence[Dim]],
+    *,
+    start: Sequence[int],
+    stop: Sequence[int],
+    step: Sequence[int],
+) -> list[Dim]:
+    bounds = zip(dims[0], start, stop, step, strict=True)
+    return [slice_bounds(a, d, i, j, c)[1] for d, i, j, c in bounds]
 
 
 def _np_slice(
@@ -223,35 +237,13 @@ def _lower_slice(
     with k.nest(out.dims) as ivs:
         src: list[DimV] = []
         for axis, iv in enumerate(ivs):
-            d = x.dims[axis]
-            if isinstance(d, int):
-                first: DimV = slice_len(d, start[axis], stop[axis], step[axis])[0]
-            else:
-                first = slicing.bounds(k, d, start[axis], stop[axis], step[axis])[0]
+            first = slice_bounds(k, x.dims[axis], start[axis], stop[axis], step[axis])[0]
             src.append(
                 k.add(first, k.mul(iv, step[axis]))
                 if step[axis] > 0
                 else k.sub(first, k.mul(iv, -step[axis]))
             )
         k.store(out, ivs, k.load_flat(x, k.linear(src, x_strides)))
-
-
-def _slice_dims(
-    k: Kernel,
-    ins: Sequence[Buf],
-    t: Attribute,
-    *,
-    start: Sequence[int],
-    stop: Sequence[int],
-    step: Sequence[int],
-) -> list[DimV]:
-    dims: list[DimV] = []
-    for axis, (d, static) in enumerate(zip(ins[0].dims, shape_of(t), strict=True)):
-        if static is not None:
-            dims.append(static)
-        else:
-            dims.append(slicing.bounds(k, d, start[axis], stop[axis], step[axis])[1])
-    return dims
 
 
 def _grad_reshape(g: Any, y: Any, x: Any, **_: Any) -> tuple[Any, ...]:
@@ -304,7 +296,7 @@ register(
         infer=infer_reshape,
         numpy=lambda x, *, shape: x.reshape(shape),
         lower=None,
-        dims=_reshape_dims,
+        shape=reshape_shape,
         grad=_grad_reshape,
     )
 )
@@ -326,7 +318,7 @@ register(
         infer=infer_concat,
         numpy=lambda *xs, axis: np.concatenate(xs, axis=axis),
         lower=_lower_concat,
-        dims=_concat_dims,
+        shape=concat_shape,
         grad=_grad_concat,
     )
 )
@@ -337,71 +329,7 @@ register(
         infer=infer_slice,
         numpy=_np_slice,
         lower=_lower_slice,
-        dims=_slice_dims,
+        shape=slice_shape,
         grad=_grad_slice,
-    )
-)
-
-
-@irdl_op_definition
-class ShapeOfOp(AotkOp):
-    """The dims of `x` as an int32 vector, read at run time."""
-
-    name = "aotk.shape_of"
-    x = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-
-
-@irdl_op_definition
-class DimSizeOp(AotkOp):
-    """The number of elements of `x` over `axes`, as a rank-0 tensor of `dtype`."""
-
-    name = "aotk.dim_size"
-    x = operand_def(TensorType)
-    result = result_def(TensorType)
-    axes = prop_def(DenseArrayBase)
-    dtype = prop_def(StringAttr)
-    traits = traits_def(Pure())
-
-
-def _lower_shape_of(k: Kernel, out: Buf, x: Buf) -> None:
-    for axis, d in enumerate(x.dims):
-        value = k.b.insert(arith.IndexCastOp(k.index(d), i32)).result
-        k.store_flat(out, axis, value)
-
-
-def _lower_dim_size(k: Kernel, out: Buf, x: Buf, *, axes: Sequence[int], dtype: str) -> None:
-    count = k.b.insert(arith.IndexCastOp(k.index(k.product([x.dims[a] for a in axes])), i64)).result
-    k.store_flat(out, 0, convert(k.b, count, IntegerType(64), dtypes.element_type(dtype)))
-
-
-def _infer_dim_size(x: Attribute, *, axes: Sequence[int], dtype: str, **_: Any) -> Attribute:
-    rank = len(shape_of(x))
-    if any(not 0 <= a < rank for a in axes):
-        raise ValueError(f"axes {tuple(axes)} out of range for rank {rank}")
-    return tensor(dtypes.element_type(dtype), ())
-
-
-register(
-    OpDef(
-        ir=ShapeOfOp,
-        kind=Kind.OPAQUE,
-        infer=lambda x, **_: tensor(i32, (len(shape_of(x)),)),
-        numpy=lambda x: np.array(x.shape, dtype=np.int32),
-        lower=_lower_shape_of,
-        grad=lambda g, y, x: (None,),
-    )
-)
-register(
-    OpDef(
-        ir=DimSizeOp,
-        kind=Kind.OPAQUE,
-        infer=_infer_dim_size,
-        numpy=lambda x, *, axes, dtype: np.array(
-            np.prod([x.shape[a] for a in axes], dtype=np.int64), dtype=dtype
-        ),
-        lower=_lower_dim_size,
-        grad=lambda g, y, x, **_: (None,),
     )
 )

@@ -17,8 +17,8 @@ from xdsl.traits import Pure
 
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.dialect.shape import FULL, infer_slice, slice_len
-from aotk.kernels import slicing
+from aotk.dialect.shape import FULL, infer_slice, slice_bounds
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import compute_type, const
 
@@ -46,7 +46,12 @@ def _infer(g: Attribute, like: Attribute, **bounds: Any) -> Attribute:
         raise ValueError(f"g of shape {got} does not fit the slice's shape {picked}")
     if elem_of(g) != elem_of(like):
         raise TypeError(f"dtypes differ: {dtype_of(g)} and {dtype_of(like)}")
-    return tensor(elem_of(g), shape_of(like))
+    return tensor(elem_of(g), unslice_shape(STATIC, [got, shape_of(like)]))
+
+
+def unslice_shape(a: DimArith, dims: Sequence[Sequence[Dim]], **_: Any) -> list[Dim]:
+    """like's dims."""
+    return list(dims[1])
 
 
 def _numpy(
@@ -82,12 +87,7 @@ def _lower(
     with k.nest(g.dims) as ivs:
         dst: list[DimV] = []
         for axis, iv in enumerate(ivs):
-            d = out.dims[axis]
-            first = (
-                slice_len(d, start[axis], stop[axis], step[axis])[0]
-                if isinstance(d, int)
-                else slicing.bounds(k, d, start[axis], stop[axis], step[axis])[0]
-            )
+            first = slice_bounds(k, out.dims[axis], start[axis], stop[axis], step[axis])[0]
             moved = k.mul(iv, abs(step[axis]))
             dst.append(k.add(first, moved) if step[axis] > 0 else k.sub(first, moved))
         k.store_flat(out, k.linear(dst, strides), k.load(g, ivs))
@@ -107,7 +107,7 @@ register(
         infer=_infer,
         numpy=_numpy,
         lower=_lower,
-        dims=lambda k, ins, t, **_: list(ins[1].dims),
+        shape=unslice_shape,
         grad=_grad,
     )
 )

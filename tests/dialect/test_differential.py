@@ -40,7 +40,17 @@ from conftest import (
 )
 
 from aotk import dtypes, interp
-from aotk.dialect import REGISTRY, Kind, identity, linalg, reduce, shape, unslice, views
+from aotk.dialect import (
+    REGISTRY,
+    Kind,
+    identity,
+    linalg,
+    reduce,
+    shape,
+    shape_query,
+    unslice,
+    views,
+)
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
@@ -480,8 +490,8 @@ SPECS: dict[type, Spec] = {
     shape.TransposeOp: Spec(ALL_DTYPES, _transpose, rep=True),
     shape.ConcatOp: Spec(ALL_DTYPES, _concat, rep=True),
     shape.SliceOp: Spec(ALL_DTYPES, _slice, rep=True),
-    shape.ShapeOfOp: Spec(ALL_DTYPES, _shape_of, rep=True),
-    shape.DimSizeOp: Spec(ALL_DTYPES, _dim_size, rep=True),
+    shape_query.ShapeOfOp: Spec(ALL_DTYPES, _shape_of, rep=True),
+    shape_query.DimSizeOp: Spec(ALL_DTYPES, _dim_size, rep=True),
     identity.StopGradientOp: Spec(ALL_DTYPES, _unary("any")),
     views.ExpandDimsOp: Spec(ALL_DTYPES, _expand_dims, rep=True),
     views.ReshapeLikeOp: Spec(ALL_DTYPES, _reshape_like, rep=True),

@@ -18,7 +18,7 @@ from aotk.context import make_context
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
-from aotk.dialect import linalg, metadata, reduce, shape
+from aotk.dialect import linalg, metadata, reduce, shape, shape_query
 from aotk.dialect import unary as un
 from aotk.lowering import pipeline
 from aotk.transforms.check_stage import AotkCheckStagePass
@@ -70,11 +70,11 @@ def test_no_aotk_op_survives_a_graph_of_every_op_family():
     total = emit(
         reduce.ReduceMaxOp, emit(shape.ReshapeOp, both, shape=(-1,)), axes=(0,), keepdims=True
     )
-    count = emit(shape.DimSizeOp, x, axes=(0,), dtype="float32")
+    count = emit(shape_query.DimSizeOp, x, axes=(0,), dtype="float32")
     outs = [
         emit(ar.DivOp, total, count),
         emit(ew.CastOp, both, dtype="int8"),
-        emit(shape.ShapeOfOp, x),
+        emit(shape_query.ShapeOfOp, x),
     ]
     module = loops([x, w, flag], outs)
     assert not [op.name for op in module.walk() if op.name.startswith("aotk.")]
