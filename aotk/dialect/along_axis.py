@@ -22,6 +22,7 @@ from xdsl.traits import Pure
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, elem_of, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import by_type, compare, compute_type, const, storage_type
 
@@ -76,14 +77,23 @@ def infer_scan(x: Attribute, *, axis: int, **_: Any) -> Attribute:
     _check_axis(x, axis)
     if dtypes.is_bool(elem_of(x)):
         raise TypeError("cannot scan a bool tensor; cast it first")
-    return x
+    return tensor(elem_of(x), scan_shape(STATIC, [shape_of(x)], axis=axis))
+
+
+def scan_shape(a: DimArith, dims: Sequence[Sequence[Dim]], *, axis: int) -> list[Dim]:
+    return list(dims[0])
 
 
 def infer_arg(x: Attribute, *, axis: int, **_: Any) -> Attribute:
     shape = _check_axis(x, axis)
     if shape[axis] == 0:
         raise ValueError(f"cannot take the index of an extremum over axis {axis} of size 0")
-    return tensor(i64, [d for i, d in enumerate(shape) if i != axis])
+    return tensor(i64, arg_shape(STATIC, [shape], axis=axis))
+
+
+def arg_shape(a: DimArith, dims: Sequence[Sequence[Dim]], *, axis: int) -> list[Dim]:
+    """x's dims without `axis`."""
+    return [d for i, d in enumerate(dims[0]) if i != axis]
 
 
 def _np_scan(fn: Any) -> Any:
@@ -274,14 +284,6 @@ def _arg_strided(k: Kernel, out: Buf, x: Buf, outer: DimV, n: DimV, inner: DimV,
         )
 
 
-def _scan_dims(k: Kernel, ins: Sequence[Buf], result_type: Attribute, *, axis: int) -> list[DimV]:
-    return list(ins[0].dims)
-
-
-def _arg_dims(k: Kernel, ins: Sequence[Buf], result_type: Attribute, *, axis: int) -> list[DimV]:
-    return [d for i, d in enumerate(ins[0].dims) if i != axis]
-
-
 BEFORE = -(2**62)  # a slice stop before the first element (negative steps)
 
 
@@ -320,7 +322,7 @@ for _cls, _kind, _fn, _grad in [
             numpy=_np_scan(_fn),
             lower=_scan_lowering(_kind),
             grad=_grad,
-            dims=_scan_dims,
+            shape=scan_shape,
         )
     )
 
@@ -333,7 +335,7 @@ for _cls, _kind, _fn in [(ArgMaxOp, "max", np.argmax), (ArgMinOp, "min", np.argm
             numpy=_np_arg(_fn),
             lower=_arg_lowering(_kind),
             grad=lambda g, y, x, **_: (None,),
-            dims=_arg_dims,
+            shape=arg_shape,
         )
     )
 

@@ -8,6 +8,7 @@ that start at that entry's offset.
 from __future__ import annotations
 
 import math as pymath
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from aotk import dtypes
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import matmul_kernel
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import storage_type
 
@@ -55,8 +57,14 @@ def infer_batch_matmul(lhs: Attribute, rhs: Attribute, **_: Any) -> Attribute:
             f"contracted dims differ: axis {len(a) - 1} of {fmt_shape(a)} and axis 1 of "
             f"{fmt_shape(b)}"
         )
-    batch = a[0] if a[0] is not None else b[0]
-    return tensor(elem_of(lhs), (batch, *a[1:-1], *b[2:]))
+    return tensor(elem_of(lhs), batch_matmul_shape(STATIC, [a, b]))
+
+
+def batch_matmul_shape(a: DimArith, dims: Sequence[Sequence[Dim]]) -> list[Dim]:
+    """[B, *Ms, *Ns]; B from whichever operand knows it (they agree at run time)."""
+    lhs, rhs = dims
+    batch = lhs[0] if isinstance(lhs[0], int) else rhs[0]
+    return [batch, *lhs[1:-1], *rhs[2:]]
 
 
 def _np_batch_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -80,11 +88,6 @@ def _lower(k: Kernel, out: Buf, a: Buf, b: Buf) -> None:
     with k.loop(a.dims[0], parallel=True) as i:
         c_i, a_i, b_i = _entry(k, out, i, m, n), _entry(k, a, i, m, kdim), _entry(k, b, i, kdim, n)
         matmul_kernel.emit(k, c_i, a_i, b_i, m=m, n=n, kdim=kdim)
-
-
-def _dims(k: Kernel, ins: list[Buf], t: Attribute, **_: Any) -> list[DimV]:
-    a, b = ins
-    return [a.dims[0], *a.dims[1:-1], *b.dims[2:]]
 
 
 def _grad(g: Any, y: Any, a: Any, b: Any, **_: Any) -> tuple[Any, ...]:
@@ -117,7 +120,7 @@ register(
         infer=infer_batch_matmul,
         numpy=_np_batch_matmul,
         lower=_lower,
-        dims=_dims,
+        shape=batch_matmul_shape,
         grad=_grad,
     )
 )

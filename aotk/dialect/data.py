@@ -17,8 +17,9 @@ from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from aotk.dialect.base import AotkOp, Dim, elem_of, fmt_shape, shape_of, tensor
+from aotk.dialect.base import AotkOp, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import compute_type, const
 
@@ -77,15 +78,6 @@ def view_attrs(spec: ViewSpec, rank: int) -> dict[str, tuple[int, ...]]:
     return {"factors": tuple(factors), "sources": tuple(sources)}
 
 
-def _view_dims(dims: Sequence[Any], factors: Sequence[int], sources: Sequence[int]) -> list[Any]:
-    """Result dims from input dims (ints, or None for unknown)."""
-    out: list[Any] = list(factors)
-    for a, s in enumerate(sources):
-        if s >= 0:
-            out[s] = None if out[s] is None or dims[a] is None else out[s] * dims[a]
-    return out
-
-
 def infer_view(
     x: Attribute, *, factors: Sequence[int], sources: Sequence[int], **_: Any
 ) -> Attribute:
@@ -97,40 +89,48 @@ def infer_view(
     for a, (d, s) in enumerate(zip(src, sources, strict=True)):
         if d is None and s < 0:
             raise ValueError(f"dynamic axis {a} of {fmt_shape(src)} must map to a result dim")
+    out = view_shape(STATIC, [src], factors=factors, sources=sources)
     kept = pymath.prod(d for d, s in zip(src, sources, strict=True) if s >= 0 and d is not None)
     total = pymath.prod(d for d in src if d is not None)
     if total != pymath.prod(factors) * kept:
-        out = fmt_shape(tuple(_view_dims(src, factors, sources)))
-        raise ValueError(f"cannot view {fmt_shape(src)} as {out}: element counts differ")
-    return tensor(elem_of(x), _view_dims(src, factors, sources))
+        raise ValueError(
+            f"cannot view {fmt_shape(src)} as {fmt_shape(tuple(out))}: element counts differ"
+        )
+    return tensor(elem_of(x), out)
 
 
-def _view_rule_dims(
-    k: Kernel, ins: Sequence[Buf], t: Attribute, *, factors: Sequence[int], sources: Sequence[int]
-) -> list[DimV]:
-    out: list[DimV] = list(factors)
-    for a, s in enumerate(sources):
+def view_shape(
+    a: DimArith, dims: Sequence[Sequence[Dim]], *, factors: Sequence[int], sources: Sequence[int]
+) -> list[Dim]:
+    """Result dim i: factors[i] times the dims of the axes whose source is i."""
+    out: list[Dim] = list(factors)
+    for axis, s in enumerate(sources):
         if s >= 0:
-            out[s] = k.mul(out[s], ins[0].dims[a])
+            out[s] = a.mul(out[s], dims[0][axis])
     return out
 
 
 def _np_view(x: np.ndarray, *, factors: Sequence[int], sources: Sequence[int]) -> np.ndarray:
-    return x.reshape(_view_dims(x.shape, factors, sources))
+    return x.reshape(view_shape(STATIC, [x.shape], factors=factors, sources=sources))
 
 
 def infer_broadcast_to(x: Attribute, *, shape: Sequence[int], **_: Any) -> Attribute:
     src = shape_of(x)
     if len(shape) != len(src):
         raise ValueError(f"target {tuple(shape)} and {fmt_shape(src)} differ in rank")
-    out: list[Dim] = []
     for a, (d, t) in enumerate(zip(src, shape, strict=True)):
         if t < -1:
             raise ValueError(f"target dims must be >= 0 or -1, got {tuple(shape)}")
         if t != -1 and d is not None and d not in (1, t):
             raise ValueError(f"axis {a} of size {d} does not broadcast to {t}")
-        out.append(d if t == -1 else t)
-    return tensor(elem_of(x), out)
+    return tensor(elem_of(x), broadcast_to_shape(STATIC, [src], shape=shape))
+
+
+def broadcast_to_shape(
+    a: DimArith, dims: Sequence[Sequence[Dim]], *, shape: Sequence[int]
+) -> list[Dim]:
+    """`shape`, with x's dim where it says -1."""
+    return [d if t == -1 else t for d, t in zip(dims[0], shape, strict=True)]
 
 
 def _lower_broadcast_to(k: Kernel, out: Buf, x: Buf, *, shape: Sequence[int]) -> None:
@@ -150,8 +150,7 @@ def _source(k: Kernel, iv: DimV, d: DimV, target: int) -> DimV:
 
 
 def _np_broadcast_to(x: np.ndarray, *, shape: Sequence[int]) -> np.ndarray:
-    dims = [d if t == -1 else t for d, t in zip(x.shape, shape, strict=True)]
-    return np.broadcast_to(x, dims).copy()
+    return np.broadcast_to(x, broadcast_to_shape(STATIC, [x.shape], shape=shape)).copy()
 
 
 def infer_pad(
@@ -162,8 +161,18 @@ def infer_pad(
         raise ValueError(f"needs one (before, after) pair per axis of {fmt_shape(src)}")
     if any(p < 0 for p in (*before, *after)):
         raise ValueError(f"paddings must be >= 0, got {tuple(zip(before, after, strict=True))}")
-    out = [None if d is None else d + b + a for d, b, a in zip(src, before, after, strict=True)]
-    return tensor(elem_of(x), out)
+    return tensor(elem_of(x), pad_shape(STATIC, [src], before=before, after=after))
+
+
+def pad_shape(
+    a: DimArith,
+    dims: Sequence[Sequence[Dim]],
+    *,
+    before: Sequence[int],
+    after: Sequence[int],
+    **_: Any,
+) -> list[Dim]:
+    return [a.add(d, b + c) for d, b, c in zip(dims[0], before, after, strict=True)]
 
 
 def _lower_pad(
@@ -215,7 +224,7 @@ register(
         infer=infer_view,
         numpy=_np_view,
         lower=None,
-        dims=_view_rule_dims,
+        shape=view_shape,
         grad=_grad_view,
     )
 )
@@ -226,9 +235,7 @@ register(
         infer=infer_broadcast_to,
         numpy=_np_broadcast_to,
         lower=_lower_broadcast_to,
-        dims=lambda k, ins, t, *, shape: [
-            d if s == -1 else s for d, s in zip(ins[0].dims, shape, strict=True)
-        ],
+        shape=broadcast_to_shape,
         grad=_grad_broadcast_to,
     )
 )
@@ -239,9 +246,7 @@ register(
         infer=infer_pad,
         numpy=_np_pad,
         lower=_lower_pad,
-        dims=lambda k, ins, t, *, before, after, value: [
-            k.add(d, b + a) for d, b, a in zip(ins[0].dims, before, after, strict=True)
-        ],
+        shape=pad_shape,
         grad=_grad_pad,
     )
 )

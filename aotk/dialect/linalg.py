@@ -6,6 +6,7 @@ row-major buffers; Keras's nD `dot` composes transposes and reshapes around this
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,8 @@ from aotk import dtypes
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import matmul_kernel
-from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
+from aotk.kernels.kernel import Buf, Kernel
 
 
 @irdl_op_definition
@@ -44,7 +46,12 @@ def infer_matmul(lhs: Attribute, rhs: Attribute, **_: Any) -> Attribute:
         )
     if a[-1] is not None and b[0] is not None and a[-1] != b[0]:
         raise ValueError(f"contracted dims differ: {fmt_shape(a)} and {fmt_shape(b)}")
-    return tensor(elem_of(lhs), (*a[:-1], b[1]))
+    return tensor(elem_of(lhs), matmul_shape(STATIC, [a, b]))
+
+
+def matmul_shape(a: DimArith, dims: Sequence[Sequence[Dim]]) -> list[Dim]:
+    """[..., M, N] from lhs [..., M, K] and rhs [K, N]."""
+    return [*dims[0][:-1], dims[1][1]]
 
 
 def _np_matmul(a: np.ndarray, b: np.ndarray, **_: Any) -> np.ndarray:
@@ -60,11 +67,6 @@ def _scratch(k: Kernel, ins: list[Buf], result_type: Attribute, **_: Any) -> int
     """Room to pack blocks of B (a fixed size, whatever M is)."""
     a, b = ins
     return matmul_kernel.scratch_elems(a.elem, k.product(a.dims[:-1]), b.dims[1], a.dims[-1])
-
-
-def _dims(k: Kernel, ins: list[Buf], result_type: Attribute, **_: Any) -> list[DimV]:
-    a, b = ins
-    return [*a.dims[:-1], b.dims[1]]
 
 
 def _grad(g: Any, y: Any, a: Any, b: Any, **_: Any) -> tuple[Any, ...]:
@@ -87,7 +89,7 @@ register(
         infer=infer_matmul,
         numpy=_np_matmul,
         lower=_lower,
-        dims=_dims,
+        shape=matmul_shape,
         grad=_grad,
         scratch=_scratch,
     )

@@ -21,6 +21,7 @@ from xdsl.traits import Pure
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, elem_of, normalize_axis, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import by_type, compute_type, const
 
@@ -82,12 +83,16 @@ def infer_reduce(x: Attribute, *, axes: Sequence[int], keepdims: bool, **_: Any)
             raise ValueError(f"axis {a} is out of range for rank {len(shape)}")
     if dtypes.is_bool(elem_of(x)):
         raise TypeError("cannot reduce a bool tensor; cast it first")
-    kept = (
-        [1 if i in axes else d for i, d in enumerate(shape)]
-        if keepdims
-        else [d for i, d in enumerate(shape) if i not in axes]
-    )
-    return tensor(elem_of(x), kept)
+    return tensor(elem_of(x), reduce_shape(STATIC, [shape], axes=axes, keepdims=keepdims))
+
+
+def reduce_shape(
+    a: DimArith, dims: Sequence[Sequence[Dim]], *, axes: Sequence[int], keepdims: bool
+) -> list[Dim]:
+    """x's dims without `axes`, or with them as 1 under `keepdims`."""
+    if keepdims:
+        return [1 if i in axes else d for i, d in enumerate(dims[0])]
+    return [d for i, d in enumerate(dims[0]) if i not in axes]
 
 
 def _infer_extremum(x: Attribute, **attrs: Any) -> Attribute:
@@ -191,15 +196,6 @@ def _sweep_reduce(
         k.store_flat(out, o, step(k.load_flat(out, o), k.load(x, ivs)))
 
 
-def _dims(
-    k: Kernel, ins: Sequence[Buf], result_type: Attribute, *, axes: Sequence[int], keepdims: bool
-) -> list[DimV]:
-    x = ins[0]
-    if keepdims:
-        return [1 if i in axes else d for i, d in enumerate(x.dims)]
-    return [d for i, d in enumerate(x.dims) if i not in axes]
-
-
 def _grad_sum(g: Any, y: Any, x: Any, *, axes: Sequence[int], keepdims: bool) -> tuple[Any, ...]:
     from aotk.dialect import gradlib as lib
 
@@ -241,7 +237,7 @@ for _cls, _kind, _fn, _grad in [
             infer=_infer_extremum if _kind in ("max", "min") else infer_reduce,
             numpy=_np_reduce(_fn),
             lower=_reduce_lowering(_kind),
-            dims=_dims,
+            shape=reduce_shape,
             grad=_grad,
         )
     )

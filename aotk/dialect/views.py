@@ -19,7 +19,7 @@ from xdsl.traits import Pure
 
 from aotk.dialect.base import AotkOp, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 
 
 @irdl_op_definition
@@ -44,31 +44,32 @@ class ReshapeLikeOp(AotkOp):
     traits = traits_def(Pure())
 
 
-def _expanded(shape: Sequence[Any], axes: Sequence[int]) -> list[Any]:
-    out = list(shape)
-    for a in sorted(axes):
-        out.insert(a, 1)
+def expand_dims_shape(
+    a: DimArith, dims: Sequence[Sequence[Dim]], *, axes: Sequence[int]
+) -> list[Dim]:
+    """x's dims with a 1 inserted at each of `axes` (positions in the result)."""
+    out = list(dims[0])
+    for axis in sorted(axes):
+        out.insert(axis, 1)
     return out
+
+
+def reshape_like_shape(a: DimArith, dims: Sequence[Sequence[Dim]]) -> list[Dim]:
+    return list(dims[1])
 
 
 def _infer_expand(x: Attribute, *, axes: Sequence[int], **_: Any) -> Attribute:
     rank = len(shape_of(x)) + len(axes)
     if len(set(axes)) != len(axes) or any(not 0 <= a < rank for a in axes):
         raise ValueError(f"axes {tuple(axes)} must be distinct positions of a rank-{rank} result")
-    return tensor(elem_of(x), _expanded(shape_of(x), axes))
+    return tensor(elem_of(x), expand_dims_shape(STATIC, [shape_of(x)], axes=axes))
 
 
 def _infer_reshape_like(x: Attribute, like: Attribute, **_: Any) -> Attribute:
     a, b = shape_of(x), shape_of(like)
     if None not in a and None not in b and math.prod(a) != math.prod(b):  # type: ignore[arg-type]
         raise ValueError(f"cannot reshape {fmt_shape(a)} like {fmt_shape(b)}")
-    return tensor(elem_of(x), b)
-
-
-def _expand_dims_rule(
-    k: Kernel, ins: Sequence[Buf], t: Attribute, *, axes: Sequence[int]
-) -> list[DimV]:
-    return _expanded(ins[0].dims, axes)
+    return tensor(elem_of(x), reshape_like_shape(STATIC, [a, b]))
 
 
 def _grad_expand(g: Any, y: Any, x: Any, *, axes: Sequence[int]) -> tuple[Any, ...]:
@@ -88,9 +89,9 @@ register(
         ir=ExpandDimsOp,
         kind=Kind.VIEW,
         infer=_infer_expand,
-        numpy=lambda x, *, axes: x.reshape(_expanded(x.shape, axes)),
+        numpy=lambda x, *, axes: x.reshape(expand_dims_shape(STATIC, [x.shape], axes=axes)),
         lower=None,
-        dims=_expand_dims_rule,
+        shape=expand_dims_shape,
         grad=_grad_expand,
     )
 )
@@ -101,7 +102,7 @@ register(
         infer=_infer_reshape_like,
         numpy=lambda x, like: np.reshape(x, like.shape),
         lower=None,
-        dims=lambda k, ins, t: list(ins[1].dims),
+        shape=reshape_like_shape,
         grad=_grad_reshape_like,
     )
 )
