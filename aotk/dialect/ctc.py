@@ -28,11 +28,13 @@ from aotk.kernels.ctc_decode import (
     lower_decoded_log_probs,
     lower_decoded_path,
     lower_greedy,
-    state_dims,
+    state_size,
     static_state_size,
 )
 from aotk.kernels.ctc_forward import lower_ctc_forward
-from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.dim_arith import STATIC, DimArith
+from aotk.kernels.dim_arith import Dim as AnyDim
+from aotk.kernels.kernel import Buf, Kernel
 
 NEG_INF = float("-inf")
 
@@ -112,25 +114,30 @@ def _ints(t: Attribute, name: str, rank: int) -> tuple[Dim, ...]:
     return shape
 
 
-def _batch(**dims: Dim) -> Dim:
-    """The common batch size of the named operands; None if all are dynamic."""
+def _batch(**dims: Dim) -> None:
+    """Check that the named operands' batch sizes agree where known."""
     known = {name: d for name, d in dims.items() if d is not None}
     if len(set(known.values())) > 1:
         sizes = ", ".join(f"{name} {d}" for name, d in known.items())
         raise ValueError(f"batch sizes differ: {sizes}")
-    return next(iter(known.values()), None)
 
 
 def infer_forward(x: Attribute, labels: Attribute, il: Attribute, ll: Attribute, **_: Any) -> Any:
-    batch = _scores(x, "log_probs")[0]
-    lab = _ints(labels, "labels", 2)
-    b = _batch(
-        log_probs=batch,
-        labels=lab[0],
-        input_length=_ints(il, "input_length", 1)[0],
-        label_length=_ints(ll, "label_length", 1)[0],
-    )
-    return tensor(elem_of(x), [b, None if lab[1] is None else 2 * lab[1] + 1])
+    operands = [
+        _scores(x, "log_probs"),
+        _ints(labels, "labels", 2),
+        _ints(il, "input_length", 1),
+        _ints(ll, "label_length", 1),
+    ]
+    names = ("log_probs", "labels", "input_length", "label_length")
+    _batch(**{name: d[0] for name, d in zip(names, operands, strict=True)})
+    return tensor(elem_of(x), forward_shape(STATIC, operands))
+
+
+def forward_shape(a: DimArith, dims: Sequence[Sequence[AnyDim]]) -> list[AnyDim]:
+    """(batch, 2 * labels + 1); batch from whichever operand knows it."""
+    batch = next((d[0] for d in dims if isinstance(d[0], int)), dims[0][0])
+    return [batch, a.add(a.mul(dims[1][1], 2), 1)]
 
 
 def _check_search(greedy: bool, beam_width: int, top_paths: int) -> None:
@@ -147,9 +154,20 @@ def infer_decode(
     dims = _scores(x, "x")
     _batch(x=dims[0], input_length=_ints(il, "input_length", 1)[0])
     _check_search(greedy, beam_width, top_paths)
-    if None in dims:
-        return tensor(f64, [None])
-    return tensor(f64, [static_state_size(dims, greedy, beam_width, top_paths)])  # type: ignore[arg-type]
+    search = {"greedy": greedy, "beam_width": beam_width, "top_paths": top_paths}
+    return tensor(f64, decode_shape(STATIC, [dims, shape_of(il)], **search))
+
+
+def decode_shape(
+    a: DimArith,
+    dims: Sequence[Sequence[AnyDim]],
+    *,
+    greedy: bool,
+    beam_width: int,
+    top_paths: int,
+) -> list[AnyDim]:
+    """The slots of the decoding state (see `kernels/ctc_decode.py`)."""
+    return [state_size(a.add, a.mul, dims[0], greedy, beam_width, top_paths)]
 
 
 def _check_state(state: Attribute, x: Attribute, top_paths: int) -> tuple[Dim, Dim, Dim]:
@@ -168,12 +186,24 @@ def infer_path(state: Attribute, x: Attribute, *, path: int, top_paths: int, **_
     dims = _check_state(state, x, top_paths)
     if not 0 <= path < top_paths:
         raise ValueError(f"path {path} is out of range for {top_paths} paths")
-    return tensor(i64, [dims[0], dims[1]])
+    return tensor(i64, path_shape(STATIC, [shape_of(state), dims]))
+
+
+def path_shape(a: DimArith, dims: Sequence[Sequence[AnyDim]], **_: Any) -> list[AnyDim]:
+    """(batch, time) of x."""
+    return [dims[1][0], dims[1][1]]
 
 
 def infer_log_probs(state: Attribute, x: Attribute, *, top_paths: int, **_: Any) -> Any:
     dims = _check_state(state, x, top_paths)
-    return tensor(elem_of(x), [dims[0], top_paths])
+    return tensor(elem_of(x), log_probs_shape(STATIC, [shape_of(state), dims], top_paths=top_paths))
+
+
+def log_probs_shape(
+    a: DimArith, dims: Sequence[Sequence[AnyDim]], *, top_paths: int
+) -> list[AnyDim]:
+    """(batch, top_paths)."""
+    return [dims[1][0], top_paths]
 
 
 def _lse(a: float, b: float) -> float:
@@ -333,10 +363,6 @@ def _lower_decode(
         lower_beam_search(k, state, x, il, beam_width=beam_width, top_paths=top_paths)
 
 
-def _decode_dims(k: Kernel, ins: Sequence[Buf], t: Attribute, **attrs: Any) -> list[DimV]:
-    return [state_dims(k, ins[0].dims, attrs["greedy"], attrs["beam_width"], attrs["top_paths"])]
-
-
 def _grad_forward(g: Any, y: Any, x: Any, labels: Any, il: Any, ll: Any) -> tuple[Any, ...]:
     """Only the log probabilities have a gradient (ctc_grad.py)."""
     from aotk.dialect import gradlib
@@ -353,7 +379,7 @@ register(
         numpy=_np_forward,
         lower=lower_ctc_forward,
         grad=_grad_forward,
-        dims=lambda k, ins, t: [ins[0].dims[0], k.add(k.mul(ins[1].dims[1], 2), 1)],
+        shape=forward_shape,
     )
 )
 register(
@@ -364,7 +390,7 @@ register(
         numpy=_np_decode,
         lower=_lower_decode,
         grad=None,
-        dims=_decode_dims,
+        shape=decode_shape,
     )
 )
 register(
@@ -375,7 +401,7 @@ register(
         numpy=_np_path,
         lower=lower_decoded_path,
         grad=None,
-        dims=lambda k, ins, t, **_: [ins[1].dims[0], ins[1].dims[1]],
+        shape=path_shape,
     )
 )
 register(
@@ -386,7 +412,7 @@ register(
         numpy=_np_log_probs,
         lower=lower_decoded_log_probs,
         grad=None,
-        dims=lambda k, ins, t, *, top_paths: [ins[1].dims[0], top_paths],
+        shape=log_probs_shape,
     )
 )
 

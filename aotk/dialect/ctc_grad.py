@@ -21,11 +21,19 @@ from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, types_compatible
+from aotk.dialect.base import (
+    AotkOp,
+    dtype_of,
+    elem_of,
+    fmt_shape,
+    shape_of,
+    tensor,
+    types_compatible,
+)
 from aotk.dialect.ctc import infer_forward
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels.ctc_backward import lower_ctc_forward_grad, scratch_elems
-from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 
 NEG_INF = float("-inf")
 
@@ -54,8 +62,13 @@ def infer_forward_grad(
             f"g must be like ctc_forward's result {fmt_shape(shape_of(forward))} "
             f"{dtype_of(forward)}, got {fmt_shape(shape_of(g))} {dtype_of(g)}"
         )
-    assert isinstance(x, TensorType)
-    return TensorType(elem_of(x), x.get_shape())
+    operands = [shape_of(t) for t in (g, x, labels, il, ll)]
+    return tensor(elem_of(x), forward_grad_shape(STATIC, operands))
+
+
+def forward_grad_shape(a: DimArith, dims: Sequence[Sequence[Dim]]) -> list[Dim]:
+    """log_probs's dims."""
+    return list(dims[1])
 
 
 def _shift(v: np.ndarray, n: int) -> np.ndarray:
@@ -138,10 +151,6 @@ def _np_forward_grad(
     return out.astype(x.dtype)
 
 
-def _dims(k: Kernel, ins: Sequence[Buf], t: Attribute, **_: Any) -> list[DimV]:
-    return list(ins[1].dims)
-
-
 register(
     OpDef(
         ir=CtcForwardGradOp,
@@ -150,7 +159,7 @@ register(
         numpy=_np_forward_grad,
         lower=lower_ctc_forward_grad,
         grad=None,  # second derivatives of the CTC loss are not needed
-        dims=_dims,
+        shape=forward_grad_shape,
         scratch=scratch_elems,
     )
 )

@@ -12,6 +12,7 @@ result is used.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,9 +23,10 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
 
 from aotk import dtypes
-from aotk.dialect.base import AotkOp
+from aotk.dialect.base import AotkOp, elem_of, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import printf
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, Kernel
 
 
@@ -39,9 +41,11 @@ class PrintTensorOp(AotkOp):
 
 
 def _infer_print(x: Attribute, **_: Any) -> Attribute:
-    if not isinstance(x, TensorType):
-        raise TypeError(f"expected a tensor, got {x}")
-    return x
+    return tensor(elem_of(x), print_shape(STATIC, [shape_of(x)]))  # raise on non-tensors
+
+
+def print_shape(a: DimArith, dims: Sequence[Sequence[Dim]], **_: Any) -> list[Dim]:
+    return list(dims[0])
 
 
 def format_value(v: Any) -> str:
@@ -106,7 +110,7 @@ register(
         numpy=_numpy_print,
         lower=_lower_print,
         grad=lambda g, y, x, **_: (g,),
-        dims=lambda k, ins, result_type, **_: list(ins[0].dims),
+        shape=print_shape,
     )
 )
 

@@ -27,6 +27,7 @@ from xdsl.traits import Pure
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
 from aotk.kernels.scalar import compute_type, const, convert
 
@@ -80,17 +81,19 @@ def infer_gather(
     for a in range(batch_dims):
         if not _compatible(xs[a], ids[a]):
             raise ValueError(f"batch axis {a} differs: x {fmt_shape(xs)}, indices {fmt_shape(ids)}")
+    return tensor(elem_of(x), gather_shape(STATIC, [xs, ids], axis=axis, batch_dims=batch_dims))
+
+
+def gather_shape(
+    a: DimArith, dims: Sequence[Sequence[Dim]], *, axis: int, batch_dims: int
+) -> list[Dim]:
+    """x[:axis] + indices[batch_dims:] + x[axis + 1:]; a batch dim from whichever operand
+    knows it (they agree at run time)."""
+    xs, ids = dims
     out = [*xs[:axis], *ids[batch_dims:], *xs[axis + 1 :]]
-    for a in range(batch_dims):
-        out[a] = xs[a] if xs[a] is not None else ids[a]
-    return tensor(elem_of(x), out)
-
-
-def _gather_dims(
-    k: Kernel, ins: Sequence[Buf], t: Attribute, *, axis: int, batch_dims: int
-) -> list[DimV]:
-    x, ids = ins
-    return [*x.dims[:axis], *ids.dims[batch_dims:], *x.dims[axis + 1 :]]
+    for i in range(batch_dims):
+        out[i] = xs[i] if isinstance(xs[i], int) else ids[i]
+    return out
 
 
 def each_pick(
@@ -176,7 +179,11 @@ def infer_iota(*, start: float, step: float, size: int, dtype: str, **_: Any) ->
         raise TypeError("a range cannot be bool")
     if size < 0:
         raise ValueError(f"size must be >= 0, got {size}")
-    return tensor(elem, (size,))
+    return tensor(elem, iota_shape(STATIC, [], size=size))
+
+
+def iota_shape(a: DimArith, dims: Sequence[Sequence[Dim]], *, size: int, **_: Any) -> list[Dim]:
+    return [size]
 
 
 def _integral(*values: float) -> bool:
@@ -224,7 +231,7 @@ register(
         infer=infer_gather,
         numpy=_np_gather,
         lower=_lower_gather,
-        dims=_gather_dims,
+        shape=gather_shape,
         grad=_grad_gather,
     )
 )
@@ -235,7 +242,7 @@ register(
         infer=infer_iota,
         numpy=_np_iota,
         lower=_lower_iota,
-        dims=lambda k, ins, t, *, size, **_: [size],
+        shape=iota_shape,
         grad=None,
     )
 )

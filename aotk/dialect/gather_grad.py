@@ -19,9 +19,18 @@ from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, tra
 from xdsl.traits import Pure
 
 from aotk import dtypes
-from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, types_compatible
+from aotk.dialect.base import (
+    AotkOp,
+    dtype_of,
+    elem_of,
+    fmt_shape,
+    shape_of,
+    tensor,
+    types_compatible,
+)
 from aotk.dialect.gather import each_pick, infer_gather, wrap_indices
 from aotk.dialect.registry import Kind, OpDef, register
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import compute_type, const
 
@@ -52,8 +61,12 @@ def infer_gather_grad(
             f"g must be like the gather's result {fmt_shape(shape_of(gathered))} "
             f"{dtype_of(gathered)}, got {fmt_shape(shape_of(g))} {dtype_of(g)}"
         )
-    assert isinstance(x, TensorType)
-    return TensorType(elem_of(x), x.get_shape())
+    operands = [shape_of(g), shape_of(indices), shape_of(x)]
+    return tensor(elem_of(x), gather_grad_shape(STATIC, operands))
+
+
+def gather_grad_shape(a: DimArith, dims: Sequence[Sequence[Dim]], **_: Any) -> list[Dim]:
+    return list(dims[2])
 
 
 def _lower(k: Kernel, out: Buf, g: Buf, ids: Buf, x: Buf, *, axis: int, batch_dims: int) -> None:
@@ -98,10 +111,6 @@ def _grad(g: Any, y: Any, g_in: Any, indices: Any, x: Any, **attrs: Any) -> tupl
     return emit(GatherOp, g, indices, **attrs), None, None
 
 
-def _dims(k: Kernel, ins: Sequence[Buf], t: Attribute, **_: Any) -> list[DimV]:
-    return list(ins[2].dims)
-
-
 register(
     OpDef(
         ir=GatherGradOp,
@@ -110,7 +119,7 @@ register(
         numpy=_numpy,
         lower=_lower,
         grad=_grad,
-        dims=_dims,
+        shape=gather_grad_shape,
     )
 )
 

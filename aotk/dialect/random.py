@@ -37,6 +37,7 @@ from aotk.dialect import random_numpy
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import philox
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import compute_type
 
@@ -91,20 +92,18 @@ def infer_random(
         raise ValueError(f"shape {tuple(shape)} and like_axes {tuple(like_axes)} differ in rank")
     if len(like) > 1 or (like and all(a < 0 for a in like_axes)):
         raise ValueError("expected one like operand exactly when like_axes uses it")
-    dims: list[int | None] = []
-    for d, axis in zip(shape, like_axes, strict=True):
-        if axis < 0:
-            if d < 0:
-                raise ValueError(f"dims must be >= 0, got shape {tuple(shape)}")
-            dims.append(d)
-            continue
-        if not like:
-            raise ValueError(f"like_axes {tuple(like_axes)} needs a like operand")
-        src = shape_of(like[0])
-        if axis >= len(src):
-            raise ValueError(f"like axis {axis} is out of range for shape {fmt_shape(src)}")
-        dims.append(src[axis])
-    return tensor(dtypes.element_type(dtype), dims)
+    if any(d < 0 for d, axis in zip(shape, like_axes, strict=True) if axis < 0):
+        raise ValueError(f"dims must be >= 0, got shape {tuple(shape)}")
+    if any(axis >= 0 for axis in like_axes) and not like:
+        raise ValueError(f"like_axes {tuple(like_axes)} needs a like operand")
+    operands = [shape_of(t) for t in (state, *like)]
+    for axis in like_axes:
+        if axis >= len(operands[-1]):
+            raise ValueError(
+                f"like axis {axis} is out of range for shape {fmt_shape(operands[-1])}"
+            )
+    out = random_shape(STATIC, operands, shape=shape, like_axes=like_axes)
+    return tensor(dtypes.element_type(dtype), out)
 
 
 def infer_uniform(state: Attribute, *like: Attribute, **attrs: Any) -> Attribute:
@@ -117,14 +116,16 @@ def infer_normal(state: Attribute, *like: Attribute, **attrs: Any) -> Attribute:
     return infer_random(state, *like, **attrs)
 
 
-def random_dims(
-    k: Kernel, ins: Sequence[Buf], result_type: Attribute, *, shape: Sequence[int], **attrs: Any
-) -> list[DimV]:
-    """Static dims from `shape`, the others from the like operand's buffer."""
-    return [
-        ins[1].dims[axis] if axis >= 0 else d
-        for d, axis in zip(shape, attrs["like_axes"], strict=True)
-    ]
+def random_shape(
+    a: DimArith,
+    dims: Sequence[Sequence[Dim]],
+    *,
+    shape: Sequence[int],
+    like_axes: Sequence[int],
+    **_: Any,
+) -> list[Dim]:
+    """`shape`, except dim i is the like operand's dim like_axes[i] where that is >= 0."""
+    return [dims[1][axis] if axis >= 0 else d for d, axis in zip(shape, like_axes, strict=True)]
 
 
 class _Sampler:
@@ -310,7 +311,7 @@ register(
         numpy=random_numpy.uniform,
         lower=_lower_uniform,
         grad=_no_dependence,
-        dims=random_dims,
+        shape=random_shape,
     )
 )
 register(
@@ -321,7 +322,7 @@ register(
         numpy=random_numpy.normal,
         lower=_lower_normal,
         grad=_no_dependence,
-        dims=random_dims,
+        shape=random_shape,
     )
 )
 

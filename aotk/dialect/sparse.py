@@ -23,9 +23,10 @@ from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
 from aotk import dtypes
-from aotk.dialect.base import AotkOp, Dim, dtype_of, elem_of, fmt_shape, shape_of, tensor
+from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.dialect.shape import FULL
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import compute_type, const
 
@@ -53,7 +54,7 @@ class SparseGatherOp(AotkOp):
     traits = traits_def(Pure())
 
 
-def _check_indices(indices: Attribute, rank: int) -> Dim:
+def _check_indices(indices: Attribute, rank: int) -> int | None:
     """The nnz of (nnz, rank) int64 indices."""
     idx = shape_of(indices)
     if dtype_of(indices) != "int64" or len(idx) != 2:
@@ -72,11 +73,22 @@ def _infer(indices: Attribute, values: Attribute, dense_like: Attribute, **_: An
     nnz = _check_indices(indices, len(like) - 1)
     if None not in (nnz, vals[0]) and nnz != vals[0]:
         raise ValueError(f"{nnz} indices but {vals[0]} values")
-    return tensor(elem_of(values), like[:-1])
+    return tensor(elem_of(values), sparse_to_dense_shape(STATIC, [shape_of(indices), vals, like]))
+
+
+def sparse_to_dense_shape(a: DimArith, dims: Sequence[Sequence[Dim]]) -> list[Dim]:
+    """dense_like's dims without its last (empty) axis."""
+    return list(dims[2][:-1])
 
 
 def _infer_gather(indices: Attribute, dense: Attribute, **_: Any) -> Attribute:
-    return tensor(elem_of(dense), [_check_indices(indices, len(shape_of(dense)))])
+    _check_indices(indices, len(shape_of(dense)))
+    return tensor(elem_of(dense), sparse_gather_shape(STATIC, [shape_of(indices), shape_of(dense)]))
+
+
+def sparse_gather_shape(a: DimArith, dims: Sequence[Sequence[Dim]]) -> list[Dim]:
+    """(nnz,): one element per row of the indices."""
+    return [dims[0][0]]
 
 
 def _inside(indices: np.ndarray, dims: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -104,10 +116,6 @@ def _np_gather(indices: np.ndarray, dense: np.ndarray, **_: Any) -> np.ndarray:
     out = np.zeros(len(idx), dense.dtype)
     out[inside] = dense[tuple(idx[inside].T)]
     return out
-
-
-def _dims(k: Kernel, ins: list[Buf], result_type: Attribute, **_: Any) -> list[DimV]:
-    return list(ins[2].dims[:-1])
 
 
 def _lower(k: Kernel, out: Buf, indices: Buf, values: Buf, dense_like: Buf, **_: Any) -> None:
@@ -200,7 +208,7 @@ register(
         numpy=_numpy,
         lower=_lower,
         grad=_grad,
-        dims=_dims,
+        shape=sparse_to_dense_shape,
     )
 )
 register(
@@ -211,7 +219,7 @@ register(
         numpy=_np_gather,
         lower=_lower_gather,
         grad=_grad_gather,
-        dims=lambda k, ins, t, **_: [ins[0].dims[0]],
+        shape=sparse_gather_shape,
     )
 )
 
