@@ -10,6 +10,7 @@ gradient.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Self
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -22,6 +23,8 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
@@ -35,6 +38,7 @@ from aotk.dialect.base import (
     types_compatible,
 )
 from aotk.dialect.elementwise import lower_scalar
+from aotk.dialect.region_syntax import parse_region_op, print_region_op
 from aotk.dialect.registry import REGISTRY, BodyLowering, Kind, OpDef, register
 from aotk.kernels import elementwise_nest
 from aotk.kernels.kernel import Buf, Kernel
@@ -47,6 +51,7 @@ class YieldOp(IRDLOperation):
     name = "aotk.yield"
     values = var_operand_def(TensorType)
     traits = traits_def(IsTerminator())
+    assembly_format = "($values^ `:` type($values))? attr-dict"
 
     def __init__(self, *values):
         super().__init__(operands=[list(values)])
@@ -62,6 +67,21 @@ class FusedOp(IRDLOperation):
     body = region_def("single_block")
     # Isolated: CSE must not replace a body's constant with an equal one from outside
     traits = traits_def(Pure(), IsolatedFromAbove())
+
+    def print(self, printer: Printer) -> None:
+        print_region_op(printer, self, [("", len(self.inputs))])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        operands, ftype, body, attrs, _ = parse_region_op(
+            parser, [""], lambda _, types: [tensor(elem_of(t), ()) for t in types]
+        )
+        return cls.create(
+            operands=operands,
+            result_types=list(ftype.outputs.data),
+            regions=[body],
+            attributes=attrs,
+        )
 
     def verify_(self) -> None:
         block = self.body.block

@@ -11,11 +11,12 @@ grow with T.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Self
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerAttr, TensorType
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import IntegerAttr, TensorType, i64
+from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -25,12 +26,15 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from aotk import dtypes
 from aotk.dialect.base import Shape, elem_of, fmt_shape, shape_of, tensor, types_compatible
 from aotk.dialect.fused import YieldOp
+from aotk.dialect.region_syntax import parse_region_op, print_region_op
 from aotk.dialect.registry import BodyLowering, Kind, OpDef, register
 from aotk.kernels.kernel import Buf
 
@@ -45,6 +49,22 @@ class ScanOp(IRDLOperation):
     n_seq = prop_def(IntegerAttr)
     body = region_def("single_block")
     traits = traits_def(Pure())
+
+    def print(self, printer: Printer) -> None:
+        print_region_op(printer, self, [("seqs", self.num_seq), ("carries", self.num_carries)])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        operands, ftype, body, attrs, sizes = parse_region_op(
+            parser, ["seqs", "carries"], _block_arg_types
+        )
+        return cls.create(
+            operands=operands,
+            result_types=list(ftype.outputs.data),
+            properties={"n_seq": IntegerAttr(sizes[0], i64)},
+            regions=[body],
+            attributes=attrs,
+        )
 
     @property
     def num_seq(self) -> int:
@@ -96,6 +116,12 @@ class ScanOp(IRDLOperation):
             want = tensor(elem_of(v.type), (shape_of(seqs[0].type)[0], *shape_of(v.type)))
             if not types_compatible(want, r.type):
                 raise VerifyException(f"aotk.scan: stacked output {r.type} should be {want}")
+
+
+def _block_arg_types(sizes: list[int], types: Sequence[Attribute]) -> list[Attribute]:
+    """One step of each sequence, then the carries."""
+    steps = [tensor(elem_of(t), shape_of(t)[1:]) for t in types[: sizes[0]]]
+    return [*steps, *types[sizes[0] :]]
 
 
 def result_types(

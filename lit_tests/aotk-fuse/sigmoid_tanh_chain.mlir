@@ -6,14 +6,13 @@
 // RUN: aotk-opt %s -p aotk-fuse,convert-aotk-to-loops | filecheck %s --check-prefix=LOOPS
 
 // FUSED-LABEL: func.func @fused_sigmoid_tanh_chain
-// FUSED-NEXT:    %y = "aotk.fused"(%x, %a, %b) ({
-// FUSED-NEXT:    ^bb0(%{{.*}}: tensor<f32>, %{{.*}}: tensor<f32>, %{{.*}}: tensor<f32>):
-// FUSED-NOT:       "aotk.fused"
+// FUSED-NEXT:    %y = aotk.fused(%{{.*}} = %x, %{{.*}} = %a, %{{.*}} = %b) : (tensor<4194304xf32>, tensor<4194304xf32>, tensor<4194304xf32>) -> tensor<4194304xf32> {
+// FUSED-NOT:       aotk.fused
 // FUSED-DAG:       "aotk.tanh"
 // FUSED-DAG:       "aotk.exp"
 // FUSED-DAG:       "aotk.div"
-// FUSED:           "aotk.yield"
-// FUSED-NEXT:    }) : (tensor<4194304xf32>, tensor<4194304xf32>, tensor<4194304xf32>) -> tensor<4194304xf32>
+// FUSED:           aotk.yield %{{.*}} : tensor<f32>
+// FUSED-NEXT:    }
 // FUSED-NEXT:    func.return %y : tensor<4194304xf32>
 
 // filecheck 1.0.6 checks a CHECK-NOT up to the end of the next match, so each NOT

@@ -9,7 +9,7 @@
 // PRINT:       IR after aotk-fuse:
 // PRINT-NEXT:  builtin.module {
 // PRINT-NEXT:    func.func @neg_exp
-// PRINT-NEXT:      %y = "aotk.fused"(%x)
+// PRINT-NEXT:      %y = aotk.fused(%{{.*}} = %x)
 
 // TARGET:      error: -t llvm-opt: 'func.func' is not in the llvm dialect; lower it first (e.g. --aotk-stage=llvm)
 func.func @neg_exp(%x: tensor<4xf32>) -> tensor<4xf32> {

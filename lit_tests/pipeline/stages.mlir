@@ -5,11 +5,11 @@
 
 // Stage graph: x * 1 is gone, add and tanh are one kernel, the reduction stays.
 // GRAPH-LABEL: func.func @reduce_sum_of_tanh(
-// GRAPH-NEXT:    %t = "aotk.fused"(%x, %b) ({
+// GRAPH-NEXT:    %t = aotk.fused(%{{.*}} = %x, %{{.*}} = %b) : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32> {
 // GRAPH:           "aotk.add"
 // GRAPH-NEXT:      "aotk.tanh"
-// GRAPH-NEXT:      "aotk.yield"
-// GRAPH-NEXT:    }) : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+// GRAPH-NEXT:      aotk.yield %{{.*}} : tensor<f32>
+// GRAPH-NEXT:    }
 // GRAPH-NEXT:    %y = "aotk.reduce_sum"(%t) <{axes = array<i64: 1>, keepdims = false}>
 // GRAPH-NEXT:    func.return %y : tensor<?xf32>
 
