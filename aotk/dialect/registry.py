@@ -57,8 +57,6 @@ class OpDef:
         LowerRule | None
     )  # None only for VIEW ops; ELEMENTWISE: scalar body; else (kernel, out, *ins, **attrs) -> None
     grad: GradRule | None = None  # (g, y, *xs, **attrs) -> one cotangent or None per input
-    # (kernel, ins, result_type, **attrs) -> result dims; being replaced by `shape`
-    dims: Callable[..., Any] | None = None
     # (arith, operand dims, **attrs) -> result dims, on `kernels.dim_arith.DimArith`: the
     # op's one shape rule. `infer` runs it on STATIC dims; the lowering on a Kernel's.
     shape: ShapeRule | None = None

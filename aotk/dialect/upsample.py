@@ -23,6 +23,7 @@ from xdsl.traits import Pure
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import compute_type, const
 
@@ -60,21 +61,32 @@ def infer_upsample(x: Attribute, *, axis: int, factor: int, **_: Any) -> Attribu
         raise ValueError(f"axis {axis} is out of range for {fmt_shape(shape)}")
     if factor < 1:
         raise ValueError(f"factor must be >= 1, got {factor}")
-    out = list(shape)
-    d = shape[axis]
-    out[axis] = None if d is None else d * factor
-    return tensor(elem_of(x), out)
+    return tensor(elem_of(x), upsample_shape(STATIC, [shape], axis=axis, factor=factor))
 
 
 def infer_upsample_grad(g: Attribute, *, axis: int, factor: int, **_: Any) -> Attribute:
     shape = shape_of(g)
     infer_upsample(g, axis=axis, factor=factor)
-    out = list(shape)
     d = shape[axis]
     if d is not None and d % factor:
         raise ValueError(f"axis {axis} of g {fmt_shape(shape)} is not a multiple of {factor}")
-    out[axis] = None if d is None else d // factor
-    return tensor(elem_of(g), out)
+    return tensor(elem_of(g), upsample_grad_shape(STATIC, [shape], axis=axis, factor=factor))
+
+
+def upsample_shape(
+    a: DimArith, dims: Sequence[Sequence[Dim]], *, axis: int, factor: int
+) -> list[Dim]:
+    out = list(dims[0])
+    out[axis] = a.mul(out[axis], factor)
+    return out
+
+
+def upsample_grad_shape(
+    a: DimArith, dims: Sequence[Sequence[Dim]], *, axis: int, factor: int
+) -> list[Dim]:
+    out = list(dims[0])
+    out[axis] = a.div(out[axis], factor)
+    return out
 
 
 def _weight(k: Kernel, rem: DimV, factor: int, ct: AnyFloat) -> SSAValue:
@@ -155,20 +167,6 @@ def _np_upsample_grad(g: np.ndarray, *, axis: int, factor: int) -> np.ndarray:
     return np.moveaxis(out, -1, axis).astype(g.dtype)
 
 
-def _dims(k: Kernel, ins: Sequence[Buf], t: Attribute, *, axis: int, factor: int) -> list[DimV]:
-    dims = list(ins[0].dims)
-    dims[axis] = k.mul(dims[axis], factor)
-    return dims
-
-
-def _grad_dims(
-    k: Kernel, ins: Sequence[Buf], t: Attribute, *, axis: int, factor: int
-) -> list[DimV]:
-    dims = list(ins[0].dims)
-    dims[axis] = k.div(dims[axis], factor)
-    return dims
-
-
 def _grad(g: Any, y: Any, x: Any, *, axis: int, factor: int) -> tuple[Any, ...]:
     from aotk.dialect.gradlib import emit
 
@@ -189,7 +187,7 @@ register(
         infer=infer_upsample,
         numpy=_np_upsample,
         lower=_lower,
-        dims=_dims,
+        shape=upsample_shape,
         grad=_grad,
     )
 )
@@ -200,7 +198,7 @@ register(
         infer=infer_upsample_grad,
         numpy=_np_upsample_grad,
         lower=_lower_grad,
-        dims=_grad_dims,
+        shape=upsample_grad_shape,
         grad=_grad_of_grad,
     )
 )

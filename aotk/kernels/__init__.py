@@ -1,7 +1,8 @@
 """Kernel emitters and micro-kernels.
 
 Emitters build loop nests on the `Kernel` builder (`kernel.py`) for the ops' lowering
-rules: matmul, conv, vector math, philox, ctc, slicing, elementwise nests.
+rules: matmul, conv and its window geometry, vector math, philox, ctc, elementwise nests.
+`dim_arith.py` is the interface shape rules compute dims on, at trace time or in a kernel.
 
 Micro-kernels are hot inner routines built once per target and called by generated code.
 

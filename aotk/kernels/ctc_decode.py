@@ -54,12 +54,6 @@ def static_state_size(dims: Sequence[int], greedy: bool, beam_width: int, top_pa
     return state_size(operator.add, operator.mul, dims, greedy, beam_width, top_paths)
 
 
-def state_dims(
-    k: Kernel, dims: Sequence[DimV], greedy: bool, beam_width: int, top_paths: int
-) -> DimV:
-    return state_size(k.add, k.mul, dims, greedy, beam_width, top_paths)
-
-
 def lower_greedy(k: Kernel, state: Buf, x: Buf, il: Buf) -> None:
     """Best path: the first most likely class per frame; repeats merged, blanks dropped."""
     batch, n_time, classes = x.dims

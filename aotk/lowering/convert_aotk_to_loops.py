@@ -109,11 +109,8 @@ class _Lowerer:
         opdef = lookup(op)
         if opdef.kind is Kind.ELEMENTWISE:
             return elementwise_nest.broadcast_dims(self.k, static, ins)
-        if opdef.shape is not None:
-            computed = opdef.shape(self.k, [b.dims for b in ins], **op.attrs())
-        else:
-            assert opdef.dims is not None, f"{op.name} has a dynamic result but no shape rule"
-            computed = opdef.dims(self.k, ins, t, **op.attrs())
+        assert opdef.shape is not None, f"{op.name} has a dynamic result but no shape rule"
+        computed = opdef.shape(self.k, [b.dims for b in ins], **op.attrs())
         return [s if s is not None else d for s, d in zip(static, computed, strict=True)]
 
     def scratch(self, op: Any, ins: list[Buf]) -> dict[str, Buf]:

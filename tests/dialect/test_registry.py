@@ -63,9 +63,8 @@ def test_non_elementwise_op_with_a_dynamic_result_has_a_shape_rule(op):
     opdef = REGISTRY[op]
     if opdef.kind is Kind.ELEMENTWISE or not _result_can_be_dynamic(op):
         return
-    rule = opdef.shape or opdef.dims
-    assert callable(rule), f"{op.name}: a dynamic result needs a shape rule"
-    params = list(inspect.signature(rule).parameters.values())
+    assert callable(opdef.shape), f"{op.name}: a dynamic result needs a shape rule"
+    params = list(inspect.signature(opdef.shape).parameters.values())
     assert len(params) >= 2, f"{op.name}: shape(arith, operand dims, **attrs)"
 
 
