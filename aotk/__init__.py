@@ -22,14 +22,17 @@ def load(path: Any, **options: Any) -> Any:
 
 
 def set_num_threads(n: int) -> None:
-    """Run compiled kernels on n threads (n <= 0: one per core; see `aotk.native_runtime`)."""
-    from aotk import native_runtime
+    """Run compiled kernels on n threads (n <= 0: one per core).
+
+    See `aotk.codegen.native_runtime`.
+    """
+    from aotk.codegen import native_runtime
 
     native_runtime.set_threads(n)
 
 
 def get_num_threads() -> int:
     """Threads compiled kernels run on."""
-    from aotk import native_runtime
+    from aotk.codegen import native_runtime
 
     return native_runtime.threads()

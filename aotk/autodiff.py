@@ -11,13 +11,14 @@ from typing import Any
 
 from xdsl.ir import Operation, SSAValue
 
-from aotk import dtypes, trace
+from aotk import dtypes
 from aotk.dialect import elementwise as ew
 from aotk.dialect import gradlib as lib
 from aotk.dialect import reduce as rd
+from aotk.dialect import trace
 from aotk.dialect.base import AotkOp
 from aotk.dialect.registry import Kind, lookup
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 WHERE = "K.gradients"
 

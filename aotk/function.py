@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
 
-from aotk import dtypes, runtime, timing, trace
+from aotk import dtypes, runtime, timing
 from aotk.call_check import ShapeChecker, coerce_input
-from aotk.dialect import metadata
+from aotk.dialect import metadata, trace
 from aotk.dialect.base import elem_of, shape_of
 
 if TYPE_CHECKING:
@@ -38,8 +39,8 @@ def compile_traced(module: ModuleOp) -> jit.CompiledModule:
     """Compile a traced module (stage 0) to native code, through both caches."""
     global COMPILE_COUNT, DISK_HITS
     # imported here: `import aotk.backend` does not need LLVM until the first compile
-    from aotk import compile_cache
-    from aotk.codegen import jit, llvm_ir
+    from aotk import compile_cache, micro_kernels
+    from aotk.codegen import llvm_ir
 
     key = (_structure(module), llvm_ir.host_cpu(), llvm_ir.host_features())
     if key not in _CACHE:
@@ -51,7 +52,7 @@ def compile_traced(module: ModuleOp) -> jit.CompiledModule:
             code, compiled = lower_to_native(module), True
         COMPILE_COUNT += compiled
         DISK_HITS += not compiled
-        _CACHE[key] = jit.load(code)
+        _CACHE[key] = micro_kernels.load(code)
     return _CACHE[key]
 
 
@@ -162,7 +163,23 @@ class Function:
         """Pickle as native code plus the current values of the captured arrays."""
         from aotk import shipping
 
-        return shipping.reduce_function(self)
+        if any(self._feeds):
+            raise TypeError(f"{self.where}: a function with sparse inputs cannot be pickled")
+        meta = {
+            "ir": str(self.module),
+            "where": self.where,
+            "name": self.name,
+            "names": self._inputs.names,
+            "n_outputs": self._n_outputs,
+            "single": self._single,
+            "implicit_phase": self._implicit_phase,
+            "updated": [_index_of(self.captures, v) for v in self._updated],
+            "captures": [
+                (_name(c), bool(getattr(c, "kernel_updated", False))) for c in self.captures
+            ],
+        }
+        blob = shipping.pack(self._compiled.code, meta)
+        return (restore_function, (blob, [np.array(c.storage) for c in self.captures]))
 
     def _mark_updates(self, n_inputs: int) -> None:
         """Tell the lowering which outputs are variables, written after everything else."""
@@ -288,3 +305,43 @@ def _check_tensors(inputs: Sequence[Any], outputs: Sequence[Any], where: str) ->
     for i, y in enumerate(outputs):
         if not isinstance(y, trace.KTensor):
             raise TypeError(f"{where}: outputs[{i}] must be a tensor, got {y!r}")
+
+
+@dataclass
+class Capture:
+    """A captured array of an unpickled or loaded function (variable, constant or state)."""
+
+    name: str
+    storage: np.ndarray
+    kernel_updated: bool = False
+
+
+def restore_function(blob: bytes, arrays: list[np.ndarray]) -> Function:
+    """Rebuild a pickled function: link its object code, parse its IR; compile nothing."""
+    from aotk import shipping
+    from aotk.context import make_context
+
+    compiled, meta = shipping.unpack(blob)
+    fn = Function.__new__(Function)
+    fn.where, fn.name = meta["where"], meta.get("name", "main")
+    fn._single, fn._feeds = meta["single"], []
+    fn._implicit_phase, fn._n_outputs = meta["implicit_phase"], meta["n_outputs"]
+    fn.module = Parser(make_context(), meta["ir"]).parse_module()
+    fn.captures = [
+        Capture(name, runtime.aligned_copy(a), updated)
+        for (name, updated), a in zip(meta["captures"], arrays, strict=True)
+    ]
+    fn._updated = [fn.captures[i] for i in meta["updated"]]
+    fn._setup(meta["names"], compiled)
+    return fn
+
+
+def _index_of(captures: list[Any], var: Any) -> int:
+    for i, c in enumerate(captures):
+        if c is var:
+            return i
+    raise ValueError(f"variable '{_name(var)}' is updated but not captured")
+
+
+def _name(capture: Any) -> str:
+    return str(getattr(capture, "name", None) or "capture")

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm_binding
 from xdsl.dialects.builtin import ModuleOp
 
-from aotk import native_runtime, timing
-from aotk.codegen import jit, llvm_ir
+from aotk import timing
+from aotk.codegen import jit, llvm_ir, native_runtime
 from aotk.kernels import library
 
 
@@ -59,6 +59,12 @@ def cached(name: str, cpu: str | None = None, features: str | None = None) -> ji
     )
     BUILT += compiled
     return code
+
+
+def load(code: jit.NativeCode) -> jit.CompiledModule:
+    """Link a model's object code into the process, after the micro-kernels it calls."""
+    ensure_called_loaded(code.objects)
+    return jit.load(code)
 
 
 def ensure_called_loaded(objects: Iterable[bytes]) -> None:

@@ -20,7 +20,8 @@ import pytest
 # tests/keras runs real Keras on aotk; Keras reads this when a test module imports it
 os.environ["KERAS_BACKEND"] = "aotk.backend"
 
-from aotk import interp, trace
+from aotk import interp
+from aotk.dialect import trace
 from aotk.function import Function
 
 FLOATS = ("float16", "float32", "float64")

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from aotk import backend as K
-from aotk import interp, trace
+from aotk import interp
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
-from aotk.dialect import linalg
+from aotk.dialect import linalg, trace
 from aotk.dialect import reduce as rd
 from aotk.dialect import shape as sh
 from aotk.dialect import unary as un

@@ -9,8 +9,8 @@ import pytest
 from test_autodiff import check_gradients
 
 from aotk import backend as K
-from aotk import trace
 from aotk.backend.sparse import KSparseTensor
+from aotk.dialect import trace
 from aotk.dialect.gather import GatherOp
 from aotk.dialect.gather_grad import GatherGradOp
 from aotk.dialect.sparse import SparseGatherOp

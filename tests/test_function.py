@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from conftest import emit, placeholder
 
-from aotk import function, trace
+from aotk import function
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
-from aotk.dialect import linalg, reduce
+from aotk.dialect import linalg, reduce, trace
 from aotk.dialect import unary as un
 from aotk.function import Function
 

@@ -15,11 +15,11 @@ from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import FloatAttr, ModuleOp, f32
 from xdsl.ir import Block, Region
 
-from aotk import dtypes, interp, trace
+from aotk import dtypes, interp
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
-from aotk.dialect import linalg, reduce, shape, shape_query
+from aotk.dialect import linalg, reduce, shape, shape_query, trace
 from aotk.dialect import unary as un
 from aotk.dialect.base import tensor
 from aotk.dialect.fused import FusedOp, YieldOp

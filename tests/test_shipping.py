@@ -122,8 +122,8 @@ def test_pickled_function_runs_in_a_spawned_worker_without_compiling(rng, monkey
 
 
 def _blob_and_arrays(f: F.Function) -> tuple[bytes, list[np.ndarray]]:
-    restore, (blob, arrays) = shipping.reduce_function(f)
-    assert restore is shipping.restore_function
+    restore, (blob, arrays) = f.__reduce__()
+    assert restore is F.restore_function
     return blob, arrays
 
 
@@ -134,7 +134,7 @@ class _Forged:
         self.blob, self.arrays = blob, arrays
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (shipping.restore_function, (self.blob, self.arrays))
+        return (F.restore_function, (self.blob, self.arrays))
 
 
 def _with_meta(f: F.Function, **changes: Any) -> bytes:

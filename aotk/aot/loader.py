@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 import aotk
-from aotk import runtime, trace
+from aotk import runtime
 from aotk.call_check import coerce_input
+from aotk.dialect import trace
 
 DTYPE_CODES = {
     "bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint8": 5, "float16": 6,

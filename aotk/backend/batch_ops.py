@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aotk import dtypes, trace
+from aotk import dtypes
 from aotk.backend.math_ops import (
     abs,
     equal,
@@ -23,7 +23,8 @@ from aotk.backend.tensors import as_tensor, cast, scalar
 from aotk.dialect import batch_matmul as bm
 from aotk.dialect import gather as dg
 from aotk.dialect import shape_query as sq
-from aotk.trace import KTensor
+from aotk.dialect import trace
+from aotk.dialect.trace import KTensor
 
 
 def _batch_axes(axes: Any, x_rank: int, y_rank: int) -> tuple[int, int]:

@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from aotk import trace
 from aotk.backend.shape_ops import permute_dimensions
 from aotk.backend.tensors import as_tensor
+from aotk.dialect import trace
 from aotk.dialect.conv import ConvOp
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 PADDINGS = ("valid", "same")
 

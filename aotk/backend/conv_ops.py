@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from aotk import trace
 from aotk.backend import conv_common as cc
 from aotk.backend.config import check_data_format, image_data_format
 from aotk.backend.local_conv_ops import local_conv1d, local_conv2d
@@ -19,9 +18,10 @@ from aotk.backend.pool_ops import pool2d, pool3d
 from aotk.backend.shape_ops import permute_dimensions, reshape
 from aotk.backend.static_eval import static_int, static_ints
 from aotk.dialect import shape as sh
+from aotk.dialect import trace
+from aotk.dialect.trace import KTensor
 from aotk.kernels.dim_arith import STATIC
 from aotk.kernels.window import same_pads
-from aotk.trace import KTensor
 
 
 def _conv(

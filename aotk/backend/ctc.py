@@ -17,19 +17,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from aotk import dtypes, trace
+from aotk import dtypes
 from aotk.backend.config import epsilon
 from aotk.backend.sparse import KSparseTensor
 from aotk.backend.tensors import as_tensor, cast, scalar
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
-from aotk.dialect import ctc
+from aotk.dialect import ctc, trace
 from aotk.dialect import elementwise as ew
 from aotk.dialect import reduce as rd
 from aotk.dialect import shape as sh
 from aotk.dialect import unary as un
 from aotk.dialect.along_axis import CumSumOp
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 
 def _tensor(x: Any, name: str, where: str) -> KTensor:

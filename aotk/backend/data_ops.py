@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from aotk import dtypes, trace
+from aotk import dtypes
 from aotk.backend.batch_ops import batch_dot, in_top_k
 from aotk.backend.config import check_data_format, floatx
 from aotk.backend.math_ops import equal
@@ -22,9 +22,10 @@ from aotk.backend.tensors import as_tensor, cast
 from aotk.dialect import data as dd
 from aotk.dialect import gather as dg
 from aotk.dialect import shape as sh
+from aotk.dialect import trace
 from aotk.dialect import upsample as up
 from aotk.dialect.base import normalize_axis
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 
 def _int_arg(value: Any, where: str, name: str, minimum: int = 0) -> int:

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from aotk import function as _function
-from aotk import trace
 from aotk.backend.session import reset_uids
 from aotk.backend.training import KUpdate, make_update
+from aotk.dialect import trace
 
 
 def function(

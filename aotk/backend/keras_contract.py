@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from aotk import trace
 from aotk.backend.math_ops import prod
 from aotk.backend.sparse import KSparseTensor
 from aotk.backend.tensors import KVariable, as_tensor, cast
 from aotk.dialect import shape_query as sq
-from aotk.trace import KTensor
+from aotk.dialect import trace
+from aotk.dialect.trace import KTensor
 
 F = TypeVar("F", bound=Callable[..., Any])
 

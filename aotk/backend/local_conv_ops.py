@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from aotk import trace
 from aotk.backend import conv_common as cc
 from aotk.backend.config import check_data_format
 from aotk.backend.shape_ops import concatenate, permute_dimensions, reshape
 from aotk.backend.tensors import as_tensor
 from aotk.dialect import shape as sh
-from aotk.trace import KTensor
+from aotk.dialect import trace
+from aotk.dialect.trace import KTensor
 
 
 def _check_shapes(

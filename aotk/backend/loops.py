@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from aotk import trace
 from aotk.backend.math_ops import where
 from aotk.backend.shape_ops import permute_dimensions, reshape
 from aotk.backend.tensors import as_tensor, cast, zeros_like
+from aotk.dialect import trace
 from aotk.dialect.base import tensor
 from aotk.dialect.fused import YieldOp
 from aotk.dialect.scan import ScanOp, result_types
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 
 def scan(

@@ -12,16 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from aotk import dtypes, trace
+from aotk import dtypes
 from aotk.backend.config import floatx
 from aotk.backend.tensors import as_tensor, cast, scalar
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
 from aotk.dialect import reduce as rd
 from aotk.dialect import shape_query as sq
+from aotk.dialect import trace
 from aotk.dialect import unary as un
 from aotk.dialect.base import AotkOp
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 Axis = int | Sequence[int] | None
 

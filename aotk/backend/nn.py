@@ -14,16 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from aotk import dtypes, trace
+from aotk import dtypes
 from aotk.backend import math_ops as m
 from aotk.backend.config import epsilon as _epsilon
 from aotk.backend.config import floatx
 from aotk.backend.shape_ops import reshape
 from aotk.backend.tensors import as_tensor, cast, scalar
 from aotk.dialect import reduce as rd
+from aotk.dialect import trace
 from aotk.dialect import unary as un
 from aotk.dialect.base import Shape, broadcast_shapes, fmt_shape, normalize_axis
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 
 def _floating(x: Any, where: str) -> KTensor:

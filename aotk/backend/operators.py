@@ -6,7 +6,7 @@ from typing import Any
 
 from aotk.backend import math_ops as m
 from aotk.backend import shape_ops as s
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 
 def _reflected(fn: Any) -> Any:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from aotk import trace
 from aotk.backend.math_ops import switch
-from aotk.trace import KTensor
+from aotk.dialect import trace
+from aotk.dialect.trace import KTensor
 
 
 def learning_phase() -> KTensor | int:

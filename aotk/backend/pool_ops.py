@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aotk import trace
 from aotk.backend import conv_common as cc
 from aotk.backend.config import check_data_format
+from aotk.dialect import trace
 from aotk.dialect.pool import PoolMode, PoolOp
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 
 def _pool(x: Any, pool_size: Any, args: tuple[Any, ...], rank: int, where: str) -> KTensor:

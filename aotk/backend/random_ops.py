@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from aotk import dtypes, runtime, trace
+from aotk import dtypes, runtime
 from aotk.backend.config import resolve_dtype
 from aotk.backend.tensors import KVariable, as_tensor, scalar, variable
 from aotk.backend.tensors import eval as _eval
@@ -33,9 +33,10 @@ from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
 from aotk.dialect import shape as sh
 from aotk.dialect import shape_query as sq
+from aotk.dialect import trace
 from aotk.dialect.base import shape_of
 from aotk.dialect.random import RandomNormalOp, RandomUniformOp
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 _FLOATS = ("float16", "float32", "float64")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aotk import dtypes, trace
+from aotk import dtypes
 from aotk.backend.config import floatx
 from aotk.backend.math_ops import (
     abs,
@@ -30,10 +30,10 @@ from aotk.backend.math_ops import (
 )
 from aotk.backend.shape_ops import reshape
 from aotk.backend.tensors import as_tensor, cast, scalar
-from aotk.dialect import along_axis
+from aotk.dialect import along_axis, trace
 from aotk.dialect import reduce as rd
 from aotk.dialect.base import AotkOp, normalize_axis
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 Axis = int | Sequence[int] | None
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from aotk import trace
 from aotk.backend.sparse import KSparseTensor, densify
 from aotk.backend.tensors import as_tensor
 from aotk.dialect import elementwise as ew
+from aotk.dialect import trace
 from aotk.dialect.debug import PrintTensorOp
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 # per graph, as Keras keeps them per TF graph: K.clear_session starts every prefix again
 _UIDS: weakref.WeakKeyDictionary[trace.Graph, defaultdict[str, int]] = weakref.WeakKeyDictionary()

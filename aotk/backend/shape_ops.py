@@ -6,16 +6,15 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from aotk import trace
 from aotk.backend.config import check_data_format
 from aotk.backend.math_ops import add
 from aotk.backend.sparse import KSparseTensor, concatenate_sparse, densify
 from aotk.backend.static_eval import dim_of, static_int, static_ints
 from aotk.backend.tensors import as_tensor
-from aotk.dialect import data, gather, linalg
+from aotk.dialect import data, gather, linalg, trace
 from aotk.dialect import shape as sh
 from aotk.dialect.base import normalize_axis
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 
 def _axis(axis: int, rank: int, where: str) -> int:

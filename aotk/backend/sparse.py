@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from aotk import runtime, trace
+from aotk import runtime
+from aotk.dialect import trace
 from aotk.dialect.base import fmt_shape
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 
 @dataclass(frozen=True)

@@ -16,15 +16,15 @@ from typing import Any
 import numpy as np
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from aotk import trace
 from aotk.dialect import data as dg
 from aotk.dialect import elementwise as ew
 from aotk.dialect import gather as ga
 from aotk.dialect import shape as sh
 from aotk.dialect import shape_query as sq
+from aotk.dialect import trace
 from aotk.dialect.base import AotkOp, shape_of
 from aotk.dialect.registry import Kind, lookup
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 MAX_ELEMENTS = 4096  # larger values are never folded: tracing must stay cheap
 Folded = tuple[np.ndarray, np.ndarray] | None  # (values, known mask), or nothing known

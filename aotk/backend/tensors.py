@@ -8,12 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from aotk import dtypes, runtime, trace
+from aotk import dtypes, runtime
 from aotk.backend.config import floatx, resolve_dtype
 from aotk.backend.sparse import KSparseTensor, densify, sparse_placeholder
 from aotk.dialect import elementwise as ew
 from aotk.dialect import shape_query as sq
-from aotk.trace import KTensor
+from aotk.dialect import trace
+from aotk.dialect.trace import KTensor
 
 
 class KVariable(KTensor):

@@ -9,7 +9,7 @@ from aotk import autodiff
 from aotk.backend.math_ops import add, multiply, subtract
 from aotk.backend.tensors import KVariable, as_tensor
 from aotk.dialect.base import fmt_shape
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 
 @dataclass(frozen=True)

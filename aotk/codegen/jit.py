@@ -17,8 +17,8 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Attribute
 
-from aotk import native_runtime, timing
-from aotk.codegen import jit_print, llvm_ir, llvm_split
+from aotk import timing
+from aotk.codegen import jit_print, llvm_ir, llvm_split, native_runtime
 
 _ARG_CTYPES: dict[str, Any] = {"p": ctypes.c_void_p, "i": ctypes.c_int64}
 _RESULT_CTYPES: dict[str, Any] = {**_ARG_CTYPES, "v": None}
@@ -114,12 +114,12 @@ def generate_from_ir(
 
 
 def load(code: NativeCode) -> CompiledModule:
-    """Link object code made for this host into the process; return callables by name."""
-    from aotk import micro_kernels  # lazily: it builds on this module
+    """Link object code made for this host into the process; return callables by name.
 
+    The micro-kernels it calls must be linked first (`aotk.micro_kernels.load` does both).
+    """
     native_runtime.ensure_loaded()  # kernels call aotk_parallel_for
     jit_print.register()  # and aotk.print_tensor's calls
-    micro_kernels.ensure_called_loaded(code.objects)
     engine = llvm_binding.create_mcjit_compiler(
         llvm_binding.parse_assembly(""), llvm_ir.target_machine()
     )

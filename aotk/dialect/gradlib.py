@@ -1,8 +1,8 @@
 """Trace-level helpers that gradient rules build the backward graph with.
 
 Rules receive and return `KTensor`s; everything here emits ordinary aotk primitives, so
-the backward graph is fused, lowered and checked like any other. Imported lazily by the
-rules (the dialect modules must not import the tracer at import time).
+the backward graph is fused, lowered and checked like any other. The op modules import it
+inside their rules: it imports them.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from typing import Any
 
 from xdsl.ir import SSAValue
 
-from aotk import dtypes, trace
+from aotk import dtypes
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
-from aotk.dialect import linalg
+from aotk.dialect import linalg, trace
 from aotk.dialect import reduce as rd
 from aotk.dialect import shape as sh
 from aotk.dialect import unary as un
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 WHERE = "K.gradients"
 

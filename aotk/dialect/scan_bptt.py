@@ -14,12 +14,13 @@ from collections.abc import Callable
 from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import Operation, Region, SSAValue
 
-from aotk import dtypes, trace
+from aotk import dtypes
 from aotk.dialect import gradlib as lib
+from aotk.dialect import trace
 from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.fused import YieldOp
 from aotk.dialect.scan import ScanOp, result_types
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 
 Backprop = Callable[[list[Operation], dict[SSAValue, KTensor]], dict[SSAValue, KTensor]]
 

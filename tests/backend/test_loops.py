@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from aotk import backend as K
-from aotk import function, interp, trace
+from aotk import function, interp
+from aotk.dialect import trace
 from aotk.dialect.scan import ScanOp
 
 RNG = np.random.default_rng(0)

@@ -28,9 +28,8 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
 from aotk import backend as K
-from aotk import trace
 from aotk.context import make_context
-from aotk.dialect import REGISTRY, ctc, ctc_grad
+from aotk.dialect import REGISTRY, ctc, ctc_grad, trace
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import unary as un
 from aotk.dialect.conv import ConvOp
@@ -42,7 +41,7 @@ from aotk.dialect.pool_grad import PoolGradOp
 from aotk.dialect.random import RandomNormalOp, RandomUniformOp
 from aotk.dialect.scan import ScanOp
 from aotk.dialect.sparse import SparseToDenseOp
-from aotk.trace import KTensor
+from aotk.dialect.trace import KTensor
 from aotk.transforms.fuse import AotkFusePass
 
 Traced = tuple[list[KTensor], list[KTensor]]  # a graph's inputs and outputs

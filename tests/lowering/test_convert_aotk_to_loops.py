@@ -13,12 +13,11 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_i
 from xdsl.interpreters import register_implementations
 from xdsl.utils.exceptions import DiagnosticException
 
-from aotk import trace
 from aotk.context import make_context
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
-from aotk.dialect import linalg, metadata, reduce, shape, shape_query
+from aotk.dialect import linalg, metadata, reduce, shape, shape_query, trace
 from aotk.dialect import unary as un
 from aotk.lowering import pipeline
 from aotk.transforms.check_stage import AotkCheckStagePass

@@ -1,5 +1,5 @@
 """The C thread pool (runtime/aotk_pool.c): its C test program, plainly, under sanitizers
-and under valgrind; and `aotk.native_runtime`, which builds and loads it for the JIT."""
+and under valgrind; and `aotk.codegen.native_runtime`, which builds and loads it for the JIT."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import aotk
-from aotk import native_runtime
+from aotk.codegen import native_runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "runtime"
@@ -108,7 +108,7 @@ def test_build_is_cached_by_sources_and_compiler(
 
 def test_concurrent_builds_agree(cc: str, tmp_path: Path) -> None:
     """Processes building into one empty cache at once all get the same complete file."""
-    script = "from aotk import native_runtime as n; print(n.build(n.compiler()))"
+    script = "from aotk.codegen import native_runtime as n; print(n.build(n.compiler()))"
     env = {**os.environ, "AOTK_CACHE_DIR": str(tmp_path), "CC": cc}
     procs = [
         subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)

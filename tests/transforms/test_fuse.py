@@ -10,12 +10,12 @@ from conftest import assert_close, emit, placeholder
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-from aotk import interp, trace
+from aotk import interp
 from aotk.context import make_context
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
-from aotk.dialect import reduce
+from aotk.dialect import reduce, trace
 from aotk.dialect import unary as un
 from aotk.dialect.fused import FusedOp
 from aotk.lowering import pipeline

@@ -12,11 +12,11 @@ from test_fuse import top_ops
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-from aotk import interp, trace
+from aotk import interp
 from aotk.context import make_context
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import elementwise as ew
-from aotk.dialect import shape
+from aotk.dialect import shape, trace
 from aotk.dialect import unary as un
 from aotk.transforms.simplify import AotkSimplifyPass
 
