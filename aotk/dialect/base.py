@@ -15,6 +15,9 @@ from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
     FileLineColLoc,
+    Float16Type,
+    Float32Type,
+    Float64Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -114,6 +117,11 @@ def normalize_axis(axis: int, rank: int, where: str = "axis") -> int:
     return axis % rank if rank else 0
 
 
+# The property type of an op's `dtype`: an element type (`dtype = f32`), which rules see
+# as its Keras name ("float32").
+ElementTypeAttr = Float16Type | Float32Type | Float64Type | IntegerType
+
+
 def encode_attr(value: Any) -> Attribute:
     """Python value -> IR property."""
     if isinstance(value, bool):
@@ -145,7 +153,15 @@ def decode_attr(attr: Attribute) -> Any:
         return tuple(int(v) for v in attr.get_values())
     if isinstance(attr, EnumAttribute):
         return attr.data  # a StrEnum member, which compares equal to its string
+    if isinstance(attr, Float16Type | Float32Type | Float64Type | IntegerType):
+        return dtypes.name_of(attr)
     return attr
+
+
+def _encode_prop(name: str, value: Any) -> Attribute:
+    if name == "dtype" and isinstance(value, str):  # see ElementTypeAttr
+        return dtypes.element_type(value)
+    return encode_attr(value)
 
 
 @cache
@@ -175,7 +191,7 @@ class AotkOp(IRDLOperation):
     def make(cls, operands: Sequence[SSAValue], result_type: Attribute, **attrs: Any) -> Self:
         enums = _enum_props(cls)
         props = {
-            k: enums[k](v) if k in enums else encode_attr(v)
+            k: enums[k](v) if k in enums else _encode_prop(k, v)
             for k, v in cls.typed_attrs(attrs).items()
             if v is not None
         }

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.builder import Builder
-from xdsl.dialects.builtin import FloatAttr, IntegerType, StringAttr, TensorType
+from xdsl.dialects.builtin import FloatAttr, IntegerType, TensorType
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -26,7 +26,15 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 
 from aotk import dtypes
-from aotk.dialect.base import AotkOp, broadcast_shapes, dtype_of, elem_of, shape_of, tensor
+from aotk.dialect.base import (
+    AotkOp,
+    ElementTypeAttr,
+    broadcast_shapes,
+    dtype_of,
+    elem_of,
+    shape_of,
+    tensor,
+)
 from aotk.dialect.registry import (
     GradRule,
     InferRule,
@@ -121,7 +129,7 @@ class CastOp(AotkOp):
     name = "aotk.cast"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    dtype = prop_def(StringAttr)
+    dtype = prop_def(ElementTypeAttr)
     traits = traits_def(Pure())
 
 
@@ -133,7 +141,7 @@ class FillLikeOp(AotkOp):
     x = operand_def(TensorType)
     result = result_def(TensorType)
     value = prop_def(FloatAttr)
-    dtype = prop_def(StringAttr)
+    dtype = prop_def(ElementTypeAttr)
     traits = traits_def(Pure())
 
 
@@ -144,7 +152,7 @@ class ConstantOp(AotkOp):
     name = "aotk.constant"
     result = result_def(TensorType)
     value = prop_def(FloatAttr)
-    dtype = prop_def(StringAttr)
+    dtype = prop_def(ElementTypeAttr)
     traits = traits_def(Pure())
 
 

@@ -16,7 +16,6 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
-    StringAttr,
     TensorType,
     f64,
 )
@@ -25,7 +24,15 @@ from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, tra
 from xdsl.traits import Pure
 
 from aotk import dtypes
-from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
+from aotk.dialect.base import (
+    AotkOp,
+    ElementTypeAttr,
+    dtype_of,
+    elem_of,
+    fmt_shape,
+    shape_of,
+    tensor,
+)
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
@@ -57,7 +64,7 @@ class IotaOp(AotkOp):
     start = prop_def(FloatAttr)
     step = prop_def(FloatAttr)
     size = prop_def(IntegerAttr)
-    dtype = prop_def(StringAttr)
+    dtype = prop_def(ElementTypeAttr)
     traits = traits_def(Pure())
 
 

@@ -23,7 +23,6 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
-    StringAttr,
     TensorType,
     i1,
     i64,
@@ -34,7 +33,15 @@ from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
 from aotk.dialect import random_numpy
-from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of, tensor
+from aotk.dialect.base import (
+    AotkOp,
+    ElementTypeAttr,
+    dtype_of,
+    elem_of,
+    fmt_shape,
+    shape_of,
+    tensor,
+)
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import philox
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
@@ -51,7 +58,7 @@ class RandomOpBase(AotkOp):
     state = operand_def(TensorType)
     like = var_operand_def(TensorType)
     result = result_def(TensorType)
-    dtype = prop_def(StringAttr)
+    dtype = prop_def(ElementTypeAttr)
     shape = prop_def(DenseArrayBase)
     like_axes = prop_def(DenseArrayBase)
 

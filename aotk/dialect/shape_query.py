@@ -12,7 +12,6 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     IntegerType,
-    StringAttr,
     TensorType,
     i32,
     i64,
@@ -22,7 +21,7 @@ from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, tra
 from xdsl.traits import Pure
 
 from aotk import dtypes
-from aotk.dialect.base import AotkOp, shape_of, tensor
+from aotk.dialect.base import AotkOp, ElementTypeAttr, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels.kernel import Buf, Kernel
 from aotk.kernels.scalar import convert
@@ -46,7 +45,7 @@ class DimSizeOp(AotkOp):
     x = operand_def(TensorType)
     result = result_def(TensorType)
     axes = prop_def(DenseArrayBase)
-    dtype = prop_def(StringAttr)
+    dtype = prop_def(ElementTypeAttr)
     traits = traits_def(Pure())
 
 

@@ -38,7 +38,7 @@ func.func @fused_sigmoid_tanh_chain(%x: tensor<4194304xf32>, %a: tensor<4194304x
   %xa = "aotk.mul"(%x, %a) : (tensor<4194304xf32>, tensor<4194304xf32>) -> tensor<4194304xf32>
   %xab = "aotk.add"(%xa, %b) : (tensor<4194304xf32>, tensor<4194304xf32>) -> tensor<4194304xf32>
   %t = "aotk.tanh"(%xab) : (tensor<4194304xf32>) -> tensor<4194304xf32>
-  %one = "aotk.constant"() <{value = 1.000000e+00 : f64, dtype = "float32"}> : () -> tensor<f32>
+  %one = "aotk.constant"() <{value = 1.000000e+00 : f64, dtype = f32}> : () -> tensor<f32>
   %nx = "aotk.neg"(%x) : (tensor<4194304xf32>) -> tensor<4194304xf32>
   %e = "aotk.exp"(%nx) : (tensor<4194304xf32>) -> tensor<4194304xf32>
   %den = "aotk.add"(%one, %e) : (tensor<f32>, tensor<4194304xf32>) -> tensor<4194304xf32>

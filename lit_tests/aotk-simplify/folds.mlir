@@ -5,7 +5,7 @@
 // CHECK-NOT:     aotk.sub
 // CHECK:         func.return %x : tensor<4xf32>
 func.func @add_zero(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %z = "aotk.constant"() <{value = 0.000000e+00 : f64, dtype = "float32"}> : () -> tensor<f32>
+  %z = "aotk.constant"() <{value = 0.000000e+00 : f64, dtype = f32}> : () -> tensor<f32>
   %a = "aotk.add"(%z, %x) : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
   %b = "aotk.add"(%a, %z) : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   %c = "aotk.sub"(%b, %z) : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
@@ -19,7 +19,7 @@ func.func @add_zero(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:    %y = "aotk.add"(%x, %two)
 // CHECK-NEXT:    func.return %y
 func.func @add_two(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %two = "aotk.constant"() <{value = 2.000000e+00 : f64, dtype = "float32"}> : () -> tensor<f32>
+  %two = "aotk.constant"() <{value = 2.000000e+00 : f64, dtype = f32}> : () -> tensor<f32>
   %y = "aotk.add"(%x, %two) : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   func.return %y : tensor<4xf32>
 }
@@ -30,7 +30,7 @@ func.func @add_two(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NOT:     aotk.mul
 // CHECK:         func.return %x : tensor<?xf32>
 func.func @mul_one(%x: tensor<?xf32>) -> tensor<?xf32> {
-  %one = "aotk.constant"() <{value = 1.000000e+00 : f64, dtype = "float32"}> : () -> tensor<f32>
+  %one = "aotk.constant"() <{value = 1.000000e+00 : f64, dtype = f32}> : () -> tensor<f32>
   %a = "aotk.mul"(%x, %one) : (tensor<?xf32>, tensor<f32>) -> tensor<?xf32>
   %b = "aotk.mul"(%one, %a) : (tensor<f32>, tensor<?xf32>) -> tensor<?xf32>
   func.return %b : tensor<?xf32>
@@ -53,7 +53,7 @@ func.func @neg_double(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NOT:     aotk.cast
 // CHECK:         func.return %x
 func.func @cast_noop(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %y = "aotk.cast"(%x) <{dtype = "float32"}> : (tensor<4xf32>) -> tensor<4xf32>
+  %y = "aotk.cast"(%x) <{dtype = f32}> : (tensor<4xf32>) -> tensor<4xf32>
   func.return %y : tensor<4xf32>
 }
 

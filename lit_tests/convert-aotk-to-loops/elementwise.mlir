@@ -70,7 +70,7 @@ func.func @mul_dynamic(%x: tensor<?x4xf32>, %z: tensor<?x4xf32>) -> tensor<?x4xf
 func.func @fused_scale_neg(%x: tensor<?xf32>) -> tensor<?xf32> {
   %y = "aotk.fused"(%x) ({
   ^bb0(%a: tensor<f32>):
-    %two = "aotk.constant"() <{value = 2.000000e+00 : f64, dtype = "float32"}> : () -> tensor<f32>
+    %two = "aotk.constant"() <{value = 2.000000e+00 : f64, dtype = f32}> : () -> tensor<f32>
     %m = "aotk.mul"(%a, %two) : (tensor<f32>, tensor<f32>) -> tensor<f32>
     %n = "aotk.neg"(%m) : (tensor<f32>) -> tensor<f32>
     "aotk.yield"(%n) : (tensor<f32>) -> ()

@@ -119,45 +119,45 @@ func.func @select_broadcast(%c: tensor<i1>, %a: tensor<?x1xf16>, %b: tensor<4xf1
 }
 
 // CHECK-LABEL: func.func @cast(%x: tensor<?x3xf32>) -> (tensor<?x3xi1>, tensor<?x3xui8>, tensor<?x3xf16>, tensor<?x3xi64>) {
-// CHECK-NEXT:    %b = "aotk.cast"(%x) <{dtype = "bool"}> : (tensor<?x3xf32>) -> tensor<?x3xi1>
-// CHECK-NEXT:    %u = "aotk.cast"(%b) <{dtype = "uint8"}> : (tensor<?x3xi1>) -> tensor<?x3xui8>
-// CHECK-NEXT:    %h = "aotk.cast"(%u) <{dtype = "float16"}> : (tensor<?x3xui8>) -> tensor<?x3xf16>
-// CHECK-NEXT:    %l = "aotk.cast"(%h) <{dtype = "int64"}> : (tensor<?x3xf16>) -> tensor<?x3xi64>
+// CHECK-NEXT:    %b = "aotk.cast"(%x) <{dtype = i1}> : (tensor<?x3xf32>) -> tensor<?x3xi1>
+// CHECK-NEXT:    %u = "aotk.cast"(%b) <{dtype = ui8}> : (tensor<?x3xi1>) -> tensor<?x3xui8>
+// CHECK-NEXT:    %h = "aotk.cast"(%u) <{dtype = f16}> : (tensor<?x3xui8>) -> tensor<?x3xf16>
+// CHECK-NEXT:    %l = "aotk.cast"(%h) <{dtype = i64}> : (tensor<?x3xf16>) -> tensor<?x3xi64>
 // CHECK-NEXT:    func.return %b, %u, %h, %l : tensor<?x3xi1>, tensor<?x3xui8>, tensor<?x3xf16>, tensor<?x3xi64>
 // CHECK-NEXT:  }
 func.func @cast(%x: tensor<?x3xf32>) -> (tensor<?x3xi1>, tensor<?x3xui8>, tensor<?x3xf16>, tensor<?x3xi64>) {
-  %b = "aotk.cast"(%x) <{dtype = "bool"}> : (tensor<?x3xf32>) -> tensor<?x3xi1>
-  %u = "aotk.cast"(%b) <{dtype = "uint8"}> : (tensor<?x3xi1>) -> tensor<?x3xui8>
-  %h = "aotk.cast"(%u) <{dtype = "float16"}> : (tensor<?x3xui8>) -> tensor<?x3xf16>
-  %l = "aotk.cast"(%h) <{dtype = "int64"}> : (tensor<?x3xf16>) -> tensor<?x3xi64>
+  %b = "aotk.cast"(%x) <{dtype = i1}> : (tensor<?x3xf32>) -> tensor<?x3xi1>
+  %u = "aotk.cast"(%b) <{dtype = ui8}> : (tensor<?x3xi1>) -> tensor<?x3xui8>
+  %h = "aotk.cast"(%u) <{dtype = f16}> : (tensor<?x3xui8>) -> tensor<?x3xf16>
+  %l = "aotk.cast"(%h) <{dtype = i64}> : (tensor<?x3xf16>) -> tensor<?x3xi64>
   func.return %b, %u, %h, %l : tensor<?x3xi1>, tensor<?x3xui8>, tensor<?x3xf16>, tensor<?x3xi64>
 }
 
 // Special values print as the bits of their f64.
 // CHECK-LABEL: func.func @constant() -> (tensor<f32>, tensor<f16>, tensor<f64>, tensor<i16>, tensor<i1>) {
-// CHECK-NEXT:    %c = "aotk.constant"() <{value = 2.500000e+00 : f64, dtype = "float32"}> : () -> tensor<f32>
-// CHECK-NEXT:    %inf = "aotk.constant"() <{value = 0xfff0000000000000 : f64, dtype = "float16"}> : () -> tensor<f16>
-// CHECK-NEXT:    %nan = "aotk.constant"() <{value = 0x7ff8000000000000 : f64, dtype = "float64"}> : () -> tensor<f64>
-// CHECK-NEXT:    %i = "aotk.constant"() <{value = -5.000000e+00 : f64, dtype = "int16"}> : () -> tensor<i16>
-// CHECK-NEXT:    %t = "aotk.constant"() <{value = 1.000000e+00 : f64, dtype = "bool"}> : () -> tensor<i1>
+// CHECK-NEXT:    %c = "aotk.constant"() <{value = 2.500000e+00 : f64, dtype = f32}> : () -> tensor<f32>
+// CHECK-NEXT:    %inf = "aotk.constant"() <{value = 0xfff0000000000000 : f64, dtype = f16}> : () -> tensor<f16>
+// CHECK-NEXT:    %nan = "aotk.constant"() <{value = 0x7ff8000000000000 : f64, dtype = f64}> : () -> tensor<f64>
+// CHECK-NEXT:    %i = "aotk.constant"() <{value = -5.000000e+00 : f64, dtype = i16}> : () -> tensor<i16>
+// CHECK-NEXT:    %t = "aotk.constant"() <{value = 1.000000e+00 : f64, dtype = i1}> : () -> tensor<i1>
 // CHECK-NEXT:    func.return %c, %inf, %nan, %i, %t : tensor<f32>, tensor<f16>, tensor<f64>, tensor<i16>, tensor<i1>
 // CHECK-NEXT:  }
 func.func @constant() -> (tensor<f32>, tensor<f16>, tensor<f64>, tensor<i16>, tensor<i1>) {
-  %c = "aotk.constant"() <{value = 2.500000e+00 : f64, dtype = "float32"}> : () -> tensor<f32>
-  %inf = "aotk.constant"() <{value = 0xFFF0000000000000 : f64, dtype = "float16"}> : () -> tensor<f16>
-  %nan = "aotk.constant"() <{value = 0x7FF8000000000000 : f64, dtype = "float64"}> : () -> tensor<f64>
-  %i = "aotk.constant"() <{value = -5.000000e+00 : f64, dtype = "int16"}> : () -> tensor<i16>
-  %t = "aotk.constant"() <{value = 1.000000e+00 : f64, dtype = "bool"}> : () -> tensor<i1>
+  %c = "aotk.constant"() <{value = 2.500000e+00 : f64, dtype = f32}> : () -> tensor<f32>
+  %inf = "aotk.constant"() <{value = 0xFFF0000000000000 : f64, dtype = f16}> : () -> tensor<f16>
+  %nan = "aotk.constant"() <{value = 0x7FF8000000000000 : f64, dtype = f64}> : () -> tensor<f64>
+  %i = "aotk.constant"() <{value = -5.000000e+00 : f64, dtype = i16}> : () -> tensor<i16>
+  %t = "aotk.constant"() <{value = 1.000000e+00 : f64, dtype = i1}> : () -> tensor<i1>
   func.return %c, %inf, %nan, %i, %t : tensor<f32>, tensor<f16>, tensor<f64>, tensor<i16>, tensor<i1>
 }
 
 // CHECK-LABEL: func.func @fill_like(%x: tensor<?x3xi1>) -> (tensor<?x3xf32>, tensor<?x3xui8>) {
-// CHECK-NEXT:    %f = "aotk.fill_like"(%x) <{value = 1.000000e-03 : f64, dtype = "float32"}> : (tensor<?x3xi1>) -> tensor<?x3xf32>
-// CHECK-NEXT:    %u = "aotk.fill_like"(%x) <{value = 2.000000e+02 : f64, dtype = "uint8"}> : (tensor<?x3xi1>) -> tensor<?x3xui8>
+// CHECK-NEXT:    %f = "aotk.fill_like"(%x) <{value = 1.000000e-03 : f64, dtype = f32}> : (tensor<?x3xi1>) -> tensor<?x3xf32>
+// CHECK-NEXT:    %u = "aotk.fill_like"(%x) <{value = 2.000000e+02 : f64, dtype = ui8}> : (tensor<?x3xi1>) -> tensor<?x3xui8>
 // CHECK-NEXT:    func.return %f, %u : tensor<?x3xf32>, tensor<?x3xui8>
 // CHECK-NEXT:  }
 func.func @fill_like(%x: tensor<?x3xi1>) -> (tensor<?x3xf32>, tensor<?x3xui8>) {
-  %f = "aotk.fill_like"(%x) <{value = 1.000000e-03 : f64, dtype = "float32"}> : (tensor<?x3xi1>) -> tensor<?x3xf32>
-  %u = "aotk.fill_like"(%x) <{value = 2.000000e+02 : f64, dtype = "uint8"}> : (tensor<?x3xi1>) -> tensor<?x3xui8>
+  %f = "aotk.fill_like"(%x) <{value = 1.000000e-03 : f64, dtype = f32}> : (tensor<?x3xi1>) -> tensor<?x3xf32>
+  %u = "aotk.fill_like"(%x) <{value = 2.000000e+02 : f64, dtype = ui8}> : (tensor<?x3xi1>) -> tensor<?x3xui8>
   func.return %f, %u : tensor<?x3xf32>, tensor<?x3xui8>
 }

@@ -40,14 +40,14 @@ func.func @gather_grad(%g: tensor<?x3xf32>, %i: tensor<?xi32>, %x: tensor<?x3xf3
 }
 
 // CHECK-LABEL: func.func @iota() -> (tensor<6xf32>, tensor<5xi64>, tensor<0xf64>) {
-// CHECK-NEXT:    %a = "aotk.iota"() <{start = -3.000000e+00 : f64, step = 2.000000e+00 : f64, size = 6 : i64, dtype = "float32"}> : () -> tensor<6xf32>
-// CHECK-NEXT:    %b = "aotk.iota"() <{start = 4.000000e+00 : f64, step = -1.000000e+00 : f64, size = 5 : i64, dtype = "int64"}> : () -> tensor<5xi64>
-// CHECK-NEXT:    %c = "aotk.iota"() <{start = 5.000000e-01 : f64, step = 2.500000e-01 : f64, size = 0 : i64, dtype = "float64"}> : () -> tensor<0xf64>
+// CHECK-NEXT:    %a = "aotk.iota"() <{start = -3.000000e+00 : f64, step = 2.000000e+00 : f64, size = 6 : i64, dtype = f32}> : () -> tensor<6xf32>
+// CHECK-NEXT:    %b = "aotk.iota"() <{start = 4.000000e+00 : f64, step = -1.000000e+00 : f64, size = 5 : i64, dtype = i64}> : () -> tensor<5xi64>
+// CHECK-NEXT:    %c = "aotk.iota"() <{start = 5.000000e-01 : f64, step = 2.500000e-01 : f64, size = 0 : i64, dtype = f64}> : () -> tensor<0xf64>
 // CHECK-NEXT:    func.return %a, %b, %c : tensor<6xf32>, tensor<5xi64>, tensor<0xf64>
 // CHECK-NEXT:  }
 func.func @iota() -> (tensor<6xf32>, tensor<5xi64>, tensor<0xf64>) {
-  %a = "aotk.iota"() <{start = -3.000000e+00 : f64, step = 2.000000e+00 : f64, size = 6 : i64, dtype = "float32"}> : () -> tensor<6xf32>
-  %b = "aotk.iota"() <{start = 4.000000e+00 : f64, step = -1.000000e+00 : f64, size = 5 : i64, dtype = "int64"}> : () -> tensor<5xi64>
-  %c = "aotk.iota"() <{start = 5.000000e-01 : f64, step = 2.500000e-01 : f64, size = 0 : i64, dtype = "float64"}> : () -> tensor<0xf64>
+  %a = "aotk.iota"() <{start = -3.000000e+00 : f64, step = 2.000000e+00 : f64, size = 6 : i64, dtype = f32}> : () -> tensor<6xf32>
+  %b = "aotk.iota"() <{start = 4.000000e+00 : f64, step = -1.000000e+00 : f64, size = 5 : i64, dtype = i64}> : () -> tensor<5xi64>
+  %c = "aotk.iota"() <{start = 5.000000e-01 : f64, step = 2.500000e-01 : f64, size = 0 : i64, dtype = f64}> : () -> tensor<0xf64>
   func.return %a, %b, %c : tensor<6xf32>, tensor<5xi64>, tensor<0xf64>
 }

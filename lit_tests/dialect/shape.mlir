@@ -68,13 +68,13 @@ func.func @shape_of(%x: tensor<?x3x?xui8>) -> tensor<3xi32> {
 }
 
 // CHECK-LABEL: func.func @dim_size(%x: tensor<?x3x?xf32>) -> (tensor<f16>, tensor<i64>) {
-// CHECK-NEXT:    %n = "aotk.dim_size"(%x) <{axes = array<i64: 0, 2>, dtype = "float16"}> : (tensor<?x3x?xf32>) -> tensor<f16>
-// CHECK-NEXT:    %one = "aotk.dim_size"(%x) <{axes = array<i64>, dtype = "int64"}> : (tensor<?x3x?xf32>) -> tensor<i64>
+// CHECK-NEXT:    %n = "aotk.dim_size"(%x) <{axes = array<i64: 0, 2>, dtype = f16}> : (tensor<?x3x?xf32>) -> tensor<f16>
+// CHECK-NEXT:    %one = "aotk.dim_size"(%x) <{axes = array<i64>, dtype = i64}> : (tensor<?x3x?xf32>) -> tensor<i64>
 // CHECK-NEXT:    func.return %n, %one : tensor<f16>, tensor<i64>
 // CHECK-NEXT:  }
 func.func @dim_size(%x: tensor<?x3x?xf32>) -> (tensor<f16>, tensor<i64>) {
-  %n = "aotk.dim_size"(%x) <{axes = array<i64: 0, 2>, dtype = "float16"}> : (tensor<?x3x?xf32>) -> tensor<f16>
-  %one = "aotk.dim_size"(%x) <{axes = array<i64>, dtype = "int64"}> : (tensor<?x3x?xf32>) -> tensor<i64>
+  %n = "aotk.dim_size"(%x) <{axes = array<i64: 0, 2>, dtype = f16}> : (tensor<?x3x?xf32>) -> tensor<f16>
+  %one = "aotk.dim_size"(%x) <{axes = array<i64>, dtype = i64}> : (tensor<?x3x?xf32>) -> tensor<i64>
   func.return %n, %one : tensor<f16>, tensor<i64>
 }
 

@@ -34,7 +34,7 @@
 // IR-NOT:      inttoptr
 // IR:          define i64 @"reduce_sum_of_tanh_workspace_size"(i64 %{{.*}})
 func.func @reduce_sum_of_tanh(%x: tensor<?x4xf32>, %b: tensor<4xf32>) -> tensor<?xf32> {
-  %one = "aotk.constant"() <{value = 1.000000e+00 : f64, dtype = "float32"}> : () -> tensor<f32>
+  %one = "aotk.constant"() <{value = 1.000000e+00 : f64, dtype = f32}> : () -> tensor<f32>
   %xs = "aotk.mul"(%x, %one) : (tensor<?x4xf32>, tensor<f32>) -> tensor<?x4xf32>
   %z = "aotk.add"(%xs, %b) : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
   %t = "aotk.tanh"(%z) : (tensor<?x4xf32>) -> tensor<?x4xf32>

@@ -27,7 +27,7 @@ func.func @chain_dynamic(%x: tensor<?xf32>, %a: tensor<?xf32>, %b: tensor<?xf32>
   %xa = "aotk.mul"(%x, %a) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
   %xab = "aotk.add"(%xa, %b) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
   %t = "aotk.tanh"(%xab) : (tensor<?xf32>) -> tensor<?xf32>
-  %one = "aotk.constant"() <{value = 1.000000e+00 : f64, dtype = "float32"}> : () -> tensor<f32>
+  %one = "aotk.constant"() <{value = 1.000000e+00 : f64, dtype = f32}> : () -> tensor<f32>
   %nx = "aotk.neg"(%x) : (tensor<?xf32>) -> tensor<?xf32>
   %e = "aotk.exp"(%nx) : (tensor<?xf32>) -> tensor<?xf32>
   %den = "aotk.add"(%one, %e) : (tensor<f32>, tensor<?xf32>) -> tensor<?xf32>
@@ -42,7 +42,7 @@ func.func @chain_static(%x: tensor<4194304xf32>, %a: tensor<4194304xf32>, %b: te
   %xa = "aotk.mul"(%x, %a) : (tensor<4194304xf32>, tensor<4194304xf32>) -> tensor<4194304xf32>
   %xab = "aotk.add"(%xa, %b) : (tensor<4194304xf32>, tensor<4194304xf32>) -> tensor<4194304xf32>
   %t = "aotk.tanh"(%xab) : (tensor<4194304xf32>) -> tensor<4194304xf32>
-  %one = "aotk.constant"() <{value = 1.000000e+00 : f64, dtype = "float32"}> : () -> tensor<f32>
+  %one = "aotk.constant"() <{value = 1.000000e+00 : f64, dtype = f32}> : () -> tensor<f32>
   %nx = "aotk.neg"(%x) : (tensor<4194304xf32>) -> tensor<4194304xf32>
   %e = "aotk.exp"(%nx) : (tensor<4194304xf32>) -> tensor<4194304xf32>
   %den = "aotk.add"(%one, %e) : (tensor<f32>, tensor<4194304xf32>) -> tensor<4194304xf32>
