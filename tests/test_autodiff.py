@@ -9,12 +9,14 @@ import pytest
 
 from aotk import backend as K
 from aotk import interp
+from aotk.dialect import REGISTRY, Kind, linalg, trace
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
-from aotk.dialect import linalg, trace
+from aotk.dialect import elementwise as ew
 from aotk.dialect import reduce as rd
 from aotk.dialect import shape as sh
 from aotk.dialect import unary as un
+from aotk.dialect.identity import StopGradientOp
 
 
 @pytest.fixture(autouse=True)
@@ -81,6 +83,10 @@ UNARY = [
     ("exp", un.ExpOp, "any"),
     ("log", un.LogOp, "positive"),
     ("tanh", un.TanhOp, "any"),
+    ("sin", un.SinOp, "any"),
+    ("cos", un.CosOp, "any"),
+    ("log1p", un.Log1pOp, "positive"),
+    ("expm1", un.Expm1Op, "any"),
 ]
 
 
@@ -105,6 +111,22 @@ def test_binary_with_broadcasting(name, op):
     a, b = _a(3, 4), _a(4, lo=0.5, hi=2.0)
     check_gradients(lambda s, t: _emit(op, s, t), [a, b])
     check_gradients(lambda s, t: _emit(op, s, t), [_a(2, 1, 3), _a(4, 1, lo=0.5)])
+
+
+# checked by their own tests below (pow's base must be positive; cast, select and
+# stop_gradient pass or block cotangents exactly)
+OWN_TESTS = {ar.PowOp, ew.CastOp, cmp.SelectOp, StopGradientOp}
+
+
+def test_every_elementwise_gradient_rule_is_checked_by_finite_differences():
+    """A new elementwise op's gradient must join UNARY, BINARY or OWN_TESTS."""
+    checked = {op for _, op, _ in UNARY} | {op for _, op in BINARY} | OWN_TESTS
+    with_rules = {
+        op
+        for op, opdef in REGISTRY.items()
+        if opdef.kind is Kind.ELEMENTWISE and opdef.grad not in (None, ew.zero_grad, ew.no_grad)
+    }
+    assert sorted(op.name for op in with_rules - checked) == []
 
 
 def test_pow_positive_base():
