@@ -24,6 +24,7 @@ from aotk.backend.tensors import as_tensor, cast, scalar
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import compare as cmp
 from aotk.dialect import ctc, trace
+from aotk.dialect import ctc_decode as decoder
 from aotk.dialect import elementwise as ew
 from aotk.dialect import reduce as rd
 from aotk.dialect import shape as sh
@@ -136,12 +137,12 @@ def ctc_decode(
     width, paths = (1, 1) if greedy else _check_beam(beam_width, top_paths, where)
     scores = _log_scores(y, where)
     attrs = {"greedy": bool(greedy), "beam_width": width, "top_paths": paths}
-    state = trace.emit(ctc.CtcDecodeOp, scores, il, where=where, **attrs)
+    state = trace.emit(decoder.CtcDecodeOp, scores, il, where=where, **attrs)
     decoded = [
-        trace.emit(ctc.CtcDecodedPathOp, state, scores, where=where, path=p, top_paths=paths)
+        trace.emit(decoder.CtcDecodedPathOp, state, scores, where=where, path=p, top_paths=paths)
         for p in range(paths)
     ]
-    log_prob = trace.emit(ctc.CtcDecodedLogProbsOp, state, scores, where=where, top_paths=paths)
+    log_prob = trace.emit(decoder.CtcDecodedLogProbsOp, state, scores, where=where, top_paths=paths)
     return decoded, log_prob if log_prob.dtype == dtype else cast(log_prob, dtype)
 
 

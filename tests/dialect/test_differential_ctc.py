@@ -14,14 +14,14 @@ import pytest
 from conftest import check_one_op, emit, placeholder, run_both
 
 from aotk import dtypes
-from aotk.dialect import REGISTRY, ctc, ctc_grad
+from aotk.dialect import REGISTRY, ctc, ctc_decode, ctc_grad
 from aotk.dialect.base import tensor
 
 COVERED_OPS = {
     ctc.CtcForwardOp,
-    ctc.CtcDecodeOp,
-    ctc.CtcDecodedPathOp,
-    ctc.CtcDecodedLogProbsOp,
+    ctc_decode.CtcDecodeOp,
+    ctc_decode.CtcDecodedPathOp,
+    ctc_decode.CtcDecodedLogProbsOp,
     ctc_grad.CtcForwardGradOp,
 }
 
@@ -145,9 +145,9 @@ def test_ctc_greedy_decode(rng):
     il64 = placeholder((3,), "int8", "il64")
     outputs = []
     for x, il in [(x32, il32), (x64, il64)]:
-        state = emit(ctc.CtcDecodeOp, x, il, greedy=True, beam_width=1, top_paths=1)
-        outputs += [state, emit(ctc.CtcDecodedPathOp, state, x, path=0, top_paths=1)]
-        outputs.append(emit(ctc.CtcDecodedLogProbsOp, state, x, top_paths=1))
+        state = emit(ctc_decode.CtcDecodeOp, x, il, greedy=True, beam_width=1, top_paths=1)
+        outputs += [state, emit(ctc_decode.CtcDecodedPathOp, state, x, path=0, top_paths=1)]
+        outputs.append(emit(ctc_decode.CtcDecodedLogProbsOp, state, x, top_paths=1))
     calls = []
     for batch, n_time in [(3, 9), (5, 2)]:
         a = log_scores(rng, (batch, n_time, 4), "float32")
@@ -166,10 +166,12 @@ def test_ctc_beam_search_decode(rng, dtype):
     il = placeholder((None,), "int32", "il")
     outputs = []
     for width, top in [(2, 2), (6, 3)]:
-        state = emit(ctc.CtcDecodeOp, x, il, greedy=False, beam_width=width, top_paths=top)
+        state = emit(ctc_decode.CtcDecodeOp, x, il, greedy=False, beam_width=width, top_paths=top)
         outputs.append(state)
-        outputs += [emit(ctc.CtcDecodedPathOp, state, x, path=p, top_paths=top) for p in range(top)]
-        outputs.append(emit(ctc.CtcDecodedLogProbsOp, state, x, top_paths=top))
+        outputs += [
+            emit(ctc_decode.CtcDecodedPathOp, state, x, path=p, top_paths=top) for p in range(top)
+        ]
+        outputs.append(emit(ctc_decode.CtcDecodedLogProbsOp, state, x, top_paths=top))
     calls = []
     for batch, n_time in [(4, 9), (3, 4)]:
         a = log_scores(rng, (batch, n_time, 4), dtype)
@@ -202,11 +204,13 @@ def test_infer_rules_reject_bad_operands():
     with pytest.raises(ValueError, match=r"log_probs needs at least one class"):
         forward(tensor(f32, (2, 5, 0)), tensor(i32, (2, 3)), vec, vec)
     with pytest.raises(ValueError, match=r"top_paths must be in \[1, beam_width 2\], got 3"):
-        ctc.infer_decode(x, vec, greedy=False, beam_width=2, top_paths=3)
+        ctc_decode.infer_decode(x, vec, greedy=False, beam_width=2, top_paths=3)
     with pytest.raises(ValueError, match=r"top_paths must be in \[1, 1 for greedy decoding\]"):
-        ctc.infer_decode(x, vec, greedy=True, beam_width=1, top_paths=2)
+        ctc_decode.infer_decode(x, vec, greedy=True, beam_width=1, top_paths=2)
     with pytest.raises(ValueError, match="a state of 4 slots is too small"):
-        ctc.infer_path(tensor(f64, (4,)), x, path=0, top_paths=1)
+        ctc_decode.infer_path(tensor(f64, (4,)), x, path=0, top_paths=1)
     with pytest.raises(ValueError, match="path 2 is out of range for 2 paths"):
-        ctc.infer_path(tensor(f64, (None,)), x, path=2, top_paths=2)
-    assert ctc.infer_decode(x, vec, greedy=True, beam_width=1, top_paths=1) == tensor(f64, (12,))
+        ctc_decode.infer_path(tensor(f64, (None,)), x, path=2, top_paths=2)
+    assert ctc_decode.infer_decode(x, vec, greedy=True, beam_width=1, top_paths=1) == tensor(
+        f64, (12,)
+    )

@@ -25,7 +25,8 @@ from xdsl.rewriter import InsertPoint
 from aotk import dtypes
 from aotk.dialect import REGISTRY
 from aotk.dialect.base import shape_of, tensor
-from aotk.dialect.ctc import CtcDecodedLogProbsOp, CtcDecodedPathOp, CtcDecodeOp, CtcForwardOp
+from aotk.dialect.ctc import CtcForwardOp
+from aotk.dialect.ctc_decode import CtcDecodedLogProbsOp, CtcDecodedPathOp, CtcDecodeOp
 from aotk.dialect.ctc_grad import CtcForwardGradOp
 from aotk.dialect.data import ViewOp
 from aotk.dialect.debug import PrintTensorOp

@@ -29,7 +29,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from aotk import backend as K
 from aotk.context import make_context
-from aotk.dialect import REGISTRY, ctc, ctc_grad, trace
+from aotk.dialect import REGISTRY, ctc, ctc_decode, ctc_grad, trace
 from aotk.dialect import arithmetic as ar
 from aotk.dialect import unary as un
 from aotk.dialect.conv import ConvOp
@@ -122,9 +122,9 @@ def _ctc_forward_grad() -> Traced:
 def _ctc_decode() -> Traced:
     """A beam search and its results: the state, one path and the log probabilities."""
     x, _, il, _ = _ctc_scores()
-    state = emit(ctc.CtcDecodeOp, x, il, greedy=False, beam_width=3, top_paths=2)
-    path = emit(ctc.CtcDecodedPathOp, state, x, path=1, top_paths=2)
-    log_probs = emit(ctc.CtcDecodedLogProbsOp, state, x, top_paths=2)
+    state = emit(ctc_decode.CtcDecodeOp, x, il, greedy=False, beam_width=3, top_paths=2)
+    path = emit(ctc_decode.CtcDecodedPathOp, state, x, path=1, top_paths=2)
+    log_probs = emit(ctc_decode.CtcDecodedLogProbsOp, state, x, top_paths=2)
     return [x, il], [state, path, log_probs]
 
 
@@ -174,9 +174,9 @@ BUILDERS: dict[type, Builder] = {
     PoolGradOp: _pool_grad,
     ctc.CtcForwardOp: _ctc_forward,
     ctc_grad.CtcForwardGradOp: _ctc_forward_grad,
-    ctc.CtcDecodeOp: _ctc_decode,
-    ctc.CtcDecodedPathOp: _ctc_decode,
-    ctc.CtcDecodedLogProbsOp: _ctc_decode,
+    ctc_decode.CtcDecodeOp: _ctc_decode,
+    ctc_decode.CtcDecodedPathOp: _ctc_decode,
+    ctc_decode.CtcDecodedLogProbsOp: _ctc_decode,
     RandomUniformOp: _random_ops,
     RandomNormalOp: _random_ops,
     PrintTensorOp: _print_tensor,
