@@ -279,17 +279,25 @@ aotk_pool *aotk_pool_bind(aotk_pool *pool) {
   return previous;
 }
 
+/* The positive thread count variable `name` holds (for OMP_NUM_THREADS, the first of a
+ * per-level list "4,2": `list` is ','), capped at AOTK_MAX_THREADS; 0 if it is unset or
+ * holds anything else (the Python side warns about those). */
+static int env_threads(const char *name, char list) {
+  const char *env = getenv(name);
+  if (env == NULL || *env == '\0') return 0;
+  char *end = NULL;
+  long n = strtol(env, &end, 10);
+  if (end == env || (*end != '\0' && (list == 0 || *end != list)) || n <= 0) return 0;
+  return n > AOTK_MAX_THREADS ? AOTK_MAX_THREADS : (int)n;
+}
+
 /* Under g_mu: the size the default pool has, or will have when it is created. */
 static int default_size_locked(void) {
   if (g_default != NULL) return g_default->n_threads;
   if (g_requested_set) return resolve_threads(g_requested);
-  const char *env = getenv("AOTK_NUM_THREADS");
-  if (env != NULL && *env != '\0') {
-    char *end = NULL;
-    long n = strtol(env, &end, 10);
-    if (*end == '\0' && n > 0) return n > AOTK_MAX_THREADS ? AOTK_MAX_THREADS : (int)n;
-  }
-  return online_cores();
+  int n = env_threads("AOTK_NUM_THREADS", 0);
+  if (n == 0) n = env_threads("OMP_NUM_THREADS", ',');
+  return n > 0 ? n : online_cores();
 }
 
 void aotk_set_default_threads(int n) {

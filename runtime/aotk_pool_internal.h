@@ -7,9 +7,10 @@
  * which chunk, on the number of threads, or on timing.
  *
  * A kernel uses the pool bound to its calling thread (aotk_pool_bind), else the
- * process-wide default pool, created at first use with AOTK_NUM_THREADS threads (or one
- * per online core). A call made while its pool is busy (a nested call from inside a task,
- * or another thread already running a loop on the pool) runs serially in the caller.
+ * process-wide default pool, created at first use with AOTK_NUM_THREADS threads, else
+ * OMP_NUM_THREADS (its first entry), else one per online core. A call made while its
+ * pool is busy (a nested call from inside a task, or another thread already running a
+ * loop on the pool) runs serially in the caller.
  */
 #ifndef AOTK_POOL_INTERNAL_H
 #define AOTK_POOL_INTERNAL_H

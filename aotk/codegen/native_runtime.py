@@ -5,7 +5,9 @@
 compiler, and makes its symbols visible to MCJIT. Several processes may build at once:
 each writes a temporary file and renames it into place. Without a C compiler, a serial
 `aotk_parallel_for` made with llvmlite stands in, and kernels run on one thread.
-Kernels use `set_threads(n)` threads, else $AOTK_NUM_THREADS, else one per core.
+Kernels use `set_threads(n)` threads, else $AOTK_NUM_THREADS, else the first entry of
+$OMP_NUM_THREADS, else one per core. A value that is not a positive count is ignored with
+a warning.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import subprocess
 import tempfile
 import threading
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import llvmlite.binding as llvm_binding
@@ -87,6 +90,17 @@ def build(cc: str) -> Path:
     return path
 
 
+def thread_count_problems(environ: Mapping[str, str]) -> list[str]:
+    """What the pool will ignore in the thread-count variables of `environ`."""
+    problems = []
+    for name, first_of_list in (("AOTK_NUM_THREADS", False), ("OMP_NUM_THREADS", True)):
+        value = environ.get(name, "")
+        head = value.split(",")[0] if first_of_list else value
+        if value and not (head.isdigit() and int(head) > 0):
+            problems.append(f"{name}={value!r} is not a positive thread count; ignored")
+    return problems
+
+
 def ensure_loaded() -> None:
     """Make `aotk_parallel_for` resolvable by MCJIT; idempotent and thread-safe."""
     global _lib
@@ -95,6 +109,8 @@ def ensure_loaded() -> None:
     with _lock:
         if _lib is not None or _serial_engine is not None:
             return
+        for problem in thread_count_problems(os.environ):
+            warnings.warn(f"aotk: {problem}", RuntimeWarning, stacklevel=2)
         cc = compiler()
         problem = "no C compiler found ($CC or cc)"
         if cc is not None:

@@ -134,13 +134,54 @@ def test_set_and_get_num_threads() -> None:
         aotk.set_num_threads(before)
 
 
-def test_thread_count_from_environment() -> None:
+def _threads_with(**env: str) -> tuple[int, str]:
+    """The pool size and the warnings of a fresh process with `env` on top of ours."""
     script = "import aotk; print(aotk.get_num_threads())"
-    env = {**os.environ, "AOTK_NUM_THREADS": "3"}
+    clean = {
+        k: v for k, v in os.environ.items() if k not in ("AOTK_NUM_THREADS", "OMP_NUM_THREADS")
+    }
     ran = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-W", "always", "-c", script],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    assert ran.returncode == 0 and ran.stdout.strip() == "3", ran.stderr[-2000:]
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    return int(ran.stdout.strip()), ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"AOTK_NUM_THREADS": "3"}, 3),
+        ({"OMP_NUM_THREADS": "3"}, 3),
+        ({"OMP_NUM_THREADS": "3,2"}, 3),  # one count per nesting level: the first is ours
+        ({"AOTK_NUM_THREADS": "2", "OMP_NUM_THREADS": "3"}, 2),
+        ({"AOTK_NUM_THREADS": "many", "OMP_NUM_THREADS": "3"}, 3),
+    ],
+)
+def test_thread_count_from_environment(env: dict[str, str], expected: int) -> None:
+    assert _threads_with(**env)[0] == expected
+
+
+def test_a_bad_thread_count_is_ignored_with_a_warning() -> None:
+    count, stderr = _threads_with(AOTK_NUM_THREADS="0", OMP_NUM_THREADS="x,2")
+    assert count == os.cpu_count()
+    assert "AOTK_NUM_THREADS='0' is not a positive thread count; ignored" in stderr
+    assert "OMP_NUM_THREADS='x,2' is not a positive thread count; ignored" in stderr
+
+
+def test_thread_count_problems() -> None:
+    check = native_runtime.thread_count_problems
+    assert check({"AOTK_NUM_THREADS": "4", "OMP_NUM_THREADS": "2,1"}) == []
+    assert check({}) == []
+    assert check({"OMP_NUM_THREADS": "2.5"}) == [
+        "OMP_NUM_THREADS='2.5' is not a positive thread count; ignored"
+    ]
+    assert check({"AOTK_NUM_THREADS": "1,1"}) == [
+        "AOTK_NUM_THREADS='1,1' is not a positive thread count; ignored"
+    ]
 
 
 def test_without_compiler_kernels_run_serially(tmp_path: Path) -> None:
