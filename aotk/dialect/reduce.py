@@ -23,7 +23,7 @@ from aotk.dialect.base import AotkOp, elem_of, normalize_axis, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
-from aotk.kernels.scalar import by_type, compute_type, const
+from aotk.kernels.scalar import by_type, compute_type, const, reassociating_add
 
 
 class ReduceOp(AotkOp):
@@ -122,7 +122,7 @@ def _identity(kind: str, elem: Attribute) -> float | int:
 
 
 _COMBINE = {
-    "sum": by_type(arith.AddfOp, arith.AddiOp),
+    "sum": by_type(reassociating_add, arith.AddiOp),
     "prod": by_type(arith.MulfOp, arith.MuliOp),
     "max": by_type(arith.MaximumfOp, arith.MaxSIOp, arith.MaxUIOp),
     "min": by_type(arith.MinimumfOp, arith.MinSIOp, arith.MinUIOp),

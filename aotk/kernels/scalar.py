@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     f32,
 )
+from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from aotk import dtypes
@@ -63,10 +64,20 @@ def insert(b: Builder, op: Operation) -> SSAValue:
     return op.results[0]
 
 
+# Lets LLVM reorder a float sum: a reduction loop then vectorizes into per-lane partial
+# sums (as accurate as the serial order, and deterministic for a given CPU).
+REASSOC = arith.FastMathFlagsAttr([FastMathFlag.REASSOC])
+
+
+def reassociating_add(lhs: SSAValue, rhs: SSAValue) -> Operation:
+    """A float add that LLVM may reassociate (for reduction accumulators)."""
+    return arith.AddfOp(lhs, rhs, flags=REASSOC)
+
+
 def by_type(
-    float_op: type[Operation] | None,
-    sint_op: type[Operation] | None = None,
-    uint_op: type[Operation] | None = None,
+    float_op: Callable[..., Operation] | None,
+    sint_op: Callable[..., Operation] | None = None,
+    uint_op: Callable[..., Operation] | None = None,
 ) -> ScalarRule:
     """A rule that applies one arith/math op chosen by the operands' element type."""
 

@@ -104,6 +104,17 @@ def _binary(cls: type[Operation]) -> Build:
     return lambda op: [cls(op.operands[0], op.operands[1])]  # type: ignore[call-arg]
 
 
+def _float_binary(cls: type[llvm.AbstractFloatArithOp]) -> Build:
+    """A float op keeps its fast-math flags (reductions allow `reassoc` to vectorize)."""
+
+    def build(op: Operation) -> list[Operation]:
+        flags = op.properties.get("fastmath")
+        names = list(getattr(flags, "data", ()))
+        return [cls(op.operands[0], op.operands[1], llvm.FastMathAttr(names or None))]
+
+    return build
+
+
 def _unary(cls: type[Operation]) -> Build:
     return lambda op: [cls(op.operands[0])]  # type: ignore[call-arg]
 
@@ -125,10 +136,10 @@ def _cmp(cls: type[Operation]) -> Build:
 
 BUILDERS: dict[type[Operation], Build] = {
     arith.ConstantOp: _constant,
-    arith.AddfOp: _binary(llvm.FAddOp),
-    arith.SubfOp: _binary(llvm.FSubOp),
-    arith.MulfOp: _binary(llvm.FMulOp),
-    arith.DivfOp: _binary(llvm.FDivOp),
+    arith.AddfOp: _float_binary(llvm.FAddOp),
+    arith.SubfOp: _float_binary(llvm.FSubOp),
+    arith.MulfOp: _float_binary(llvm.FMulOp),
+    arith.DivfOp: _float_binary(llvm.FDivOp),
     arith.NegfOp: _unary(llvm.FNegOp),
     arith.AddiOp: _binary(llvm.AddOp),
     arith.SubiOp: _binary(llvm.SubOp),

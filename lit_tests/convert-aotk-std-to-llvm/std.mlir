@@ -68,3 +68,16 @@ func.func @call_math(%x: f32) -> f32 {
   %r = func.call @math_scalar(%x) : (f32) -> f32
   func.return %r : f32
 }
+
+// -----
+
+// Fast-math flags survive: a reduction's reassociable add stays reassociable for LLVM.
+// CHECK-LABEL: llvm.func @reassociable_add(
+// CHECK-NEXT:    %[[S:.*]] = llvm.fadd %a, %b {fastmathFlags = #llvm.fastmath<reassoc>} : f32
+// CHECK-NEXT:    %[[P:.*]] = llvm.fmul %[[S]], %b : f32
+// CHECK-NEXT:    llvm.return %[[P]] : f32
+func.func @reassociable_add(%a: f32, %b: f32) -> f32 {
+  %s = arith.addf %a, %b fastmath<reassoc> : f32
+  %p = arith.mulf %s, %b : f32
+  func.return %p : f32
+}

@@ -1,6 +1,7 @@
 // RUN: aotk-opt %s --split-input-file -p convert-aotk-to-loops | filecheck %s
 
-// Reducing the last axis: each output element accumulates in a loop-carried register.
+// Reducing the last axis: each output element accumulates in a loop-carried register;
+// a float sum may be reassociated, so that LLVM vectorizes it into per-lane partial sums.
 // CHECK-LABEL: func.func @reduce_sum_last(
 // CHECK-SAME:      %x: memref<?xf32>, %out0: memref<?xf32>, %workspace: !ptr_xdsl.ptr, %dim0: i64)
 // CHECK:         %[[N:.*]] = arith.index_cast %dim0 : i64 to index
@@ -8,7 +9,7 @@
 // CHECK:           %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK:           %[[SUM:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (f32) {
 // CHECK:             %[[V:.*]] = memref.load %x[
-// CHECK-NEXT:        %[[NEXT:.*]] = arith.addf %[[ACC]], %[[V]] : f32
+// CHECK-NEXT:        %[[NEXT:.*]] = arith.addf %[[ACC]], %[[V]] fastmath<reassoc> : f32
 // CHECK-NEXT:        scf.yield %[[NEXT]] : f32
 // CHECK-NEXT:      }
 // CHECK-NEXT:      memref.store %[[SUM]], %out0[%[[I]]] : memref<?xf32>
