@@ -3,6 +3,7 @@
 Each benchmark module defines `cases(with_aotk: bool) -> list[Case]`. `run(modules)` times
 every case (warm-up, then the median and interquartile range of repeated runs), times
 NumPy once more in a subprocess with one BLAS thread, and prints one table.
+`measure_threads` times an aotk call at several sizes of aotk's thread pool.
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ class Case:
     aotk: Callable[[], object] | None = None
     flops: float | None = None
     repeat: int = 30
+    nbytes: float | None = None  # memory a bandwidth-bound case must move per call
+    check: Callable[[], None] | None = None  # replaces check_same(aotk(), numpy())
+
+    def verify(self) -> None:
+        """Fail if aotk and NumPy disagree (nothing to compare without aotk)."""
+        if self.check is not None:
+            self.check()
+        elif self.aotk is not None:
+            check_same(self.name, self.aotk(), self.numpy())
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,29 @@ def measure(fn: Callable[[], object], repeat: int = 30, warmup: int = 3) -> Timi
         times.append(time.perf_counter() - t0)
     q1, med, q3 = np.percentile(times, [25, 50, 75])
     return Timing(float(med), float(q1), float(q3), min(times), max(times))
+
+
+def measure_threads(
+    fn: Callable[[], object], threads: Sequence[int], repeat: int = 30
+) -> dict[int, Timing]:
+    """`measure(fn)` with aotk's pool resized to each of `threads`; the size is restored."""
+    before = aotk.get_num_threads()
+    try:
+        out = {}
+        for n in threads:
+            aotk.set_num_threads(n)
+            out[n] = measure(fn, repeat)
+        return out
+    finally:
+        aotk.set_num_threads(before)
+
+
+QUICK_REPEAT = 5
+
+
+def repeats(case: Case, quick: bool) -> int:
+    """The case's repeat count, or at most QUICK_REPEAT with `quick`."""
+    return min(case.repeat, QUICK_REPEAT) if quick else case.repeat
 
 
 def check_same(name: str, got: object, want: object, rtol: float = 1e-4) -> None:
@@ -127,19 +160,19 @@ def _load(module: str) -> Callable[[bool], list[Case]]:
     return importlib.import_module(module).cases  # type: ignore[no-any-return]
 
 
-def time_numpy_only(modules: Sequence[str]) -> dict[str, Timing]:
+def time_numpy_only(modules: Sequence[str], quick: bool = False) -> dict[str, Timing]:
     """Time the NumPy side of every case of `modules` (run in the 1-thread subprocess)."""
     out: dict[str, Timing] = {}
     for module in modules:
         for case in _load(module)(False):
-            out[case.name] = measure(case.numpy, case.repeat)
+            out[case.name] = measure(case.numpy, repeats(case, quick))
     return out
 
 
-def numpy_one_thread(modules: Sequence[str]) -> dict[str, Timing]:
+def numpy_one_thread(modules: Sequence[str], quick: bool = False) -> dict[str, Timing]:
     """NumPy timings with OPENBLAS_NUM_THREADS=1, which must be set before NumPy loads."""
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "bench.common", *modules]
+    cmd = [sys.executable, "-m", "bench.common", *modules, *(["--quick"] if quick else [])]
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         print(f"(1-thread NumPy run failed: {proc.stderr.strip()[-300:]})", file=sys.stderr)
@@ -164,8 +197,7 @@ def run(modules: Sequence[str], one_thread: bool = True) -> None:
     rows: list[tuple[Case, Timing | None, Timing]] = []
     for module in modules:
         for case in _load(module)(True):
-            if case.aotk is not None:
-                check_same(case.name, case.aotk(), case.numpy())
+            case.verify()
             aotk = measure(case.aotk, case.repeat) if case.aotk is not None else None
             rows.append((case, aotk, measure(case.numpy, case.repeat)))
     single = numpy_one_thread(modules) if one_thread else {}
@@ -189,8 +221,9 @@ def run(modules: Sequence[str], one_thread: bool = True) -> None:
 
 
 def main(argv: Sequence[str]) -> None:
-    """Subprocess entry: time the NumPy side of `argv`'s modules; print JSON."""
-    timings = time_numpy_only(argv)
+    """Subprocess entry: time the NumPy side of `argv`'s modules (`--quick`: fewer runs)."""
+    modules = [a for a in argv if a != "--quick"]
+    timings = time_numpy_only(modules, quick="--quick" in argv)
     print(json.dumps({k: [t.median, t.q1, t.q3, t.lo, t.hi] for k, t in timings.items()}))
 
 

@@ -1,9 +1,11 @@
 """Run every benchmark: `python -m bench.run_all` from the repo root.
 
-First the run-time table (aotk against NumPy), then the cold compile times
+First the run-time table (aotk against NumPy), then the seven workloads at one and two
+threads with the machine's limits (`bench.bench_workloads`), then the cold compile times
 (`bench.compile_time`) and, with Keras installed, the Keras programs' first epochs
-(`bench.keras_first_epoch`). `--no-1thread` skips the single-threaded NumPy subprocess,
-`--no-compile` both compile-time parts, `--no-keras` the Keras one.
+(`bench.keras_first_epoch`). `--no-1thread` skips the single-threaded NumPy subprocess of
+the first table, `--no-workloads` the workloads, `--quick` gives those fewer repeats,
+`--no-compile` skips both compile-time parts, `--no-keras` the Keras one.
 """
 
 from __future__ import annotations
@@ -11,13 +13,16 @@ from __future__ import annotations
 import importlib.util
 import sys
 
-from bench import compile_time, keras_first_epoch
+from bench import bench_workloads, compile_time, keras_first_epoch
 from bench.common import run
 
 MODULES = ["bench.bench_elementwise", "bench.bench_mlp", "bench.bench_training"]
 
 if __name__ == "__main__":
     run(MODULES, one_thread="--no-1thread" not in sys.argv[1:])
+    if "--no-workloads" not in sys.argv[1:]:
+        print()
+        bench_workloads.run(quick="--quick" in sys.argv[1:])
     if "--no-compile" not in sys.argv[1:]:
         compile_time.run()
         if "--no-keras" not in sys.argv[1:] and importlib.util.find_spec("keras") is not None:
