@@ -22,6 +22,7 @@ from aotk.dialect import shape_query as sq
 from aotk.dialect import trace
 from aotk.dialect import unary as un
 from aotk.dialect.base import AotkOp
+from aotk.dialect.softmax import SoftmaxOp
 from aotk.dialect.trace import KTensor
 
 Axis = int | Sequence[int] | None
@@ -292,6 +293,8 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> KTensor:
 def softmax(x: Any, axis: int = -1) -> KTensor:
     """exp(x - max) / sum(exp(x - max)) along `axis`."""
     t = _floating(x, "K.softmax")
+    if t.ndim and axis in (-1, t.ndim - 1):  # one kernel, each row read once
+        return trace.emit(SoftmaxOp, t, where="K.softmax")
     shifted = subtract(t, max(t, axis, keepdims=True))
     e = exp(shifted)
     return divide(e, sum(e, axis, keepdims=True))

@@ -42,3 +42,13 @@ func.func @reduce_min(%x: tensor<5xui8>) -> tensor<ui8> {
   %y = "aotk.reduce_min"(%x) <{axes = array<i64: 0>, keepdims = false}> : (tensor<5xui8>) -> tensor<ui8>
   func.return %y : tensor<ui8>
 }
+
+// The row softmax (a reduction's machinery: it runs along the last axis).
+// CHECK-LABEL: func.func @softmax(%x: tensor<?x7xf16>) -> tensor<?x7xf16> {
+// CHECK-NEXT:    %y = "aotk.softmax"(%x) : (tensor<?x7xf16>) -> tensor<?x7xf16>
+// CHECK-NEXT:    func.return %y : tensor<?x7xf16>
+// CHECK-NEXT:  }
+func.func @softmax(%x: tensor<?x7xf16>) -> tensor<?x7xf16> {
+  %y = "aotk.softmax"(%x) : (tensor<?x7xf16>) -> tensor<?x7xf16>
+  func.return %y : tensor<?x7xf16>
+}

@@ -48,6 +48,7 @@ from aotk.dialect import (
     reduce,
     shape,
     shape_query,
+    softmax,
     unslice,
     views,
 )
@@ -116,6 +117,17 @@ def _unary(domain: str) -> Callable[[str], list[Case]]:
         ]
 
     return cases
+
+
+def _softmax(dtype: str) -> list[Case]:
+    return [
+        c("rows", (4, 16), special=True, tier=0),
+        c("dynamic", (None, 3), calls=[[(2, 3)], [(5, 3)]]),
+        c("long_rows_and_tail", (3, 1029)),  # vector loop and its remainder
+        c("3d", (2, 1, 37)),
+        c("empty", (None, None), calls=[[(0, 3)], [(4, 0)]]),
+        c("1d_wide_range", (7,), domain="castable"),  # exponentials that underflow
+    ]
 
 
 def _binary(domain: str) -> Callable[[str], list[Case]]:
@@ -482,6 +494,7 @@ SPECS: dict[type, Spec] = {
     ew.FillLikeOp: Spec(ALL_DTYPES, _fill_like, rep=True),
     ew.ConstantOp: Spec(ALL_DTYPES, _constant, rep=True),
     linalg.MatMulOp: Spec(NUMERIC, _matmul, rep=True, scale=_matmul_scale),
+    softmax.SoftmaxOp: Spec(FLOATS, _softmax),
     reduce.ReduceSumOp: Spec(NUMERIC, _reductions("any"), rep=True, scale=_reduce_scale),
     reduce.ReduceProdOp: Spec(NUMERIC, _reductions("prod"), scale=_reduce_scale),
     reduce.ReduceMaxOp: Spec(NUMERIC, _reductions("ties"), rep=True),
