@@ -6,7 +6,6 @@ compilation through an in-process cache keyed on the traced IR and the target.
 
 from __future__ import annotations
 
-import ctypes
 import sys
 import threading
 from collections.abc import Sequence
@@ -137,6 +136,7 @@ class Function:
         fn_type = next(iter(self.module.ops)).function_type  # type: ignore[attr-defined]
         n_in = len(input_names)
         self._inputs = _signature(input_names, fn_type.inputs.data[:n_in])
+        self._input_specs = list(zip(*vars(self._inputs).values(), strict=True))
         self._out_dtypes = [np.dtype(dtypes.numpy_dtype(elem_of(t))) for t in fn_type.outputs.data]
         self._dynamic = [
             (i, a) for i, s in enumerate(self._inputs.shapes) for a, d in enumerate(s) if d is None
@@ -145,6 +145,8 @@ class Function:
         self._kernel = compiled["main"]
         self._ws_size = compiled["main_workspace_size"]
         self._workspace = runtime.Workspace()
+        self._workspace_sizes: dict[tuple[int, ...], int] = {}
+        self._stored_addresses = runtime.SlotAddresses(len(self.captures) + len(self._updated))
         self._out_pool: list[np.ndarray | None] = [None] * self._n_outputs
         self._pool_lock = threading.Lock()
         self._call_lock = threading.Lock() if self._updated or self.stateful_captures else None
@@ -197,7 +199,7 @@ class Function:
         values = self._flatten(values)
         if self._implicit_phase and _is_seq(values) and len(values) == len(self._inputs.names) - 1:
             values = [*values, np.array(bool(trace.default_phase()))]
-        arrays = self._coerce(values)
+        arrays, addresses = self._coerce(values)
         shapes = [a.shape for a in arrays]
         out_shapes = self._checker.output_shapes(
             shapes + [tuple(c.storage.shape) for c in self.captures]
@@ -210,16 +212,32 @@ class Function:
                 )
         outs = self._outputs(out_shapes[: self._n_outputs])
         dims = [shapes[i][a] for i, a in self._dynamic]
-        workspace = self._workspace.get(int(self._ws_size(*dims)))
-        captured = [c.storage for c in self.captures]
-        buffers = [*arrays, *captured, *outs, *(v.storage for v in self._updated), workspace]
-        pointers = [ctypes.c_void_p(b.ctypes.data) for b in buffers]
+        n_captured = len(self.captures)
+        stored = [c.storage for c in self.captures] + [v.storage for v in self._updated]
+        stored_at = list(map(self._stored_addresses.get, range(len(stored)), stored))
+        pointers = [
+            *addresses,
+            *stored_at[:n_captured],
+            *map(runtime.address, outs),
+            *stored_at[n_captured:],
+            self._workspace.address(self._workspace_bytes(dims)),
+        ]
         if self._call_lock is None:
             self._kernel(*pointers, *dims)
         else:
             with self._call_lock:  # a training step reads and writes its variables
                 self._kernel(*pointers, *dims)
         return outs[0] if self._single else outs
+
+    def _workspace_bytes(self, dims: list[int]) -> int:
+        """The workspace size for these dynamic dims, asked of the compiled code once."""
+        key = tuple(dims)
+        size = self._workspace_sizes.get(key)
+        if size is None:
+            if len(self._workspace_sizes) > 256:  # dims that vary call to call
+                self._workspace_sizes.clear()
+            size = self._workspace_sizes[key] = int(self._ws_size(*dims))
+        return size
 
     def _outputs(self, shapes: list[tuple[int, ...]]) -> list[np.ndarray]:
         """Output arrays: last call's when the caller has dropped them, else fresh ones."""
@@ -252,7 +270,8 @@ class Function:
             flat.extend(feed(value, self.where) if feed is not None else [value])
         return flat
 
-    def _coerce(self, values: Sequence[Any]) -> list[np.ndarray]:
+    def _coerce(self, values: Sequence[Any]) -> tuple[list[np.ndarray], list[int]]:
+        """The inputs as arrays a kernel can read in place, and their addresses."""
         if isinstance(values, np.ndarray) or not isinstance(values, list | tuple):
             raise TypeError(
                 f"{self.where}: call it with a list of {len(self._inputs.names)} arrays, "
@@ -263,12 +282,12 @@ class Function:
                 f"{self.where}: expected {len(self._inputs.names)} inputs "
                 f"({', '.join(self._inputs.names)}), got {len(values)}"
             )
-        arrays = []
-        for value, name, shape, dtype in zip(values, *vars(self._inputs).values(), strict=True):
-            arrays.append(
-                runtime.as_kernel_buffer(coerce_input(value, name, shape, dtype, self.where))
-            )
-        return arrays
+        arrays, addresses = [], []
+        for value, (name, shape, dtype) in zip(values, self._input_specs, strict=True):
+            array, at = runtime.kernel_buffer(coerce_input(value, name, shape, dtype, self.where))
+            arrays.append(array)
+            addresses.append(at)
+        return arrays, addresses
 
     @property
     def llvm_ir(self) -> str:

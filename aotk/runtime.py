@@ -7,6 +7,7 @@ in place, and only strided or misaligned arrays are copied.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 
 import numpy as np
@@ -34,14 +35,48 @@ def aligned_copy(a: np.ndarray, dtype: np.dtype | str | None = None) -> np.ndarr
     return out
 
 
+def address(a: np.ndarray) -> int:
+    """Where `a`'s data starts. Through the buffer protocol where it can (3x faster than
+    `a.ctypes.data`, which builds an object per call: a call's overhead is mostly this)."""
+    try:
+        # an ndarray is a writable buffer; the stubs do not say so
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))  # type: ignore[arg-type]
+    except (TypeError, ValueError, BufferError):  # read-only, empty or not contiguous
+        return a.ctypes.data
+
+
 def is_usable(a: np.ndarray) -> bool:
     """Dense, row-major, and aligned to its element size."""
-    return a.flags.c_contiguous and a.ctypes.data % a.dtype.itemsize == 0
+    return a.flags.c_contiguous and address(a) % a.dtype.itemsize == 0
 
 
 def as_kernel_buffer(a: np.ndarray) -> np.ndarray:
     """`a` itself if a kernel can read it in place, else an aligned copy."""
     return a if is_usable(a) else aligned_copy(a)
+
+
+def kernel_buffer(a: np.ndarray) -> tuple[np.ndarray, int]:
+    """`as_kernel_buffer(a)` and its address, found once."""
+    at = address(a)
+    if a.flags.c_contiguous and at % a.dtype.itemsize == 0:
+        return a, at
+    copy = aligned_copy(a)
+    return copy, address(copy)
+
+
+class SlotAddresses:
+    """The addresses of arrays that seldom change (captured variables), one slot each:
+    recomputed only when a slot holds another array than last time."""
+
+    def __init__(self, slots: int) -> None:
+        self._arrays: list[np.ndarray | None] = [None] * slots
+        self._addresses = [0] * slots
+
+    def get(self, slot: int, a: np.ndarray) -> int:
+        if self._arrays[slot] is not a:
+            self._addresses[slot] = address(a)
+            self._arrays[slot] = a
+        return self._addresses[slot]
 
 
 class Workspace:
@@ -54,5 +89,10 @@ class Workspace:
         buf = getattr(self._local, "buf", None)
         if buf is None or buf.nbytes < nbytes:
             buf = aligned_empty((max(nbytes, ALIGN),), "uint8")
-            self._local.buf = buf
+            self._local.buf, self._local.address = buf, address(buf)
         return buf
+
+    def address(self, nbytes: int) -> int:
+        """The address of this thread's buffer of at least `nbytes`."""
+        self.get(nbytes)
+        return self._local.address

@@ -1,0 +1,53 @@
+"""The per-call path of a compiled function: addresses found once where they can be, and
+never stale."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aotk import backend as K
+from aotk import runtime
+
+
+def test_address_is_where_the_data_starts_for_every_kind_of_array() -> None:
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    read_only = base.copy()
+    read_only.flags.writeable = False
+    for a in (base, read_only, base[1:], base[:, 1:], np.empty((0, 4), np.float32)):
+        assert runtime.address(a) == a.ctypes.data
+
+
+def test_kernel_buffer_copies_only_what_a_kernel_cannot_read_in_place() -> None:
+    dense = runtime.aligned_empty((3, 4), "float32")
+    same, at = runtime.kernel_buffer(dense)
+    assert same is dense and at == dense.ctypes.data
+    strided = np.arange(24, dtype=np.float32).reshape(3, 8)[:, ::2]
+    copy, at = runtime.kernel_buffer(strided)
+    assert copy is not strided and copy.flags.c_contiguous and at == copy.ctypes.data
+    np.testing.assert_array_equal(copy, strided)
+
+
+def test_slot_addresses_follow_a_slot_to_its_new_array() -> None:
+    slots = runtime.SlotAddresses(2)
+    a, b = np.zeros(4), np.ones(4)
+    assert slots.get(0, a) == a.ctypes.data and slots.get(1, b) == b.ctypes.data
+    assert slots.get(0, b) == b.ctypes.data
+
+
+def test_a_variable_given_a_new_value_is_read_from_its_new_storage() -> None:
+    v = K.variable(np.ones((2, 3), np.float32))
+    x = K.placeholder((None, 3))
+    f = K.function([x], [K.dot(x, K.transpose(v))])
+    xs = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_allclose(f([xs])[0], xs @ np.ones((3, 2)))
+    K.set_value(v, np.full((2, 3), 2.0, np.float32))
+    np.testing.assert_allclose(f([xs])[0], xs @ np.full((3, 2), 2.0))
+
+
+def test_the_workspace_size_is_asked_once_per_dims() -> None:
+    x = K.placeholder((None, 3))
+    f = K.function([x], [K.exp(K.sum(K.exp(x), 1))])
+    for rows in (2, 5, 2, 5):
+        got = f([np.zeros((rows, 3), np.float32)])[0]
+        np.testing.assert_allclose(got, np.full(rows, np.exp(3.0)), rtol=1e-6)
+    assert set(f._workspace_sizes) == {(2,), (5,)}
