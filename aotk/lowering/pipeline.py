@@ -24,7 +24,7 @@ LOOPS_CLEANUP = "aotk-cse,aotk-canonicalize,aotk-cse,aotk-check-stage{stage=loop
 
 STAGES: dict[str, str] = {
     "trace": "",
-    "graph": "aotk-simplify,canonicalize,aotk-cse,dce,aotk-fuse,aotk-cse,dce",
+    "graph": "aotk-simplify,canonicalize,aotk-cse,aotk-merge-scans,dce,aotk-fuse,aotk-cse,dce",
     "loops": f"convert-aotk-to-loops,{LOOPS_CLEANUP}",
     "llvm": ",".join(
         [
@@ -84,6 +84,12 @@ def _simplify() -> type[ModulePass]:
     return AotkSimplifyPass
 
 
+def _merge_scans() -> type[ModulePass]:
+    from aotk.transforms.merge_scans import AotkMergeScansPass
+
+    return AotkMergeScansPass
+
+
 def _canonicalize() -> type[ModulePass]:
     from aotk.transforms.canonicalize import AotkCanonicalizePass
 
@@ -141,6 +147,7 @@ def _scf_to_cf() -> type[ModulePass]:
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "aotk-simplify": _simplify,
     "aotk-fuse": _fuse,
+    "aotk-merge-scans": _merge_scans,
     "aotk-canonicalize": _canonicalize,
     "aotk-cse": _cse,
     "aotk-check-stage": _check_stage,
