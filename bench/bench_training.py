@@ -10,10 +10,12 @@ Run alone with `python -m bench.bench_training`.
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 
 from bench.common import Case, run
+from bench.workloads import sgd_updates
 
 SIZES = (784, 1024, 1024, 10)
 BATCH, LR = 128, 0.01
@@ -47,7 +49,7 @@ def _numpy_sgd_step(params: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> f
     return loss
 
 
-def _aotk_sgd_step(params: list[np.ndarray]) -> object:
+def _aotk_sgd_step(params: list[np.ndarray]) -> Any:
     from aotk import backend as K
 
     x, y = K.placeholder(shape=(None, SIZES[0])), K.placeholder(shape=(None, SIZES[-1]))
@@ -57,9 +59,7 @@ def _aotk_sgd_step(params: list[np.ndarray]) -> object:
         z = K.bias_add(K.dot(h, variables[i]), variables[i + 1])
         h = K.relu(z) if i < 4 else K.softmax(z)
     loss = K.mean(K.categorical_crossentropy(y, h))
-    grads = K.gradients(loss, variables)
-    updates = [K.update_sub(v, LR * g) for v, g in zip(variables, grads, strict=True)]
-    return K.function([x, y], [loss], updates=updates)
+    return K.function([x, y], [loss], updates=sgd_updates(loss, variables, LR))
 
 
 def _lstm_weights(rng: np.random.Generator) -> list[np.ndarray]:
@@ -83,7 +83,7 @@ def _numpy_lstm(xs: np.ndarray, w: np.ndarray, u: np.ndarray, b: np.ndarray) -> 
     return h
 
 
-def _aotk_lstm(w: np.ndarray, u: np.ndarray, b: np.ndarray) -> object:
+def _aotk_lstm(w: np.ndarray, u: np.ndarray, b: np.ndarray) -> Any:
     from aotk import backend as K
 
     wv, uv, bv = K.variable(w), K.variable(u), K.variable(b)

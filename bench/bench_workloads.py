@@ -34,7 +34,7 @@ THREADS = (1, 2)
 GEMM = 1024
 TRIAD_N = 2**24
 TRIAD_S = 3.0
-LR = 0.01  # the SGD rate of `workloads._sgd`
+LR = 0.01  # the SGD rate of `workloads.sgd_updates`
 MODULE = "bench.bench_workloads"
 Step = Callable[[list[np.ndarray]], tuple[float, list[np.ndarray]]]
 

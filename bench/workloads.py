@@ -33,11 +33,16 @@ def _weights(*shape: int, seed: int = 0) -> Any:
     return K.variable(_array(shape, seed))
 
 
-def _sgd(loss: Any, params: list[Any], lr: float = 0.01) -> list[Any]:
+def sgd_updates(loss: Any, params: list[Any], lr: float = 0.01) -> list[Any]:
+    """Plain SGD: each parameter minus `lr` times its gradient."""
     from aotk import backend as K
 
-    grads = K.gradients(loss, params)
-    return [K.update_sub(p, lr * g) for p, g in zip(params, grads, strict=True)]
+    updates = []
+    for p, g in zip(params, K.gradients(loss, params), strict=True):
+        if g is None:
+            raise ValueError(f"the loss does not depend on parameter {p.name}")
+        updates.append(K.update_sub(p, lr * g))
+    return updates
 
 
 def dense() -> Graph:
@@ -72,7 +77,7 @@ def w4_mlp_sgd() -> Graph:
     x, y = K.placeholder((None, MLP[0])), K.placeholder((None, MLP[-1]))
     p, params = _mlp(x)
     loss = K.mean(K.categorical_crossentropy(y, p))
-    return [x, y], [loss], _sgd(loss, params)
+    return [x, y], [loss], sgd_updates(loss, params)
 
 
 def _cnn(x: Any, hidden: int | None) -> tuple[Any, list[Any]]:
@@ -104,7 +109,7 @@ def keras_cnn_sgd() -> Graph:
     x, y = K.placeholder((None, 32, 32, 3)), K.placeholder((None, 10))
     p, params = _cnn(x, 128)
     loss = K.mean(K.categorical_crossentropy(y, p))
-    return [x, y], [loss], _sgd(loss, params)
+    return [x, y], [loss], sgd_updates(loss, params)
 
 
 def _lstm(train: bool) -> Graph:
@@ -128,7 +133,7 @@ def _lstm(train: bool) -> Graph:
     if not train:
         return [x], [last], []
     loss = K.mean(K.square(last))
-    return [x], [loss], _sgd(loss, [w, u])
+    return [x], [loss], sgd_updates(loss, [w, u])
 
 
 def w6_lstm() -> Graph:
