@@ -45,18 +45,14 @@ def address(a: np.ndarray) -> int:
         return a.ctypes.data
 
 
-def is_usable(a: np.ndarray) -> bool:
-    """Dense, row-major, and aligned to its element size."""
-    return a.flags.c_contiguous and address(a) % a.dtype.itemsize == 0
-
-
 def as_kernel_buffer(a: np.ndarray) -> np.ndarray:
     """`a` itself if a kernel can read it in place, else an aligned copy."""
-    return a if is_usable(a) else aligned_copy(a)
+    return kernel_buffer(a)[0]
 
 
 def kernel_buffer(a: np.ndarray) -> tuple[np.ndarray, int]:
-    """`as_kernel_buffer(a)` and its address, found once."""
+    """`a` itself if a kernel can read it in place (dense, row-major, aligned to its
+    element size), else an aligned copy; with its address, found once."""
     at = address(a)
     if a.flags.c_contiguous and at % a.dtype.itemsize == 0:
         return a, at

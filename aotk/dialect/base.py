@@ -28,7 +28,14 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import BaseAttr, IRDLOperation, operand_def, result_def, traits_def
+from xdsl.irdl import (
+    BaseAttr,
+    IRDLOperation,
+    irdl_to_attr_constraint,
+    operand_def,
+    result_def,
+    traits_def,
+)
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
@@ -120,6 +127,7 @@ def normalize_axis(axis: int, rank: int, where: str = "axis") -> int:
 # The property type of an op's `dtype`: an element type (`dtype = f32`), which rules see
 # as its Keras name ("float32").
 ElementTypeAttr = Float16Type | Float32Type | Float64Type | IntegerType
+_ELEMENT_TYPE = irdl_to_attr_constraint(ElementTypeAttr)
 
 
 def encode_attr(value: Any) -> Attribute:
@@ -158,21 +166,23 @@ def decode_attr(attr: Attribute) -> Any:
     return attr
 
 
-def _encode_prop(name: str, value: Any) -> Attribute:
-    if name == "dtype" and isinstance(value, str):  # see ElementTypeAttr
-        return dtypes.element_type(value)
-    return encode_attr(value)
-
-
 @cache
-def _enum_props(cls: type[IRDLOperation]) -> dict[str, type[EnumAttribute[Any]]]:
-    """The properties of `cls` typed by an enum attribute, by name."""
-    props = cls.get_irdl_definition().properties.items()
-    return {
-        name: p.constr.attr
-        for name, p in props
-        if isinstance(p.constr, BaseAttr) and issubclass(p.constr.attr, EnumAttribute)
-    }
+def _typed_props(cls: type[IRDLOperation]) -> dict[str, Any]:
+    """The properties of `cls` whose Python value is not stored as is, by name: an enum
+    attribute class, or `ElementTypeAttr` for an element type given as a dtype name."""
+    typed: dict[str, Any] = {}
+    for name, p in cls.get_irdl_definition().properties.items():
+        if isinstance(p.constr, BaseAttr) and issubclass(p.constr.attr, EnumAttribute):
+            typed[name] = p.constr.attr
+        elif p.constr == _ELEMENT_TYPE:
+            typed[name] = ElementTypeAttr
+    return typed
+
+
+def _encode_prop(kind: Any, value: Any) -> Attribute:
+    if kind is ElementTypeAttr:
+        return dtypes.element_type(value) if isinstance(value, str) else value
+    return kind(value) if kind is not None else encode_attr(value)
 
 
 class AotkOp(IRDLOperation):
@@ -181,17 +191,19 @@ class AotkOp(IRDLOperation):
     @classmethod
     def typed_attrs(cls, attrs: dict[str, Any]) -> dict[str, Any]:
         """`attrs` with enum properties as StrEnum members; raise naming a bad one."""
-        enums = _enum_props(cls)
+        typed = _typed_props(cls)
         return {
-            k: member(enums[k].enum_type, k, v) if k in enums and v is not None else v
+            k: member(typed[k].enum_type, k, v)
+            if v is not None and k in typed and typed[k] is not ElementTypeAttr
+            else v
             for k, v in attrs.items()
         }
 
     @classmethod
     def make(cls, operands: Sequence[SSAValue], result_type: Attribute, **attrs: Any) -> Self:
-        enums = _enum_props(cls)
+        typed = _typed_props(cls)
         props = {
-            k: enums[k](v) if k in enums else _encode_prop(k, v)
+            k: _encode_prop(typed.get(k), v)
             for k, v in cls.typed_attrs(attrs).items()
             if v is not None
         }

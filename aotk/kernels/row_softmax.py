@@ -24,8 +24,8 @@ def emit(k: Kernel, out: Buf, x: Buf) -> None:
     """out = softmax(x) along x's last axis (rank >= 1)."""
     width = x.dims[-1]
     ct = compute_type(x.elem)
-    with k.nest(list(x.dims[:-1]), parallel=True) as rows:
-        start = k.mul(k.linear(rows, k.strides(list(x.dims[:-1]))), width)
+    with k.loop(k.product(x.dims[:-1]), parallel=True) as row:  # all rows, one loop
+        start = k.mul(row, width)
 
         def row_max(acc: SSAValue, i: SSAValue) -> SSAValue:
             # maximumf propagates NaN, as NumPy's max does
