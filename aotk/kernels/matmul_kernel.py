@@ -7,6 +7,9 @@ k_unroll rows of B per pass. With scratch (`scratch_elems` of it), the bulk of C
 by register tiles on packed blocks of B (`matmul_packed`) and only the edges by panels.
 Every dim may be dynamic; edges are smaller panels and scalar columns, never masked.
 Integers and float16 take a plain i-k-j nest that LLVM vectorizes along N.
+Either operand may be stored transposed (`a_t`: A as [K, M]; `b_t`: B as [N, K]), as the
+gradients of a dense layer want them: a transposed B is packed by columns, and its edges
+are dot products of contiguous rows; a transposed A is packed too (`matmul_packed`).
 Float kernels are micro-kernels (`aotk.kernels`): built once with every dim dynamic, so
 a call site is one call (the tile sizes depend only on the dtype and the host anyway).
 Threads split the rows of C: the loops over row tiles (and over rows, for integers) are
@@ -16,6 +19,7 @@ parallel, inside the K and N blocks, so each thread reads the block of B all sha
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -43,71 +47,79 @@ def emit(
     n: DimV,
     kdim: DimV,
     scratch: Buf | None = None,
+    a_t: bool = False,
+    b_t: bool = False,
 ) -> None:
-    """Emit c = a @ b; with `scratch` (see `scratch_elems`), B is packed."""
+    """Emit c = a @ b; with `scratch` (see `scratch_elems`), B is packed. `a_t`: `a` is
+    stored as [K, M]; `b_t`: `b` is stored as [N, K]."""
     if not isinstance(c.elem, Float32Type | Float64Type):
-        _emit_scalar(k, c, a, b, m=m, n=n, kdim=kdim)
+        ops = mk.Operands(c, a, b, m, n, kdim, VectorType(c.elem, [1]), a_t, b_t)
+        _emit_scalar(k, ops, m)
         return
     pointers = [c, a, b] if scratch is None else [c, a, b, scratch]
-    library.call(k, _kernel_name(c.elem, scratch is not None), [*pointers, m, n, kdim])
+    name = _kernel_name(c.elem, scratch is not None, a_t, b_t)
+    library.call(k, name, [*pointers, m, n, kdim])
 
 
-def _kernel_name(elem: Attribute, packed: bool) -> str:
-    return f"matmul_{dtypes.numpy_dtype(elem)}" + ("_packed" if packed else "")
+def _kernel_name(elem: Attribute, packed: bool, a_t: bool, b_t: bool) -> str:
+    flags = ("_packed", packed), ("_ta", a_t), ("_tb", b_t)
+    return f"matmul_{dtypes.numpy_dtype(elem)}" + "".join(tag for tag, on in flags if on)
 
 
-def _build(elem: Float32Type | Float64Type, packed: bool, k: Kernel, args: list[SSAValue]) -> None:
+def _build(
+    elem: Float32Type | Float64Type,
+    variant: tuple[bool, bool, bool],
+    k: Kernel,
+    args: list[SSAValue],
+) -> None:
     """The body of a float matmul micro-kernel: (c, a, b[, scratch], m, n, k)."""
+    packed, a_t, b_t = variant
     m, n, kdim = args[-3:]
     flat = MemRefType(elem, [DYNAMIC_INDEX])
-    scratch = scratch_elems(elem, m, n, kdim)
-    dims: list[tuple[DimV, ...]] = [(m, n), (m, kdim), (kdim, n), (scratch,)]
+    scratch = scratch_elems(k, elem, (m, n, kdim), a_t)
+    a_dims = (kdim, m) if a_t else (m, kdim)
+    b_dims = (n, kdim) if b_t else (kdim, n)
+    dims: list[tuple[DimV, ...]] = [(m, n), a_dims, b_dims, (scratch,)]
     bufs = [
         Buf(k.b.insert(ptr.FromPtrOp(p, flat)).res, d, elem)
         for p, d in zip(args[:-3], dims, strict=False)
     ]
     c, a, b = bufs[:3]
-    emit_loops(k, c, a, b, m=m, n=n, kdim=kdim, scratch=bufs[3] if packed else None)
+    vt = VectorType(elem, [heuristics.matmul_tiles(dtypes.byte_size(elem), m, n, kdim).lanes])
+    ops = mk.Operands(c, a, b, m, n, kdim, vt, a_t, b_t)
+    emit_loops(k, ops, scratch=bufs[3] if packed else None)
 
 
-def emit_loops(
-    k: Kernel,
-    c: Buf,
-    a: Buf,
-    b: Buf,
-    *,
-    m: DimV,
-    n: DimV,
-    kdim: DimV,
-    scratch: Buf | None = None,
-) -> None:
-    """Emit the loops computing float c = a @ b (a micro-kernel's body)."""
-    tiles = heuristics.matmul_tiles(dtypes.byte_size(c.elem), m, n, kdim)
-    ops = mk.Operands(c, a, b, n, kdim, VectorType(c.elem, [tiles.lanes]))
+def emit_loops(k: Kernel, ops: mk.Operands, scratch: Buf | None = None) -> None:
+    """Emit the loops computing float C = A @ B (a micro-kernel's body)."""
+    m, n, kdim = ops.m, ops.n, ops.kdim
+    tiles = heuristics.matmul_tiles(dtypes.byte_size(ops.c.elem), m, n, kdim)
     mk.zero_fill(k, ops, k.mul(m, n))
     if scratch is None:
         _panels(k, ops, tiles, (0, m), (0, n))
         return
     width = tiles.nr * tiles.lanes
-    m_pack = _packed_rows(k, m, tiles)
+    m_pack = _packed_rows(k, m, tiles, ops.b_t)
     n_main = k.mul(k.div(n, width), width)
     if not _known_empty(0, m_pack) and not _known_empty(0, n_main):
         k_hi = kdim if isinstance(m_pack, int) else _select_if_positive(k, m_pack, kdim)
-        with (
-            _blocks(k, (0, k_hi), tiles.packed_kc) as k_range,
-            _blocks(k, (0, n_main), tiles.packed_nc) as cols,
-        ):
-            packed.emit_packed(k, ops, tiles, scratch, (0, m_pack), cols, (k_range, cols))
+        with _blocks(k, (0, k_hi), tiles.packed_kc) as k_range:
+            if ops.a_t:
+                packed.pack_transposed_a(k, ops, tiles, scratch, (0, m_pack), k_range)
+            with _blocks(k, (0, n_main), tiles.packed_nc) as cols:
+                packed.emit_packed(k, ops, tiles, scratch, (0, m_pack), cols, (k_range, cols))
     _panels(k, ops, tiles, (0, m_pack), (n_main, n))
     _panels(k, ops, tiles, (m_pack, m), (0, n))
 
 
-def _packed_rows(k: Kernel, m: DimV, tiles: heuristics.MatmulTiles) -> DimV:
-    """Rows done on packed B: whole tiles, or none when M is too small to repay packing."""
+def _packed_rows(k: Kernel, m: DimV, tiles: heuristics.MatmulTiles, b_t: bool) -> DimV:
+    """Rows done on packed B: whole tiles, or none when M is too small to repay packing.
+    A transposed B repays it sooner: without packing, it is read by dot products."""
     m_main = k.mul(k.div(m, tiles.mr), tiles.mr)
+    min_rows = 2 * tiles.mr if b_t else tiles.packed_min_rows
     if isinstance(m, int):
-        return m_main if m >= tiles.packed_min_rows else 0
-    enough = k.b.insert(arith.CmpiOp(m, k.index(tiles.packed_min_rows), "sge")).result
+        return m_main if m >= min_rows else 0
+    enough = k.b.insert(arith.CmpiOp(m, k.index(min_rows), "sge")).result
     return k.b.insert(arith.SelectOp(enough, k.index(m_main), k.index(0))).result
 
 
@@ -117,11 +129,14 @@ def _select_if_positive(k: Kernel, flag: SSAValue, value: DimV) -> SSAValue:
     return k.b.insert(arith.SelectOp(positive, k.index(value), k.index(0))).result
 
 
-def scratch_elems(elem: Attribute, m: DimV, n: DimV, kdim: DimV) -> int:
+def scratch_elems(
+    k: Kernel, elem: Attribute, mnk: tuple[DimV, DimV, DimV], a_t: bool = False
+) -> DimV:
     """Elements of `elem` that `emit` can use as scratch (0: it would not use any)."""
     if not isinstance(elem, Float32Type | Float64Type):
         return 0
-    return packed.scratch_elems(heuristics.matmul_tiles(dtypes.byte_size(elem), m, n, kdim))
+    tiles = heuristics.matmul_tiles(dtypes.byte_size(elem), *mnk)
+    return packed.scratch_elems(k, tiles, mnk[0], a_t)
 
 
 def _panels(
@@ -129,6 +144,9 @@ def _panels(
 ) -> None:
     """C[rows, cols] += A[rows, :] @ B[:, cols] by panel updates, blocked over K and N."""
     if _known_empty(*rows) or _known_empty(*cols):
+        return
+    if ops.b_t:
+        _dot_panels(k, ops, rows, cols)
         return
     heights = tuple(r for r, _ in tiles.panels)
     unroll = dict(tiles.panels)
@@ -142,6 +160,19 @@ def _panels(
             if not _known_empty(groups[ku], k1):
                 with k.loop(k1, lb=groups[ku]) as kk:
                     mk.panel(k, ops, i0, height, kk, 1, j_range)
+
+
+def _dot_panels(k: Kernel, ops: mk.Operands, rows: Range, cols: Range) -> None:
+    """C[rows, cols] = A[rows, :] @ B[:, cols] for a B stored [N, K], by dot products
+    of four columns at a time (a single column for the last few)."""
+    with k.loop(rows[1], lb=rows[0], parallel=True) as i:
+        lo, hi = cols
+        quads = k.add(lo, k.mul(k.div(k.sub(hi, lo), 4), 4))
+        with k.loop(quads, lb=lo, step=4, trips=64) as j0:
+            mk.dot_panel(k, ops, i, j0, 4)
+        if not _known_empty(quads, hi):
+            with k.loop(hi, lb=quads) as j:
+                mk.dot_panel(k, ops, i, j, 1)
 
 
 @contextmanager
@@ -186,8 +217,10 @@ def _known_empty(lo: DimV, hi: DimV) -> bool:
     return isinstance(lo, int) and isinstance(hi, int) and lo >= hi
 
 
-def _emit_scalar(k: Kernel, c: Buf, a: Buf, b: Buf, *, m: DimV, n: DimV, kdim: DimV) -> None:
-    """K-blocked i-k-j loops; the inner loop runs along N, contiguous in B and C."""
+def _emit_scalar(k: Kernel, ops: mk.Operands, m: DimV) -> None:
+    """K-blocked i-k-j loops; the inner loop runs along N, contiguous in C (and in B
+    unless it is transposed)."""
+    c, a, b, n, kdim = ops.c, ops.a, ops.b, ops.n, ops.kdim
     is_float = dtypes.is_float(a.elem)
     zero = const(k.b, 0, compute_type(c.elem))
     with k.loop(k.mul(m, n)) as i:
@@ -196,13 +229,11 @@ def _emit_scalar(k: Kernel, c: Buf, a: Buf, b: Buf, *, m: DimV, n: DimV, kdim: D
     with k.loop(kdim, step=block) as k0:
         k_end = k.min(k.add(k0, block), kdim)
         with k.loop(m, parallel=True) as i:
-            a_row = k.mul(i, kdim)
             c_row = k.mul(i, n)
             with k.loop(k_end, lb=k0, trips=block) as kk:
-                av = k.load_flat(a, k.add(a_row, kk))
-                b_row = k.mul(kk, n)
+                av = k.load_flat(a, ops.a_at(k, i, kk))
                 with k.loop(n) as j:
-                    bv = k.load_flat(b, k.add(b_row, j))
+                    bv = k.load_flat(b, ops.b_at(k, kk, j))
                     c_off = k.add(c_row, j)
                     cv = k.load_flat(c, c_off)
                     if is_float:
@@ -215,12 +246,13 @@ def _emit_scalar(k: Kernel, c: Buf, a: Buf, b: Buf, *, m: DimV, n: DimV, kdim: D
 
 
 for _elem in (Float32Type(), Float64Type()):
-    for _packed in (False, True):
+    for _packed, _a_t, _b_t in itertools.product((False, True), repeat=3):
+        _variant = (_packed, _a_t, _b_t)
         library.register(
             library.MicroKernel(
-                _kernel_name(_elem, _packed),
+                _kernel_name(_elem, *_variant),
                 "ppp" + "p" * _packed + "iii",
-                functools.partial(_build, _elem, _packed),
+                functools.partial(_build, _elem, _variant),
                 ("c", "a", "b", *(["scratch"] * _packed), "m", "n", "k"),
             )
         )

@@ -10,30 +10,52 @@ Unlike an outer-product tile this needs no packed copy of B: power-of-two row le
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import math, vector
+from xdsl.dialects import arith, math, vector
+from xdsl.dialects.arith import FastMathFlagsAttr
 from xdsl.dialects.builtin import VectorType
+from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import SSAValue
 
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 
+# a dot product's multiply-adds may fuse, and its sum be split into per-lane partial sums
+CONTRACT = FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT])
+REASSOC_CONTRACT = FastMathFlagsAttr([FastMathFlag.REASSOC, FastMathFlag.ALLOW_CONTRACT])
+
 
 @dataclass(frozen=True)
 class Operands:
-    """C[M, N] += A[M, K] @ B[K, N] on flat row-major buffers, and one register's type."""
+    """C[M, N] += A[M, K] @ B[K, N] on flat row-major buffers, and one register's type.
+
+    `a_t`: A is stored transposed, as [K, M]; `b_t`: B is stored as [N, K]. Reading a
+    transposed operand in place is what spares the gradient of a matmul its transposes.
+    """
 
     c: Buf
     a: Buf
     b: Buf
+    m: DimV
     n: DimV
     kdim: DimV
     vt: VectorType
+    a_t: bool = False
+    b_t: bool = False
 
     @property
     def lanes(self) -> int:
         return self.vt.get_shape()[0]
+
+    def a_at(self, k: Kernel, i: DimV, kk: DimV) -> DimV:
+        """The flat offset of A[i, kk]."""
+        return k.add(k.mul(kk, self.m), i) if self.a_t else k.add(k.mul(i, self.kdim), kk)
+
+    def b_at(self, k: Kernel, kk: DimV, j: DimV) -> DimV:
+        """The flat offset of B[kk, j]."""
+        return k.add(k.mul(j, self.kdim), kk) if self.b_t else k.add(k.mul(kk, self.n), j)
 
 
 def vload(k: Kernel, buf: Buf, offset: DimV, vt: VectorType) -> SSAValue:
@@ -79,11 +101,12 @@ def panel(
     vectors: int | None = None,
 ) -> None:
     """C[i0:i0+rows, j-range] += A[i0:i0+rows, kk:kk+ku] @ B[kk:kk+ku, j-range];
-    `vectors`: the typical number of vectors along j, for cost estimates."""
+    `vectors`: the typical number of vectors along j, for cost estimates. B is read by rows,
+    so it must not be transposed."""
     lanes, vt = ops.lanes, ops.vt
-    a_rows = [k.mul(k.add(i0, r), ops.kdim) for r in range(rows)]
     avals = [
-        [k.load_flat(ops.a, k.add(a_rows[r], k.add(kk, u))) for u in range(ku)] for r in range(rows)
+        [k.load_flat(ops.a, ops.a_at(k, k.add(i0, r), k.add(kk, u))) for u in range(ku)]
+        for r in range(rows)
     ]
     asplat = [[splat(k, v, vt) for v in row] for row in avals]
     b_rows = [k.mul(k.add(kk, u), ops.n) for u in range(ku)]
@@ -106,3 +129,28 @@ def panel(
             saccs = [sfma(k, avals[r][u], bs, saccs[r]) for r in range(rows)]
         for r in range(rows):
             k.store_flat(ops.c, k.add(c_rows[r], j), saccs[r])
+
+
+def dot_panel(k: Kernel, ops: Operands, i: DimV, j0: DimV, cols: int) -> None:
+    """C[i, j0:j0+cols] = A[i, :] @ B[:, j0:j0+cols] for a B stored [N, K]: one dot
+    product of two contiguous rows per element, A's row read once for all `cols`; LLVM
+    vectorizes the loop over K into per-lane partial sums."""
+    ct = ops.vt.element_type
+    b_rows = [k.mul(k.add(j0, c), ops.kdim) for c in range(cols)]
+
+    def step(kk: SSAValue, accs: Sequence[SSAValue]) -> list[SSAValue]:
+        av = k.load_flat(ops.a, ops.a_at(k, i, kk))
+        products = [
+            k.b.insert(arith.MulfOp(av, k.load_flat(ops.b, k.add(row, kk)), flags=CONTRACT)).result
+            for row in b_rows
+        ]
+        return [
+            k.b.insert(arith.AddfOp(acc, p, flags=REASSOC_CONTRACT)).result
+            for acc, p in zip(accs, products, strict=True)
+        ]
+
+    zero = const(k.b, 0.0, ct)
+    sums = k.fold_loop(ops.kdim, [zero] * cols, step, trips=256)
+    c_row = k.mul(i, ops.n)
+    for c, total in enumerate(sums):
+        k.store_flat(ops.c, k.add(c_row, k.add(j0, c)), total)

@@ -23,15 +23,38 @@ from aotk.kernels.kernel import Buf, DimV, Kernel
 Range = tuple[DimV, DimV]
 
 
-def scratch_elems(tiles: MatmulTiles) -> int:
-    """Elements of scratch the packed path needs: one block of B."""
-    return tiles.packed_kc * tiles.packed_nc
+def scratch_elems(k: Kernel, tiles: MatmulTiles, ops_m: DimV, a_t: bool) -> DimV:
+    """Elements of scratch the packed path needs: one block of B, and for a transposed A
+    one K block of all its rows."""
+    b_block = tiles.packed_kc * tiles.packed_nc
+    return k.add(b_block, k.mul(tiles.packed_kc, ops_m)) if a_t else b_block
+
+
+def pack_transposed_a(
+    k: Kernel, ops: mk.Operands, tiles: MatmulTiles, scratch: Buf, rows: Range, k_range: Range
+) -> None:
+    """A[rows, k-range] from an A stored [K, M] into scratch after the B block, as one
+    sliver of `mr` rows per tile (kk-major): the tiles then read it in order. Unpacked,
+    the K rows of a tile's column of A are M apart, which for M a multiple of 1024
+    puts them all in a few cache sets."""
+    k0, k1 = k_range
+    base = k.sub(tiles.packed_kc * tiles.packed_nc, k.mul(k0, tiles.mr))
+    with k.loop(k1, lb=k0, parallel=True, trips=tiles.packed_kc) as kk:
+        src = k.mul(kk, ops.m)
+        dst = k.add(base, k.mul(kk, tiles.mr))
+        with k.loop(rows[1], lb=rows[0]) as i:
+            r = k.rem(i, tiles.mr)
+            at = k.add(dst, k.add(k.mul(k.sub(i, r), tiles.packed_kc), r))
+            k.store_flat(scratch, at, k.load_flat(ops.a, k.add(src, i)))
 
 
 def pack_b(
     k: Kernel, ops: mk.Operands, tiles: MatmulTiles, scratch: Buf, k_range: Range, j_range: Range
 ) -> None:
     """scratch[sliver s][kk - k0][:] = B[kk, j0 + s * width : ...], read row by row."""
+    if ops.b_t:
+        _pack_transposed_b(k, ops, tiles, scratch, k_range, j_range)
+        return
     width = tiles.nr * tiles.lanes
     k0, k1 = k_range
     jb, j_end = j_range
@@ -44,6 +67,26 @@ def pack_b(
                 off = v * tiles.lanes
                 value = mk.vload(k, ops.b, k.add(src, k.add(j0, off)), ops.vt)
                 mk.vstore(k, scratch, k.add(sliver, off), value)
+
+
+def _pack_transposed_b(
+    k: Kernel, ops: mk.Operands, tiles: MatmulTiles, scratch: Buf, k_range: Range, j_range: Range
+) -> None:
+    """The same slivers from a B stored [N, K]: each of its rows (a column of the sliver)
+    is read contiguously and scattered one element per sliver row; threads split the
+    rows, which write disjoint columns of the slivers."""
+    width = tiles.nr * tiles.lanes
+    k0, k1 = k_range
+    jb, j_end = j_range
+    with k.loop(j_end, lb=jb, parallel=True, trips=tiles.packed_nc) as j:
+        within = k.sub(j, jb)
+        lane = k.rem(within, width)
+        column = k.add(k.mul(k.sub(within, lane), tiles.packed_kc), lane)
+        src = k.mul(j, ops.kdim)
+        dst = k.sub(column, k.mul(k0, width))
+        with k.loop(k1, lb=k0, trips=tiles.packed_kc) as kk:
+            value = k.load_flat(ops.b, k.add(src, kk))
+            k.store_flat(scratch, k.add(dst, k.mul(kk, width)), value)
 
 
 def packed_tile(
@@ -68,15 +111,23 @@ def packed_tile(
         for r in range(rows)
         for v in range(nvec)
     ]
-    a_rows = [k.mul(k.add(i0, r), ops.kdim) for r in range(rows)]
     sliver = k.sub(k.mul(k.sub(j0, jb), tiles.packed_kc), k.mul(k0, nvec * lanes))
+    # a transposed A was packed by `pack_transposed_a`
+    a_sliver = k.add(
+        tiles.packed_kc * tiles.packed_nc, k.sub(k.mul(i0, tiles.packed_kc), k.mul(k0, rows))
+    )
+
+    def a_value(r: int, kk: SSAValue) -> SSAValue:
+        if ops.a_t:
+            return k.load_flat(scratch, k.add(a_sliver, k.add(k.mul(kk, rows), r)))
+        return k.load_flat(ops.a, ops.a_at(k, k.add(i0, r), kk))
 
     def step(kk: SSAValue, accs: Sequence[SSAValue]) -> list[SSAValue]:
         b_row = k.add(sliver, k.mul(kk, nvec * lanes))
         bs = [mk.vload(k, scratch, k.add(b_row, v * lanes), vt) for v in range(nvec)]
         out = list(accs)
         for r in range(rows):
-            av = mk.splat(k, k.load_flat(ops.a, k.add(a_rows[r], kk)), vt)
+            av = mk.splat(k, a_value(r, kk), vt)
             for v in range(nvec):
                 out[r * nvec + v] = mk.vfma(k, av, bs[v], accs[r * nvec + v])
         return out
@@ -105,7 +156,8 @@ def emit_packed(
 ) -> None:
     """C[rows, cols] += A[rows, k-block] @ B[k-block, cols] for one (k, n) block.
 
-    `rows` must be a multiple of mr long, `cols` of nr vectors; the caller zeroes C.
+    `rows` must be a multiple of mr long, `cols` of nr vectors; the caller zeroes C, and
+    packs a transposed A for the k block (`pack_transposed_a`).
     """
     width = tiles.nr * tiles.lanes
     k_range, (jb, _) = blocks

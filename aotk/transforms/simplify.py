@@ -21,8 +21,10 @@ from xdsl.pattern_rewriter import (
 )
 
 from aotk.dialect.arithmetic import AddOp, MulOp, SubOp
+from aotk.dialect.base import shape_of
 from aotk.dialect.elementwise import CastOp, ConstantOp
 from aotk.dialect.identity import StopGradientOp
+from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.shape import ReshapeOp, TransposeOp
 from aotk.dialect.unary import NegOp
 
@@ -106,6 +108,47 @@ class FoldIdentityTranspose(RewritePattern):
             _forward(rewriter, op, op.x)
 
 
+class FoldTransposeChain(RewritePattern):
+    """transpose(transpose(x, p), q) -> transpose(x, p[q]) (then x, for the identity)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter, /) -> None:
+        inner = op.x.owner
+        if not isinstance(inner, TransposeOp):
+            return
+        first, second = inner.attrs()["perm"], op.attrs()["perm"]
+        perm = tuple(first[i] for i in second)
+        rewriter.replace(op, TransposeOp.make([inner.x], op.result.type, perm=perm))
+
+
+def _matrix_transpose_of(value: SSAValue) -> SSAValue | None:
+    """x when `value` is transpose(x, (1, 0))."""
+    owner = value.owner
+    if isinstance(owner, TransposeOp) and tuple(owner.attrs()["perm"]) == (1, 0):
+        return owner.x
+    return None
+
+
+class FoldTransposeIntoMatmul(RewritePattern):
+    """matmul(transpose(a), b) -> matmul(a, b) {transpose_lhs}, likewise for b: the
+    kernel reads the operand transposed instead of a copy being made."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: MatMulOp, rewriter: PatternRewriter, /) -> None:
+        attrs = op.attrs()
+        operands = [op.lhs, op.rhs]
+        for index, name in enumerate(("transpose_lhs", "transpose_rhs")):
+            if index == 0 and len(shape_of(op.lhs.type)) != 2:
+                continue
+            source = _matrix_transpose_of(operands[index])
+            if source is not None:
+                operands[index] = source
+                attrs[name] = not attrs.get(name, False)
+        if operands != [op.lhs, op.rhs]:
+            attrs = {k: v for k, v in attrs.items() if v}  # a false flag is left out
+            rewriter.replace(op, MatMulOp.make(operands, op.result.type, **attrs))
+
+
 @dataclass(frozen=True)
 class AotkSimplifyPass(ModulePass):
     """Algebraic clean-ups on the aotk dialect."""
@@ -121,5 +164,7 @@ class AotkSimplifyPass(ModulePass):
             DropStopGradient(),
             FoldReshapeChain(),
             FoldIdentityTranspose(),
+            FoldTransposeChain(),
+            FoldTransposeIntoMatmul(),
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)

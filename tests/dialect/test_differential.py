@@ -298,11 +298,21 @@ def _matmul(dtype: str) -> list[Case]:
             calls=[[(1, 2, 5), (5, 3)], [(3, 2, 5), (5, 3)]],
             tier=2,
         ),
+        # operands read transposed: A stored [K, M], B stored [N, K]
+        c("transposed_lhs", (5, 4), (5, 3), attrs={"transpose_lhs": True}),
+        c("transposed_rhs", (4, 5), (3, 5), attrs={"transpose_rhs": True}),
+        c(
+            "transposed_both_dynamic",
+            (None, None),
+            (None, None),
+            calls=[[(6, 13), (20, 6)], [(300, 70), (9, 300)]],
+            attrs={"transpose_lhs": True, "transpose_rhs": True},
+        ),
     ]
 
 
 def _matmul_scale(case: Case, arrays: Sequence[np.ndarray]) -> tuple[float, float]:
-    k = arrays[1].shape[0]
+    k = arrays[0].shape[0 if case.attrs.get("transpose_lhs") else -1]
     return k / 4 + 1, 9.0 * max(k, 1)
 
 

@@ -18,7 +18,16 @@ import pytest
 from conftest import emit, placeholder
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, MemRefType, ModuleOp, f32, f64, i64
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    IndexType,
+    MemRefType,
+    ModuleOp,
+    VectorType,
+    f32,
+    f64,
+    i64,
+)
 from xdsl.ir import Block, Region
 from xdsl.rewriter import InsertPoint
 
@@ -28,6 +37,7 @@ from aotk.dialect.linalg import MatMulOp
 from aotk.function import Function
 from aotk.kernels import heuristics, matmul_kernel
 from aotk.kernels.kernel import Buf, Kernel
+from aotk.kernels.matmul_microkernel import Operands
 from aotk.lowering import pipeline
 
 RTOL = {"float32": 1e-5, "float64": 1e-13, "float16": 2e-3}
@@ -166,11 +176,12 @@ def _packed_kernel(dtype: str, static: tuple[int | None, int | None, int | None]
     k = Kernel(Builder(InsertPoint.at_end(body)))
     dims = [k.b.insert(arith.IndexCastOp(v, IndexType())).result for v in body.args[4:]]
     m, n, kd = (d if d is not None else v for d, v in zip(static, dims, strict=True))
-    count = matmul_kernel.scratch_elems(elem, m, n, kd)
-    matmul_kernel.emit_loops(
-        k, Buf(c, (m, n), elem), Buf(a, (m, kd), elem), Buf(b, (kd, n), elem),
-        m=m, n=n, kdim=kd, scratch=Buf(s, (count,), elem),
-    )  # fmt: skip
+    count = matmul_kernel.scratch_elems(k, elem, (m, n, kd))
+    assert isinstance(count, int)
+    vt = VectorType(elem, [heuristics.matmul_tiles(elem.bitwidth // 8, m, n, kd).lanes])
+    bufs = Buf(c, (m, n), elem), Buf(a, (m, kd), elem), Buf(b, (kd, n), elem)
+    ops = Operands(*bufs, m, n, kd, vt)
+    matmul_kernel.emit_loops(k, ops, scratch=Buf(s, (count,), elem))
     k.b.insert(func.ReturnOp())
     module = ModuleOp([func.FuncOp("mm", (body.arg_types, ()), Region(body))])
     module.verify()
