@@ -36,6 +36,7 @@ from aotk.dialect.registry import Kind, is_registered, lookup
 from aotk.kernels import elementwise_nest, library
 from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
 from aotk.kernels.scalar import storage_type
+from aotk.lowering.update_in_place import in_place_updates
 
 ALIGN = 64
 
@@ -269,10 +270,12 @@ def variable_updates(fn: func.FuncOp) -> dict[int, int]:
 def _output_targets(fn: func.FuncOp, out_mems: list[SSAValue]) -> dict[SSAValue, Buf]:
     """Results computed straight into an output buffer (the first return of each).
 
-    A variable's new value is never one: the variable's buffer is also an input that later
-    ops may still read, so it is computed aside and copied in at the very end.
+    A variable's new value is one only when it can be written in place
+    (`update_in_place`); otherwise the variable's buffer is also an input that later ops
+    may still read, so the value is computed aside and copied in at the very end.
     """
     late = variable_updates(fn)
+    late = {i: arg for i, arg in late.items() if i not in in_place_updates(fn, late)}
     targets: dict[SSAValue, Buf] = {}
     for i, (v, out) in enumerate(zip(_returned(fn), out_mems, strict=True)):
         if (

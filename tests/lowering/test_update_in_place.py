@@ -1,0 +1,92 @@
+"""Variable updates written in place (`update_in_place`): chosen only when safe, and the
+step's values are those of updates applied after everything else, as Keras defines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from aotk import backend as K
+from aotk.dialect import metadata
+from aotk.lowering import pipeline
+from aotk.lowering.convert_aotk_to_loops import variable_updates
+from aotk.lowering.update_in_place import in_place_updates
+
+
+def _in_place(f: Any) -> set[str]:
+    """Names of the variables `f` updates in place."""
+    module = pipeline.lower(f.module.clone(), "graph")
+    fn = next(iter(module.ops))
+    chosen = in_place_updates(fn, variable_updates(fn))
+    names = metadata.ints(fn, metadata.UPDATES)[::2]
+    return {f._updated[names.index(out)].name for out in chosen}
+
+
+def _var(value: np.ndarray, name: str) -> Any:
+    return K.variable(value.astype(np.float32), name=name)
+
+
+def test_an_sgd_step_updates_every_weight_in_place() -> None:
+    rng = np.random.default_rng(0)
+    w0, b0 = rng.standard_normal((5, 3)), rng.standard_normal(3)
+    x0 = rng.standard_normal((4, 5)).astype(np.float32)
+    w, b, x = _var(w0, "w"), _var(b0, "b"), K.placeholder((None, 5))
+    loss = K.sum(K.square(K.dot(x, w) + b))
+    gw, gb = K.gradients(loss, [w, b])
+    f = K.function([x], [loss], [K.update_sub(w, 0.1 * gw), K.update_sub(b, 0.1 * gb)])
+    assert _in_place(f) == {"w", "b"}
+    f([x0])
+    y = x0 @ w0.astype(np.float32) + b0.astype(np.float32)
+    np.testing.assert_allclose(K.get_value(w), w0 - 0.1 * x0.T @ (2 * y), rtol=1e-5)
+    np.testing.assert_allclose(K.get_value(b), b0 - 0.1 * (2 * y).sum(0), rtol=1e-5)
+
+
+def test_an_old_value_read_by_another_update_is_not_overwritten() -> None:
+    """a <- a * 2 and c <- c + a: c must see the old a, whichever update comes first."""
+    a0, c0 = np.arange(4.0), np.ones(4)
+    a, c = _var(a0, "a"), _var(c0, "c")
+    f = K.function([], [], [K.update(a, a * 2.0), K.update(c, c + a)])
+    assert "a" not in _in_place(f)
+    f([])
+    np.testing.assert_array_equal(K.get_value(a), a0 * 2)
+    np.testing.assert_array_equal(K.get_value(c), c0 + a0)
+
+
+def test_a_returned_old_value_stays_the_old_value() -> None:
+    a0 = np.arange(6.0).reshape(2, 3)
+    a = _var(a0, "a")
+    f = K.function([], [a + 0.0, K.identity(a)], [K.update(a, a - 1.0)])
+    assert _in_place(f) == set()
+    old, same = f([])
+    np.testing.assert_array_equal(old, a0)
+    np.testing.assert_array_equal(same, a0)
+    np.testing.assert_array_equal(K.get_value(a), a0 - 1)
+
+
+def test_a_copy_of_the_old_value_made_before_the_update_lets_it_be_in_place() -> None:
+    """a <- a + a[0:1, :] + a^T: the slice and the transpose are copies, made first."""
+    a0 = np.arange(16.0).reshape(4, 4)
+    a = _var(a0, "a")
+    f = K.function([], [], [K.update(a, a[0:1, :] + a + K.transpose(a))])
+    assert _in_place(f) == {"a"}
+    f([])
+    np.testing.assert_array_equal(K.get_value(a), a0 + a0[0:1, :] + a0.T)
+
+
+def test_a_new_value_not_elementwise_in_the_old_one_is_not_in_place() -> None:
+    a0 = np.arange(16.0).reshape(4, 4) / 10
+    a = _var(a0, "a")
+    f = K.function([], [], [K.update(a, K.dot(a, a))])
+    assert _in_place(f) == set()
+    f([])
+    np.testing.assert_allclose(K.get_value(a), a0 @ a0, rtol=1e-6)
+
+
+def test_swapped_variables_swap() -> None:
+    a0, b0 = np.zeros(3), np.ones(3)
+    a, b = _var(a0, "a"), _var(b0, "b")
+    f = K.function([], [], [K.update(a, b * 1.0), K.update(b, a * 1.0)])
+    f([])
+    np.testing.assert_array_equal(K.get_value(a), b0)
+    np.testing.assert_array_equal(K.get_value(b), a0)
