@@ -6,8 +6,6 @@ compilation through an in-process cache keyed on the traced IR and the target.
 
 from __future__ import annotations
 
-import sys
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,8 +14,8 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from aotk import dtypes, runtime, timing
-from aotk.call_check import ShapeChecker, coerce_input
+from aotk import call_path, dtypes, runtime, timing
+from aotk.call_check import ShapeChecker
 from aotk.dialect import metadata, trace
 from aotk.dialect.base import elem_of, shape_of
 
@@ -25,6 +23,8 @@ if TYPE_CHECKING:
     from aotk.codegen import jit
 
 _CACHE: dict[tuple[str, str, str], jit.CompiledModule] = {}
+# the learning phase fed when a call leaves it out (a kernel never writes its inputs)
+_PHASE = {False: np.array(False), True: np.array(True)}
 COMPILE_COUNT = 0  # code generations done by this process (tests check cache hits with it)
 DISK_HITS = 0  # kernels this process took from the on-disk cache instead
 
@@ -132,24 +132,30 @@ class Function:
 
     def _setup(self, input_names: list[str], compiled: jit.CompiledModule) -> None:
         """Everything a call needs, from the traced module and its native code."""
-        self._checker = ShapeChecker(self.module, self.where)
         fn_type = next(iter(self.module.ops)).function_type  # type: ignore[attr-defined]
         n_in = len(input_names)
         self._inputs = _signature(input_names, fn_type.inputs.data[:n_in])
-        self._input_specs = list(zip(*vars(self._inputs).values(), strict=True))
-        self._out_dtypes = [np.dtype(dtypes.numpy_dtype(elem_of(t))) for t in fn_type.outputs.data]
-        self._dynamic = [
+        dynamic = [
             (i, a) for i, s in enumerate(self._inputs.shapes) for a, d in enumerate(s) if d is None
         ]
+        signature = call_path.Signature(
+            where=self.where,
+            inputs=list(zip(*vars(self._inputs).values(), strict=True)),
+            out_dtypes=[np.dtype(dtypes.numpy_dtype(elem_of(t))) for t in fn_type.outputs.data],
+            n_outputs=self._n_outputs,
+            dynamic=dynamic,
+        )
         self._compiled = compiled
-        self._kernel = compiled["main"]
         self._ws_size = compiled["main_workspace_size"]
-        self._workspace = runtime.Workspace()
-        self._workspace_sizes: dict[tuple[int, ...], int] = {}
-        self._stored_addresses = runtime.SlotAddresses(len(self.captures) + len(self._updated))
-        self._out_pool: list[np.ndarray | None] = [None] * self._n_outputs
-        self._pool_lock = threading.Lock()
-        self._call_lock = threading.Lock() if self._updated or self.stateful_captures else None
+        self._has_feeds = any(self._feeds)
+        self._caller = call_path.CallPath(
+            signature,
+            compiled["main"],
+            self._ws_size,
+            ShapeChecker(self.module, self.where),
+            (self.captures, self._updated),
+            locked=bool(self._updated) or self.stateful_captures,
+        )
 
     def with_fixed_phase(self, phase: int, where: str) -> Function:
         """This function compiled again with the learning phase a constant, not an input."""
@@ -196,68 +202,12 @@ class Function:
         metadata.set_ints(next(iter(self.module.ops)), metadata.UPDATES, pairs)
 
     def __call__(self, values: Sequence[Any]) -> Any:
-        values = self._flatten(values)
+        if self._has_feeds:
+            values = self._flatten(values)
         if self._implicit_phase and _is_seq(values) and len(values) == len(self._inputs.names) - 1:
-            values = [*values, np.array(bool(trace.default_phase()))]
-        arrays, addresses = self._coerce(values)
-        shapes = [a.shape for a in arrays]
-        out_shapes = self._checker.output_shapes(
-            shapes + [tuple(c.storage.shape) for c in self.captures]
-        )
-        for var, shape in zip(self._updated, out_shapes[self._n_outputs :], strict=True):
-            if tuple(shape) != var.storage.shape:
-                raise ValueError(
-                    f"{self.where}: the update of variable '{var.name}' has shape {shape}, "
-                    f"the variable {var.storage.shape}"
-                )
-        outs = self._outputs(out_shapes[: self._n_outputs])
-        dims = [shapes[i][a] for i, a in self._dynamic]
-        n_captured = len(self.captures)
-        stored = [c.storage for c in self.captures] + [v.storage for v in self._updated]
-        stored_at = list(map(self._stored_addresses.get, range(len(stored)), stored))
-        pointers = [
-            *addresses,
-            *stored_at[:n_captured],
-            *map(runtime.address, outs),
-            *stored_at[n_captured:],
-            self._workspace.address(self._workspace_bytes(dims)),
-        ]
-        if self._call_lock is None:
-            self._kernel(*pointers, *dims)
-        else:
-            with self._call_lock:  # a training step reads and writes its variables
-                self._kernel(*pointers, *dims)
+            values = [*values, _PHASE[bool(trace.default_phase())]]
+        outs = self._caller.run(values)
         return outs[0] if self._single else outs
-
-    def _workspace_bytes(self, dims: list[int]) -> int:
-        """The workspace size for these dynamic dims, asked of the compiled code once."""
-        key = tuple(dims)
-        size = self._workspace_sizes.get(key)
-        if size is None:
-            if len(self._workspace_sizes) > 256:  # dims that vary call to call
-                self._workspace_sizes.clear()
-            size = self._workspace_sizes[key] = int(self._ws_size(*dims))
-        return size
-
-    def _outputs(self, shapes: list[tuple[int, ...]]) -> list[np.ndarray]:
-        """Output arrays: last call's when the caller has dropped them, else fresh ones."""
-        # A fresh 16 MiB array costs thousands of page faults per call. Reusing a released
-        # one is safe because nothing else can observe it: neither the array nor its memory
-        # (which views of it would share through `.base`) is referenced outside the pool.
-        with self._pool_lock:
-            return self._take_outputs(shapes)
-
-    def _take_outputs(self, shapes: list[tuple[int, ...]]) -> list[np.ndarray]:
-        outs = []
-        for i, (shape, dtype) in enumerate(
-            zip(shapes, self._out_dtypes[: len(shapes)], strict=True)
-        ):
-            old = self._out_pool[i]
-            reusable = old is not None and old.shape == shape and _released(old)
-            outs.append(old if reusable else runtime.aligned_empty(shape, dtype))
-            del old
-        self._out_pool = list(outs)
-        return outs
 
     def _flatten(self, values: Sequence[Any]) -> Sequence[Any]:
         """Each composite input's value as the arrays of its placeholders."""
@@ -270,35 +220,10 @@ class Function:
             flat.extend(feed(value, self.where) if feed is not None else [value])
         return flat
 
-    def _coerce(self, values: Sequence[Any]) -> tuple[list[np.ndarray], list[int]]:
-        """The inputs as arrays a kernel can read in place, and their addresses."""
-        if isinstance(values, np.ndarray) or not isinstance(values, list | tuple):
-            raise TypeError(
-                f"{self.where}: call it with a list of {len(self._inputs.names)} arrays, "
-                f"got {type(values).__name__}"
-            )
-        if len(values) != len(self._inputs.names):
-            raise ValueError(
-                f"{self.where}: expected {len(self._inputs.names)} inputs "
-                f"({', '.join(self._inputs.names)}), got {len(values)}"
-            )
-        arrays, addresses = [], []
-        for value, (name, shape, dtype) in zip(values, self._input_specs, strict=True):
-            array, at = runtime.kernel_buffer(coerce_input(value, name, shape, dtype, self.where))
-            arrays.append(array)
-            addresses.append(at)
-        return arrays, addresses
-
     @property
     def llvm_ir(self) -> str:
         """The optimized LLVM IR of this function."""
         return self._compiled.llvm_ir
-
-
-def _released(array: np.ndarray) -> bool:
-    """True when only the pool holds `array` and only `array` holds its memory."""
-    # expected: pool slot, caller local, parameter, getrefcount argument; base: array.base, argument
-    return sys.getrefcount(array) == 3 + 1 and sys.getrefcount(array.base) == 1 + 1
 
 
 def _signature(names: list[str], types: Sequence[Any]) -> _Signature:

@@ -4,6 +4,7 @@ never stale."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from aotk import backend as K
 from aotk import runtime
@@ -50,4 +51,55 @@ def test_the_workspace_size_is_asked_once_per_dims() -> None:
     for rows in (2, 5, 2, 5):
         got = f([np.zeros((rows, 3), np.float32)])[0]
         np.testing.assert_allclose(got, np.full(rows, np.exp(3.0)), rtol=1e-6)
-    assert set(f._workspace_sizes) == {(2,), (5,)}
+    assert set(f._caller._workspace_sizes) == {(2,), (5,)}
+
+
+def _counting_checked(f) -> list[int]:
+    """Count the calls of `f` that take the checked path."""
+    count = [0]
+    checked = f._caller._run_checked
+
+    def counted(values):
+        count[0] += 1
+        return checked(values)
+
+    f._caller._run_checked = counted
+    return count
+
+
+def test_planned_shapes_skip_the_checks_and_give_the_same_values() -> None:
+    x = K.placeholder((None, 3))
+    f = K.function([x], [K.sum(x * 2.0, axis=1)])
+    checked = _counting_checked(f)
+    a, b = np.ones((2, 3), np.float32), np.arange(15, dtype=np.float32).reshape(5, 3)
+    for _ in range(3):
+        np.testing.assert_array_equal(f([a])[0], [6.0, 6.0])
+        np.testing.assert_array_equal(f([b])[0], b.sum(1) * 2)
+    assert checked[0] == 2  # once per shape
+
+
+def test_inputs_a_kernel_cannot_read_as_they_are_take_the_checked_path() -> None:
+    x = K.placeholder((None, 4))
+    f = K.function([x], [x + 1.0])
+    checked = _counting_checked(f)
+    base = np.arange(16, dtype=np.float32).reshape(4, 4)
+    f([base])  # plans shape (4, 4)
+    read_only = base.copy()
+    read_only.flags.writeable = False
+    raw = bytearray(np.arange(17, dtype=np.float32).tobytes())
+    unaligned = np.frombuffer(memoryview(raw)[2:-2], np.float32)
+    assert unaligned.flags.writeable and unaligned.ctypes.data % 4
+    odd = [base.T, read_only, base.astype(np.float64), base.tolist(), unaligned.reshape(4, 4)]
+    for value in odd:
+        np.testing.assert_array_equal(f([value])[0], np.asarray(value, np.float32) + 1)
+    assert checked[0] == 1 + len(odd)
+
+
+def test_a_bad_shape_after_planned_calls_is_still_refused() -> None:
+    x, y = K.placeholder((None, 3)), K.placeholder((None, 3))
+    f = K.function([x, y], [x + y])
+    f([np.ones((2, 3), np.float32)] * 2)
+    with pytest.raises(ValueError, match="do not fit"):
+        f([np.ones((2, 3), np.float32), np.ones((4, 3), np.float32)])
+    with pytest.raises(ValueError, match="expects shape"):
+        f([np.ones((2, 4), np.float32)] * 2)

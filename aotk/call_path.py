@@ -1,0 +1,206 @@
+"""Calling a compiled kernel from Python: input checks, output buffers, the native call.
+
+A call with input shapes not seen before takes the checked path: each input is coerced
+to its placeholder's dtype and checked against its shape (`call_check`), and the output
+shapes are inferred, so an impossible broadcast is a ValueError before native code runs.
+What those shapes determine (output shapes, dynamic dims, workspace size) is then kept as
+a plan. A later call whose inputs are dense, aligned, writable arrays of exactly the
+placeholders' dtypes, in shapes planned before, takes the planned path: a few attribute
+reads per array, then the native call. Anything else takes the checked path again.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from aotk import runtime
+from aotk.call_check import ShapeChecker, coerce_input
+
+Shape = tuple[int, ...]
+_PLANS_KEPT = 256  # shape signatures remembered; more means dims vary call to call
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a call with given input shapes needs besides the inputs' addresses."""
+
+    outputs: list[Shape]  # the shapes of the function's outputs
+    dims: list[int]  # the dynamic dims, in the kernel's order
+    workspace: int  # bytes
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A compiled function's inputs and outputs, as the call path sees them."""
+
+    where: str
+    inputs: list[tuple[str, tuple[int | None, ...], np.dtype]]  # name, shape, dtype
+    out_dtypes: list[np.dtype]  # outputs, then updated variables
+    n_outputs: int
+    dynamic: list[tuple[int, int]]  # (input, axis) of each dynamic dim
+
+
+class CallPath:
+    """Runs one compiled kernel on lists of arrays, from any thread."""
+
+    def __init__(
+        self,
+        signature: Signature,
+        kernel: Callable[..., Any],
+        workspace_size: Callable[..., int],
+        checker: ShapeChecker,
+        state: tuple[list[Any], list[Any]],
+        locked: bool,
+    ) -> None:
+        self.sig, self._kernel, self._ws_size, self._checker = (
+            signature,
+            kernel,
+            workspace_size,
+            checker,
+        )
+        self._captures, self._updated = state  # objects with a `storage` array
+        self._stored = [c.storage for c in [*self._captures, *self._updated]]
+        self._stored_at = [runtime.address(s) for s in self._stored]
+        self._in_dtypes = [dtype for _, _, dtype in signature.inputs]
+        self._plans: dict[tuple[Shape, ...], Plan] = {}
+        self._workspace_sizes: dict[tuple[int, ...], int] = {}
+        self._workspace = runtime.Workspace()
+        self._pool: list[np.ndarray | None] = [None] * signature.n_outputs
+        self._pool_at = [0] * signature.n_outputs
+        self._pool_lock = threading.Lock()
+        self._call_lock = threading.Lock() if locked else None
+
+    def run(self, values: Sequence[Any]) -> list[np.ndarray]:
+        """The outputs of one call on `values` (one per input)."""
+        planned = self._run_planned(values)
+        return planned if planned is not None else self._run_checked(values)
+
+    def _run_planned(self, values: Sequence[Any]) -> list[np.ndarray] | None:
+        if type(values) is not list or len(values) != len(self._in_dtypes):
+            return None
+        shapes, addresses = [], []
+        for value, dtype in zip(values, self._in_dtypes, strict=True):
+            if type(value) is not np.ndarray or value.dtype != dtype:
+                return None
+            try:  # succeeds only for a writable, non-empty, C-contiguous array
+                at = ctypes.addressof(ctypes.c_char.from_buffer(value))  # type: ignore[arg-type]
+            except (TypeError, ValueError, BufferError):
+                return None
+            if at % dtype.itemsize:
+                return None
+            shapes.append(value.shape)
+            addresses.append(at)
+        plan = self._plans.get(tuple(shapes))
+        if plan is None:
+            return None
+        return self._call(addresses, plan)
+
+    def _run_checked(self, values: Sequence[Any]) -> list[np.ndarray]:
+        arrays, addresses = self._coerce(values)
+        shapes = [a.shape for a in arrays]
+        out_shapes = self._checker.output_shapes(
+            shapes + [tuple(c.storage.shape) for c in self._captures]
+        )
+        n_out = self.sig.n_outputs
+        for var, shape in zip(self._updated, out_shapes[n_out:], strict=True):
+            if tuple(shape) != var.storage.shape:
+                raise ValueError(
+                    f"{self.sig.where}: the update of variable '{var.name}' has shape {shape}, "
+                    f"the variable {var.storage.shape}"
+                )
+        dims = [shapes[i][a] for i, a in self.sig.dynamic]
+        plan = Plan(list(out_shapes[:n_out]), dims, self._workspace_bytes(dims))
+        if len(self._plans) >= _PLANS_KEPT:
+            self._plans.clear()
+        self._plans[tuple(shapes)] = plan
+        return self._call(addresses, plan)
+
+    def _call(self, addresses: list[int], plan: Plan) -> list[np.ndarray]:
+        outs, out_at = self._outputs(plan.outputs)
+        stored_at = self._stored_addresses()
+        n_captured = len(self._captures)
+        pointers = [
+            *addresses,
+            *stored_at[:n_captured],
+            *out_at,
+            *stored_at[n_captured:],
+            self._workspace.address(plan.workspace),
+        ]
+        if self._call_lock is None:
+            self._kernel(*pointers, *plan.dims)
+        else:
+            with self._call_lock:  # a training step reads and writes its variables
+                self._kernel(*pointers, *plan.dims)
+        return outs
+
+    def _coerce(self, values: Sequence[Any]) -> tuple[list[np.ndarray], list[int]]:
+        """The inputs as arrays a kernel can read in place, and their addresses."""
+        where, names = self.sig.where, [name for name, _, _ in self.sig.inputs]
+        if isinstance(values, np.ndarray) or not isinstance(values, list | tuple):
+            raise TypeError(
+                f"{where}: call it with a list of {len(names)} arrays, got {type(values).__name__}"
+            )
+        if len(values) != len(names):
+            raise ValueError(
+                f"{where}: expected {len(names)} inputs ({', '.join(names)}), got {len(values)}"
+            )
+        arrays, addresses = [], []
+        for value, (name, shape, dtype) in zip(values, self.sig.inputs, strict=True):
+            array, at = runtime.kernel_buffer(coerce_input(value, name, shape, dtype, where))
+            arrays.append(array)
+            addresses.append(at)
+        return arrays, addresses
+
+    def _stored_addresses(self) -> list[int]:
+        """Where the captured and updated variables' arrays are (found again only if one
+        was given a new array)."""
+        if not self._stored:
+            return self._stored_at
+        stored = [c.storage for c in [*self._captures, *self._updated]]
+        if not all(map(operator.is_, stored, self._stored)):
+            self._stored, self._stored_at = stored, [runtime.address(s) for s in stored]
+        return self._stored_at
+
+    def _workspace_bytes(self, dims: list[int]) -> int:
+        """The workspace size for these dynamic dims, asked of the compiled code once."""
+        key = tuple(dims)
+        size = self._workspace_sizes.get(key)
+        if size is None:
+            if len(self._workspace_sizes) > _PLANS_KEPT:
+                self._workspace_sizes.clear()
+            size = self._workspace_sizes[key] = int(self._ws_size(*dims))
+        return size
+
+    def _outputs(self, shapes: list[Shape]) -> tuple[list[np.ndarray], list[int]]:
+        """Output arrays and their addresses: last call's when the caller has dropped
+        them, else fresh ones."""
+        # A fresh 16 MiB array costs thousands of page faults per call. Reusing a released
+        # one is safe because nothing else can observe it: neither the array nor its memory
+        # (which views of it would share through `.base`) is referenced outside the pool.
+        with self._pool_lock:
+            return self._take_outputs(shapes)
+
+    def _take_outputs(self, shapes: list[Shape]) -> tuple[list[np.ndarray], list[int]]:
+        pool, pool_at = self._pool, self._pool_at
+        for i, shape in enumerate(shapes):
+            old = pool[i]
+            if old is None or old.shape != shape or not _released(old):
+                del old  # `_released` counts on this reference and the pool's only
+                pool[i] = new = runtime.aligned_empty(shape, self.sig.out_dtypes[i])
+                pool_at[i] = runtime.address(new)
+        return list(pool), list(pool_at)  # type: ignore[arg-type]
+
+
+def _released(array: np.ndarray) -> bool:
+    """True when only the pool holds `array` and only `array` holds its memory."""
+    # expected: the pool's slot, the caller's `old`, the argument, getrefcount's
+    # argument; base: array.base and getrefcount's argument
+    return sys.getrefcount(array) == 4 and sys.getrefcount(array.base) == 2
