@@ -138,10 +138,12 @@ class Function:
         dynamic = [
             (i, a) for i, s in enumerate(self._inputs.shapes) for a, d in enumerate(s) if d is None
         ]
+        self._out_dtypes = [np.dtype(dtypes.numpy_dtype(elem_of(t))) for t in fn_type.outputs.data]
+        self._checker = ShapeChecker(self.module, self.where)  # export plans dims with it too
         signature = call_path.Signature(
             where=self.where,
             inputs=list(zip(*vars(self._inputs).values(), strict=True)),
-            out_dtypes=[np.dtype(dtypes.numpy_dtype(elem_of(t))) for t in fn_type.outputs.data],
+            out_dtypes=self._out_dtypes,
             n_outputs=self._n_outputs,
             dynamic=dynamic,
         )
@@ -152,7 +154,7 @@ class Function:
             signature,
             compiled["main"],
             self._ws_size,
-            ShapeChecker(self.module, self.where),
+            self._checker,
             (self.captures, self._updated),
             locked=bool(self._updated) or self.stateful_captures,
         )
