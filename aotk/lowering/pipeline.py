@@ -24,7 +24,10 @@ LOOPS_CLEANUP = "aotk-cse,aotk-canonicalize,aotk-cse,aotk-check-stage{stage=loop
 
 STAGES: dict[str, str] = {
     "trace": "",
-    "graph": "aotk-simplify,canonicalize,aotk-cse,aotk-merge-scans,dce,aotk-fuse,aotk-cse,dce",
+    "graph": (
+        "aotk-simplify,canonicalize,aotk-cse,aotk-merge-scans,dce,aotk-hoist-scan-matmuls,"
+        "aotk-fuse,aotk-cse,dce"
+    ),
     "loops": f"convert-aotk-to-loops,{LOOPS_CLEANUP}",
     "llvm": ",".join(
         [
@@ -90,6 +93,12 @@ def _merge_scans() -> type[ModulePass]:
     return AotkMergeScansPass
 
 
+def _hoist_scan_matmuls() -> type[ModulePass]:
+    from aotk.transforms.hoist_scan_matmuls import AotkHoistScanMatmulsPass
+
+    return AotkHoistScanMatmulsPass
+
+
 def _canonicalize() -> type[ModulePass]:
     from aotk.transforms.canonicalize import AotkCanonicalizePass
 
@@ -148,6 +157,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "aotk-simplify": _simplify,
     "aotk-fuse": _fuse,
     "aotk-merge-scans": _merge_scans,
+    "aotk-hoist-scan-matmuls": _hoist_scan_matmuls,
     "aotk-canonicalize": _canonicalize,
     "aotk-cse": _cse,
     "aotk-check-stage": _check_stage,

@@ -1,0 +1,83 @@
+"""aotk-hoist-scan-matmuls on a real LSTM-style training step: the input projections of
+the forward and backward scans leave the loops, with unchanged results."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aotk import backend as K
+from aotk import interp
+from aotk.dialect import trace
+from aotk.dialect.linalg import MatMulOp
+from aotk.dialect.scan import ScanOp
+from aotk.lowering import pipeline
+from aotk.transforms.hoist_scan_matmuls import hoist_scan_matmuls
+
+B, T, D, H = 3, 5, 4, 6
+
+
+def _training_graph() -> tuple[list, list]:
+    rng = np.random.default_rng(0)
+    x = K.placeholder((None, T, D))
+    w = K.variable(rng.normal(0, 0.4, (D, 2 * H)).astype(np.float32))
+    u = K.variable(rng.normal(0, 0.4, (H, 2 * H)).astype(np.float32))
+
+    def step(xt, states):
+        z = K.dot(xt, w) + K.dot(states[0], u)
+        h = K.sigmoid(z[:, :H]) * K.tanh(z[:, H:])
+        return h, [h]
+
+    last, _, _ = K.rnn(step, x, [K.zeros((B, H))])
+    loss = K.sum(K.square(last))
+    return [x], [loss, *K.gradients(loss, [w, u])]
+
+
+def _step_matmuls_of_sequences(module) -> int:
+    """Matmuls in scan bodies of a sequence's step (not transposed) by a value from
+    outside the loop."""
+    count = 0
+    for scan in (op for op in module.walk() if isinstance(op, ScanOp)):
+        steps = set(scan.body.block.args[: scan.num_seq])
+        inside = {r for op in scan.body.walk() for r in op.results}
+        inside.update(a for b in scan.body.blocks for a in b.args)
+        count += sum(
+            isinstance(op, MatMulOp)
+            and op.lhs in steps
+            and op.rhs not in inside
+            and not op.attrs().get("transpose_lhs")
+            for op in scan.body.walk()
+        )
+    return count
+
+
+def test_projections_leave_the_loops_and_the_values_stay() -> None:
+    inputs, outputs = _training_graph()
+    module, captures = trace.extract(inputs, outputs, "test")
+    before = pipeline.lower(module.clone(), stop_after="graph", start_after="trace")
+    assert _step_matmuls_of_sequences(before) == 0
+    unhoisted = pipeline.run(module.clone(), "aotk-simplify,canonicalize,aotk-merge-scans")
+    counts = _step_matmuls_of_sequences(unhoisted)
+    assert counts >= 2  # the forward step's x_t @ w, and the backward's recomputation
+    assert hoist_scan_matmuls(unhoisted) == counts
+    xs = np.random.default_rng(1).normal(size=(B, T, D)).astype(np.float32)
+    args = [xs, *(c.storage for c in captures)]
+    want = interp.run_module(module, args)
+    for got in (interp.run_module(unhoisted, args), K.function(inputs, outputs)([xs])):
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
+
+
+def test_sequences_of_any_length_including_none() -> None:
+    x = K.placeholder((2, None, 3))
+    w = K.variable(np.arange(12, dtype=np.float32).reshape(3, 4) / 10)
+
+    def step(xt, states):
+        h = K.dot(xt, w) + states[0]
+        return h, [h]
+
+    _, outs, _ = K.rnn(step, x, [K.zeros((2, 4))])
+    f = K.function([x], [outs])
+    assert f([np.zeros((2, 0, 3), np.float32)])[0].shape == (2, 0, 4)
+    xs = np.random.default_rng(2).normal(size=(2, 7, 3)).astype(np.float32)
+    want = np.cumsum(xs @ (np.arange(12).reshape(3, 4) / 10), axis=1)
+    np.testing.assert_allclose(f([xs])[0], want, rtol=1e-5, atol=1e-6)
