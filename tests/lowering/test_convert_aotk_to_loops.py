@@ -180,14 +180,13 @@ def test_stage_names_and_unknown_stages():
 def test_matmul_scratch_is_counted_in_the_workspace():
     """The packed matmul's scratch is part of the workspace plan, not extra memory."""
     import numpy as np
-
-    from aotk import backend as K
-    from aotk.dialect.base import elem_of
-    from aotk.kernels import matmul_kernel
     from xdsl.builder import Builder
     from xdsl.ir import Block
     from xdsl.rewriter import InsertPoint
 
+    from aotk import backend as K
+    from aotk.dialect.base import elem_of
+    from aotk.kernels import matmul_kernel
     from aotk.kernels.kernel import Kernel
 
     x = K.placeholder(shape=(None, 64))
