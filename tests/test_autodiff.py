@@ -175,6 +175,8 @@ def test_shape_ops():
 def test_compositions():
     check_gradients(lambda s: K.softmax(s), [_a(3, 5)])  # aotk.softmax
     check_gradients(lambda s: K.softmax(s, axis=0), [_a(3, 5)])  # the composition
+    check_gradients(lambda s: K.logsumexp(s, axis=-1), [_a(3, 5)])  # aotk.logsumexp
+    check_gradients(lambda s: K.logsumexp(s, axis=2, keepdims=True), [_a(2, 4, 3)])
     check_gradients(lambda s: K.sigmoid(s) * K.softplus(s), [_a(3, 5)])
     check_gradients(lambda s: K.relu(s, alpha=0.1, max_value=1.5), [_a(3, 5)])
     check_gradients(lambda s: K.mean(K.square(s), axis=0), [_a(3, 5)])

@@ -28,11 +28,12 @@ from aotk.backend.math_ops import (
     sum,
     where,
 )
-from aotk.backend.shape_ops import reshape
+from aotk.backend.shape_ops import expand_dims, reshape
 from aotk.backend.tensors import as_tensor, cast, scalar
 from aotk.dialect import along_axis, trace
 from aotk.dialect import reduce as rd
 from aotk.dialect.base import AotkOp, normalize_axis
+from aotk.dialect.logsumexp import LogSumExpOp
 from aotk.dialect.trace import KTensor
 
 Axis = int | Sequence[int] | None
@@ -141,6 +142,9 @@ def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> KTensor:
             f"K.logsumexp: axis {empty[0]} of x (shape {t.shape}) is empty; "
             "the maximum is undefined"
         )
+    if axes == (t.ndim - 1,):  # one kernel, each row read once
+        total = trace.emit(LogSumExpOp, t, where="K.logsumexp")
+        return expand_dims(total, -1) if keepdims else total
     peak = max(t, axes, keepdims=True)
     shift = where(less(abs(peak), scalar(float("inf"), t.dtype)), peak, 0.0, "K.logsumexp")
     total = log(sum(exp(subtract(t, shift)), axes, keepdims))

@@ -1,7 +1,7 @@
 """`aotk.softmax`: exp(x - max) / sum(exp(x - max)) along the last axis, as one kernel.
 
 `K.softmax` along the last axis (what Keras's softmax activations and losses use) emits
-it; along another axis it stays the composition. The lowering is `kernels/row_softmax.py`:
+it; along another axis it stays the composition. The lowering is `kernels/row_reductions.py`:
 each row read once from memory, rows split across threads.
 """
 
@@ -17,7 +17,7 @@ from xdsl.irdl import irdl_op_definition
 from aotk import dtypes
 from aotk.dialect.base import UnaryElementwiseOp, dtype_of, elem_of, shape_of
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.kernels import row_softmax
+from aotk.kernels import row_reductions
 from aotk.kernels.dim_arith import Dim, DimArith
 from aotk.kernels.kernel import Buf, Kernel
 
@@ -50,7 +50,7 @@ def _numpy(x: np.ndarray) -> np.ndarray:
 
 
 def _lower(k: Kernel, out: Buf, x: Buf) -> None:
-    row_softmax.emit(k, out, x)
+    row_reductions.emit_softmax(k, out, x)
 
 
 def _grad(g: Any, y: Any, x: Any) -> tuple[Any, ...]:

@@ -45,6 +45,7 @@ from aotk.dialect import (
     Kind,
     identity,
     linalg,
+    logsumexp,
     reduce,
     shape,
     shape_query,
@@ -126,6 +127,17 @@ def _softmax(dtype: str) -> list[Case]:
         c("long_rows_and_tail", (3, 1029)),  # vector loop and its remainder
         c("3d", (2, 1, 37)),
         c("empty", (None, None), calls=[[(0, 3)], [(4, 0)]]),
+        c("1d_wide_range", (7,), domain="castable"),  # exponentials that underflow
+    ]
+
+
+def _logsumexp(dtype: str) -> list[Case]:
+    return [
+        c("rows", (4, 16), special=True, tier=0),
+        c("dynamic", (None, 3), calls=[[(2, 3)], [(5, 3)]]),
+        c("long_rows_and_tail", (3, 1029)),  # vector loop and its remainder
+        c("3d", (2, 1, 37)),
+        c("empty_batch", (None, 4), calls=[[(0, 4)], [(3, 4)]]),
         c("1d_wide_range", (7,), domain="castable"),  # exponentials that underflow
     ]
 
@@ -505,6 +517,7 @@ SPECS: dict[type, Spec] = {
     ew.ConstantOp: Spec(ALL_DTYPES, _constant, rep=True),
     linalg.MatMulOp: Spec(NUMERIC, _matmul, rep=True, scale=_matmul_scale),
     softmax.SoftmaxOp: Spec(FLOATS, _softmax),
+    logsumexp.LogSumExpOp: Spec(FLOATS, _logsumexp),
     reduce.ReduceSumOp: Spec(NUMERIC, _reductions("any"), rep=True, scale=_reduce_scale),
     reduce.ReduceProdOp: Spec(NUMERIC, _reductions("prod"), scale=_reduce_scale),
     reduce.ReduceMaxOp: Spec(NUMERIC, _reductions("ties"), rep=True),
