@@ -1,10 +1,13 @@
 """The gradient of `aotk.scan`: backpropagation through time as another scan.
 
-A second forward scan also stacks the state before every step. The backward scan runs
-over the steps in reverse (on reversed sequences): each iteration recomputes its step's
-forward body from the saved state, applies the body ops' gradient rules, passes the
-state cotangent back and accumulates the cotangents of loop invariants (weights). The
-backward graph is a loop too: it does not grow with the number of steps.
+A second forward scan also stacks the state before every step, and the result of every
+contraction (matmul) of the body. The backward scan runs over the steps in reverse (on
+reversed sequences): each iteration rebuilds its step's forward body from the saved
+state, applies the body ops' gradient rules, passes the state cotangent back and
+accumulates the cotangents of loop invariants (weights). In the rebuilt body, the
+contractions' results are the saved ones: their recomputation is left unused, so dce
+removes it and only the cheap elementwise ops run again. The backward graph is a loop
+too: it does not grow with the number of steps.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from aotk.dialect import gradlib as lib
 from aotk.dialect import trace
 from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.fused import YieldOp
+from aotk.dialect.registry import Kind, is_registered, lookup
 from aotk.dialect.scan import ScanOp, result_types
 from aotk.dialect.trace import KTensor
 
@@ -38,11 +42,14 @@ def scan_vjp(
         gr if gr is not None else lib.zeros_like(r)
         for gr, r in zip(g_results, results, strict=True)
     ]
-    saved = _saved_states(op)  # [T, ...] state before each step
+    kept = _contractions(block)
+    saved, products = _saved_states(op, kept)  # [T, ...] state before each step
     seqs = [KTensor(v)[::-1] for v in op.sequences]
     rev_saved = [s[::-1] for s in saved]
     rev_g_out = [go[::-1] for go in g[n_c:]]
-    seq_inputs = [*seqs, *rev_saved, *rev_g_out]
+    rev_products = [p[::-1] for p in products]
+    seq_inputs = [*seqs, *rev_saved, *rev_g_out, *rev_products]
+    n_seq_in = len(seq_inputs)
     carries = [*g[:n_c], *(lib.zeros_like(KTensor(v)) for v in outer)]
 
     step_types = [
@@ -52,16 +59,17 @@ def scan_vjp(
         args = list(bwd.args)
         xs = args[: op.num_seq]
         states = args[op.num_seq : op.num_seq + n_c]
-        g_out_t = args[op.num_seq + n_c : len(seq_inputs)]
-        g_state, g_outer = (
-            args[len(seq_inputs) : len(seq_inputs) + n_c],
-            args[len(seq_inputs) + n_c :],
-        )
-        yielded = _recompute(block, [*xs, *states])
+        g_out_t = args[op.num_seq + n_c : n_seq_in - len(kept)]
+        product_t = args[n_seq_in - len(kept) : n_seq_in]
+        g_state, g_outer = args[n_seq_in : n_seq_in + n_c], args[n_seq_in + n_c :]
+        mapping = _rebuild(block, [*xs, *states])
+        yielded = [mapping.get(v, v) for v in _yielded(block)]
         grads: dict[SSAValue, KTensor] = {}
         for v, c in zip(yielded, [*g_state, *g_out_t], strict=True):
             lib.accumulate(grads, v, KTensor(c))
         grads = backprop(_body_ops(bwd), grads)
+        for v, step in zip(kept, product_t, strict=True):
+            mapping[v].replace_all_uses_with(step)  # the recomputation is now dead
         new_state = [_or_zeros(grads.get(s), s) for s in states]
         new_outer = [
             _add(KTensor(acc), grads.get(v)) for acc, v in zip(g_outer, outer, strict=True)
@@ -91,18 +99,32 @@ def scan_vjp(
     return cotangents
 
 
-def _saved_states(op: ScanOp) -> list[KTensor]:
-    """Run the scan again, also stacking the state each step starts from."""
+def _contractions(block) -> list[SSAValue]:
+    """The float results of the body's contractions, which the backward reads saved."""
+    return [
+        r
+        for inner in block.ops
+        if is_registered(inner) and lookup(inner).kind is Kind.CONTRACTION
+        for r in inner.results
+        if _is_float(r)
+    ]
+
+
+def _saved_states(op: ScanOp, kept: list[SSAValue]) -> tuple[list[KTensor], list[KTensor]]:
+    """Run the scan again, also stacking the state each step starts from and the values
+    `kept` of each step."""
     n_c = op.num_carries
     block = op.body.block
     with trace.body([a.type for a in block.args]) as body:
-        yielded = _recompute(block, list(body.args))
-        body.add_op(YieldOp(*yielded, *body.args[op.num_seq :]))
+        mapping = _rebuild(block, list(body.args))
+        yielded = [mapping.get(v, v) for v in _yielded(block)]
+        products = [mapping[v] for v in kept]
+        body.add_op(YieldOp(*yielded, *body.args[op.num_seq :], *products))
     extra = [tensor(elem_of(c.type), shape_of(c.type)) for c in op.inits]
     types = result_types(
         [s.type for s in op.sequences],  # type: ignore[misc]
         [c.type for c in op.inits],  # type: ignore[misc]
-        [*(v.type for v in yielded[n_c:]), *extra],  # type: ignore[misc]
+        [*(v.type for v in yielded[n_c:]), *extra, *(v.type for v in kept)],  # type: ignore[misc]
     )
     twin = ScanOp.create(
         operands=list(op.operands),
@@ -111,18 +133,25 @@ def _saved_states(op: ScanOp) -> list[KTensor]:
         regions=[_region(body)],
     )
     trace.append(twin)
-    return [KTensor(r) for r in twin.results[len(op.results) :]]
+    stacked = [KTensor(r) for r in twin.results[len(op.results) :]]
+    return stacked[:n_c], stacked[n_c:]
 
 
-def _recompute(block, args: list[SSAValue]) -> list[SSAValue]:
-    """Clone `block`'s ops at the current insertion point; return what it yields."""
+def _rebuild(block, args: list[SSAValue]) -> dict[SSAValue, SSAValue]:
+    """Clone `block`'s ops but its yield at the current insertion point; return the map
+    from its values to their copies."""
     mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, args, strict=True))
     for inner in block.ops:
-        if isinstance(inner, YieldOp):
-            return [mapping.get(v, v) for v in inner.values]
-        clone = inner.clone(value_mapper=mapping)
-        trace.append(clone)
-    raise AssertionError("aotk.scan body without aotk.yield")
+        if not isinstance(inner, YieldOp):
+            trace.append(inner.clone(value_mapper=mapping))
+    return mapping
+
+
+def _yielded(block) -> list[SSAValue]:
+    end = block.last_op
+    if not isinstance(end, YieldOp):
+        raise AssertionError("aotk.scan body without aotk.yield")
+    return list(end.values)
 
 
 def _body_ops(block) -> list[Operation]:

@@ -57,7 +57,7 @@ def test_projections_leave_the_loops_and_the_values_stay() -> None:
     assert _step_matmuls_of_sequences(before) == 0
     unhoisted = pipeline.run(module.clone(), "aotk-simplify,canonicalize,aotk-merge-scans")
     counts = _step_matmuls_of_sequences(unhoisted)
-    assert counts >= 2  # the forward step's x_t @ w, and the backward's recomputation
+    assert counts == 1  # the forward step's x_t @ w (BPTT reads the saved products)
     assert hoist_scan_matmuls(unhoisted) == counts
     xs = np.random.default_rng(1).normal(size=(B, T, D)).astype(np.float32)
     args = [xs, *(c.storage for c in captures)]
@@ -65,6 +65,22 @@ def test_projections_leave_the_loops_and_the_values_stay() -> None:
     for got in (interp.run_module(unhoisted, args), K.function(inputs, outputs)([xs])):
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
+
+
+def test_backpropagation_reads_the_forward_products_instead_of_recomputing_them() -> None:
+    """After the graph stage, the only matmul in a loop that is not a gradient's
+    (transposed) product is the forward step's h @ u."""
+    inputs, outputs = _training_graph()
+    module, _ = trace.extract(inputs, outputs, "test")
+    graph = pipeline.lower(module, stop_after="graph")
+    plain = [
+        op
+        for scan in graph.walk()
+        if isinstance(scan, ScanOp)
+        for op in scan.body.walk()
+        if isinstance(op, MatMulOp) and not op.attrs()
+    ]
+    assert len(plain) == 1
 
 
 def test_sequences_of_any_length_including_none() -> None:
