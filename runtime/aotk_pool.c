@@ -372,6 +372,12 @@ static void wait_and_finish(aotk_pool *pool, int chunks) {
   pthread_mutex_unlock(&pool->mu);
 }
 
+int64_t aotk_parallel_width(void) {
+  pthread_once(&g_key_once, make_key);
+  aotk_pool *pool = g_key_ok ? (aotk_pool *)pthread_getspecific(g_key) : NULL;
+  return pool != NULL ? pool->n_threads : aotk_get_default_threads();
+}
+
 void aotk_parallel_for(aotk_task_fn fn, void *ctx, int64_t n) {
   if (n <= 0) return;
   pthread_once(&g_key_once, make_key);

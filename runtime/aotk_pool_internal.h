@@ -51,6 +51,10 @@ int aotk_get_default_threads(void);
 /* Run fn over [0, n) split into contiguous chunks; returns when every chunk is done. */
 void aotk_parallel_for(aotk_task_fn fn, void *ctx, int64_t n);
 
+/* Threads a loop started on this thread would be split over (the bound pool's, else the
+ * default pool's): kernels size their work split with it. */
+int64_t aotk_parallel_width(void);
+
 #ifdef __cplusplus
 }
 #endif

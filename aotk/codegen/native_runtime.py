@@ -42,7 +42,12 @@ run:
 done:
   ret void
 }
+
+define i64 @aotk_parallel_width() {
+  ret i64 1
+}
 """
+RUNTIME_SYMBOLS = ("aotk_parallel_for", "aotk_parallel_width")
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -102,7 +107,8 @@ def thread_count_problems(environ: Mapping[str, str]) -> list[str]:
 
 
 def ensure_loaded() -> None:
-    """Make `aotk_parallel_for` resolvable by MCJIT; idempotent and thread-safe."""
+    """Make `aotk_parallel_for` and `aotk_parallel_width` resolvable by MCJIT;
+    idempotent and thread-safe."""
     global _lib
     if _lib is not None or _serial_engine is not None:
         return
@@ -142,14 +148,16 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
 
 
 def _load_serial() -> None:
-    """Define a one-thread `aotk_parallel_for` in process and register its address."""
+    """Define a one-thread `aotk_parallel_for` (and a width of 1) in process and register
+    their addresses."""
     global _serial_engine
     from aotk.codegen import llvm_ir
 
     mod = llvm_binding.parse_assembly(_SERIAL_IR)
     engine = llvm_binding.create_mcjit_compiler(mod, llvm_ir.target_machine())
     engine.finalize_object()
-    llvm_binding.add_symbol("aotk_parallel_for", engine.get_function_address("aotk_parallel_for"))
+    for name in RUNTIME_SYMBOLS:
+        llvm_binding.add_symbol(name, engine.get_function_address(name))
     _serial_engine = engine  # the code lives as long as its engine
 
 

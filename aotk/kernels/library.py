@@ -98,17 +98,35 @@ def call(k: Kernel, name: str, args: Sequence[Buf | DimV]) -> None:
     k.b.insert(func.CallOp(kernel.symbol, values, []))
 
 
+# Functions of the C runtime (`runtime/aotk_pool_internal.h`) that kernels may call.
+PARALLEL_WIDTH = "aotk_parallel_width"
+RUNTIME_FUNCTIONS: dict[str, tuple[list[Attribute], list[Attribute]]] = {
+    PARALLEL_WIDTH: ([], [i64]),
+}
+
+
+def parallel_width(k: Kernel) -> SSAValue:
+    """The number of threads a parallel loop started here would be split over (index)."""
+    width = k.b.insert(func.CallOp(PARALLEL_WIDTH, [], [i64])).res[0]
+    return k.b.insert(arith.IndexCastOp(width, INDEX)).result
+
+
 def declare_called(module: ModuleOp) -> None:
-    """Declare (as private func.func) each micro-kernel that `module` calls."""
+    """Declare (as private func.func) each micro-kernel and runtime function that
+    `module` calls."""
     present = {op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)}
     wanted: list[str] = []
     for op in module.walk():
-        if isinstance(op, func.CallOp) and op.callee.string_value().startswith(PREFIX):
+        if isinstance(op, func.CallOp):
             name = op.callee.string_value()
-            if name not in present and name not in wanted:
+            known = name.startswith(PREFIX) or name in RUNTIME_FUNCTIONS
+            if known and name not in present and name not in wanted:
                 wanted.append(name)
     for name in wanted:
-        module.body.block.add_op(_declaration(lookup(name)))
+        if name in RUNTIME_FUNCTIONS:
+            module.body.block.add_op(func.FuncOp.external(name, *RUNTIME_FUNCTIONS[name]))
+        else:
+            module.body.block.add_op(_declaration(lookup(name)))
 
 
 def _declaration(kernel: MicroKernel) -> func.FuncOp:
@@ -133,8 +151,11 @@ def _registered() -> set[str]:
 
 
 def module(kernel_names: Sequence[str]) -> ModuleOp:
-    """The loops-stage IR defining the named micro-kernels (one func.func each)."""
-    return ModuleOp([_define(lookup(n)) for n in kernel_names])
+    """The loops-stage IR defining the named micro-kernels (one func.func each), with the
+    declarations of what they call."""
+    defined = ModuleOp([_define(lookup(n)) for n in kernel_names])
+    declare_called(defined)
+    return defined
 
 
 def _define(kernel: MicroKernel) -> func.FuncOp:

@@ -35,6 +35,7 @@ from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import compute_type, const
 
 Range = tuple[DimV, DimV]
+GEMV_ROWS = 2  # up to this many rows of C, threads split its columns instead
 
 
 def emit(
@@ -95,6 +96,38 @@ def emit_loops(k: Kernel, ops: mk.Operands, scratch: Buf | None = None) -> None:
     m, n, kdim = ops.m, ops.n, ops.kdim
     tiles = heuristics.matmul_tiles(dtypes.byte_size(ops.c.elem), m, n, kdim)
     mk.zero_fill(k, ops, k.mul(m, n))
+    if isinstance(m, int):
+        if m <= GEMV_ROWS:
+            _column_stripes(k, ops, tiles)
+        else:
+            _rows_of_tiles(k, ops, tiles, scratch)
+        return
+    few = k.b.insert(arith.CmpiOp(m, k.index(GEMV_ROWS), "sle")).result
+    k.if_else(
+        few,
+        lambda: _column_stripes(k, ops, tiles),
+        lambda: _rows_of_tiles(k, ops, tiles, scratch),
+    )
+
+
+def _column_stripes(k: Kernel, ops: mk.Operands, tiles: heuristics.MatmulTiles) -> None:
+    """C = A @ B for a few rows (matrix-vector products, a batch of one): the work is
+    streaming B, so threads split its columns, one stripe each (whole vectors wide),
+    running the panel loops over it. One thread keeps one stripe: narrower ones would
+    only cut B's rows into shorter streams."""
+    vectors = k.div(k.add(ops.n, ops.lanes - 1), ops.lanes)
+    stripes = k.max(k.min(library.parallel_width(k), vectors), 1)
+    stripe = k.mul(k.div(k.add(vectors, k.sub(stripes, 1)), stripes), ops.lanes)
+    with k.loop(ops.n, step=stripe, parallel=True, trips=2) as j0:
+        _panels(k, ops, tiles, (0, ops.m), (j0, k.min(k.add(j0, stripe), ops.n)))
+
+
+def _rows_of_tiles(
+    k: Kernel, ops: mk.Operands, tiles: heuristics.MatmulTiles, scratch: Buf | None
+) -> None:
+    """C = A @ B with threads splitting the rows: register tiles on packed blocks of B
+    (with scratch) for the bulk, panels for the edges."""
+    m, n, kdim = ops.m, ops.n, ops.kdim
     if scratch is None:
         _panels(k, ops, tiles, (0, m), (0, n))
         return

@@ -12,10 +12,18 @@
 // LOOPS:         scf.for
 // LOOPS:           vector.store %{{.*}}, %[[C]][
 // LOOPS:         } {aotk.parallel =
+// A matrix-vector product (M <= 2) splits B's columns into one stripe per thread of the
+// pool, whose size the runtime tells; larger M splits rows of register tiles.
+// LOOPS:         %[[FEW:.*]] = arith.cmpi sle, %{{.*}}, %{{.*}} : index
+// LOOPS-NEXT:    scf.if %[[FEW]] {
+// LOOPS:           %{{.*}} = func.call @aotk_parallel_width() : () -> i64
+// LOOPS:           } {aotk.parallel =
+// LOOPS:         } else {
 // LOOPS:         vector.store %{{.*}}, %[[S]][
 // LOOPS:         vector.fma
 // LOOPS:         func.return
-// LOOPS-NOT:     func.func
+// LOOPS:       func.func private @aotk_parallel_width() -> i64
+// LOOPS-NOT:   func.func
 
 // Stage llvm: an exported function with noalias pointers, parallel loops outlined and
 // handed to the thread pool.

@@ -12,7 +12,7 @@
 // TB-DAG:     %[[K:.*]] = arith.index_cast %k : i64 to index
 // TB-DAG:     %[[B:.*]] = ptr_xdsl.from_ptr %b : !ptr_xdsl.ptr -> memref<?xf32>
 // TB-DAG:     %[[S:.*]] = ptr_xdsl.from_ptr %scratch : !ptr_xdsl.ptr -> memref<?xf32>
-// TB:         } {aotk.parallel =
+// TB:         } else {
 // TB:           %[[ROW:.*]] = arith.muli %{{.*}}, %[[K]] : index
 // TB:           scf.for %[[KK:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // TB-NEXT:        %[[AT:.*]] = arith.addi %[[ROW]], %[[KK]] : index
@@ -32,7 +32,7 @@
 // TA-DAG:     %[[M:.*]] = arith.index_cast %m : i64 to index
 // TA-DAG:     %[[A:.*]] = ptr_xdsl.from_ptr %a : !ptr_xdsl.ptr -> memref<?xf32>
 // TA-DAG:     %[[S:.*]] = ptr_xdsl.from_ptr %scratch : !ptr_xdsl.ptr -> memref<?xf32>
-// TA:         } {aotk.parallel =
+// TA:         } else {
 // TA:         %[[ROW:.*]] = arith.muli %{{.*}}, %[[M]] : index
 // TA:         scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // TA:           %[[AT:.*]] = arith.addi %[[ROW]], %[[I]] : index

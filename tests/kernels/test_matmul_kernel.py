@@ -35,7 +35,7 @@ from aotk import micro_kernels, runtime
 from aotk.codegen import jit
 from aotk.dialect.linalg import MatMulOp
 from aotk.function import Function
-from aotk.kernels import heuristics, matmul_kernel
+from aotk.kernels import heuristics, library, matmul_kernel
 from aotk.kernels.kernel import Buf, Kernel
 from aotk.kernels.matmul_microkernel import Operands
 from aotk.lowering import pipeline
@@ -184,6 +184,7 @@ def _packed_kernel(dtype: str, static: tuple[int | None, int | None, int | None]
     matmul_kernel.emit_loops(k, ops, scratch=Buf(s, (count,), elem))
     k.b.insert(func.ReturnOp())
     module = ModuleOp([func.FuncOp("mm", (body.arg_types, ()), Region(body))])
+    library.declare_called(module)  # the runtime's aotk_parallel_width
     module.verify()
     pipeline.lower(module, "llvm", start_after="loops")
     return jit.compile_module(module), count
@@ -227,3 +228,25 @@ def test_packed_path(rng: np.random.Generator, shape: tuple[int, int, int], dtyp
 def test_packed_path_mlp_size(rng: np.random.Generator) -> None:
     a, b = _inputs(rng, (256,), (784, 1024), "float32")
     _check(_run_packed(a, b, (None, 1024, 784)), a, b, "packed 256x784x1024")
+
+
+def test_matrix_vector_products_give_the_same_values_on_any_pool_width(
+    rng: np.random.Generator,
+) -> None:
+    """One row or two: B's columns are split into one stripe per thread of the pool."""
+    from aotk.codegen import native_runtime
+
+    f = _compile((None, 300), (300, 1031), "float32")
+    a, b = _inputs(rng, (2,), (300, 1031), "float32")
+    saved = native_runtime.threads()
+    try:
+        results = []
+        for width in (1, 2, 3):
+            native_runtime.set_threads(width)
+            results.append([f([a[:1], b])[0], f([a, b])[0]])
+    finally:
+        native_runtime.set_threads(saved)
+    for one, two in results:
+        _check(one, a[:1], b, "one row")
+        _check(two, a, b, "two rows")
+        np.testing.assert_array_equal(one, results[0][0])
