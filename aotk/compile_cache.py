@@ -4,8 +4,9 @@ An entry is keyed on everything that decides the machine code: the traced IR (wi
 value names), the target CPU and features, and the versions of aotk (plus a fingerprint
 of its sources), xDSL and llvmlite. Several processes may compile at once: a per-entry
 file lock makes the second one wait and reuse the first one's work, and entries appear
-by atomic rename, so a reader never sees half a file. An entry that fails its checksum
-is deleted and compiled again.
+by atomic rename, so a reader never sees half a file. An entry records its own key: one
+that fails its checksum, or holds another key's code (a copied or planted file), is
+deleted and compiled again. The directory must be the user's alone (`paths`).
 """
 
 from __future__ import annotations
@@ -105,32 +106,33 @@ def enabled() -> bool:
     return os.environ.get("AOTK_DISK_CACHE", "1") not in ("0", "off", "false", "")
 
 
-def _entry(key: str, section: str) -> Path:
-    return paths.cache_dir() / section / key[:2] / f"{key}.bin"
-
-
 def get_or_compile(
     key: str, compile_fn: Callable[[], NativeCode], section: str = "kernels"
 ) -> tuple[NativeCode, bool]:
     """The cached code of `key` in `section` (a directory: "kernels" for models' code,
     "micro-kernels"), or `compile_fn()`'s stored under it; True if compiled."""
-    path = _entry(key, section)
+    root = paths.private_cache_dir()
+    if root is None:
+        return compile_fn(), True  # no (trustworthy) cache only costs speed
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = paths.private_subdir(root, section, key[:2]) / f"{key}.bin"
     except OSError:
-        return compile_fn(), True  # an unwritable cache only costs speed
+        return compile_fn(), True
     with _locked(path.with_suffix(".lock")):
-        code = _read(path)
+        code = _read(path, key)
         if code is not None:
             return code, False
         code = compile_fn()
-        _write_atomically(path, encode(code, {}))
+        _write_atomically(path, encode(code, {"key": key}))
         return code, True
 
 
-def _read(path: Path) -> NativeCode | None:
+def _read(path: Path, key: str) -> NativeCode | None:
     try:
-        return decode(path.read_bytes())[0]
+        code, meta = decode(path.read_bytes())
+        if meta.get("key") != key:
+            raise CorruptNativeCode("the entry holds another key's code")
+        return code
     except FileNotFoundError:
         return None
     except (OSError, CorruptNativeCode):

@@ -226,3 +226,51 @@ def test_an_entry_whose_lock_cannot_be_opened_still_works(tmp_path, monkeypatch)
     assert compile_cache.get_or_compile(key, compile_fn) == (code, True)
     assert compile_cache.get_or_compile(key, compile_fn) == (code, False)
     assert len(calls) == 1
+
+
+def test_an_entry_holding_another_keys_code_is_compiled_again(tmp_path, monkeypatch):
+    """Copying the entry of x + 2 over the one of x * 2 must not make x * 2 add."""
+    monkeypatch.setenv("AOTK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("AOTK_DISK_CACHE", "1")
+    x = K.placeholder((None,), name="x")
+    times, plus = K.function([x], [x * 2.0]), K.function([x], [x + 2.0])
+    entries = {p.stat().st_mtime_ns: p for p in _entries(tmp_path)}
+    assert len(entries) == 2
+    times_entry, plus_entry = (entries[k] for k in sorted(entries))
+    times_entry.write_bytes(plus_entry.read_bytes())
+    F.clear_cache()
+    before = F.COMPILE_COUNT
+    again = K.function([x], [x * 2.0])
+    assert F.COMPILE_COUNT == before + 1
+    np.testing.assert_array_equal(again([np.array([1.5], np.float32)])[0], [3.0])
+    assert times([np.array([1.0], np.float32)])[0] == 2.0
+    assert plus([np.array([1.0], np.float32)])[0] == 3.0
+
+
+def test_the_cache_directory_is_created_private(tmp_path, monkeypatch):
+    cache = tmp_path / "new" / "aotk"
+    monkeypatch.setenv("AOTK_CACHE_DIR", str(cache))
+    monkeypatch.setenv("AOTK_DISK_CACHE", "1")
+    _compile_here(8.5)
+    assert cache.stat().st_mode & 0o777 == 0o700
+    assert all(p.stat().st_mode & 0o077 == 0 for p in cache.rglob("*") if p.is_dir())
+
+
+@pytest.mark.parametrize("who", ["writable by others", "another user's"])
+def test_a_cache_directory_others_could_change_is_not_used(tmp_path, monkeypatch, who):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    if who == "writable by others":
+        cache.chmod(0o777)
+    else:
+        real = os.getuid()
+        monkeypatch.setattr(os, "getuid", lambda: real + 1)
+    monkeypatch.setenv("AOTK_CACHE_DIR", str(cache))
+    monkeypatch.setenv("AOTK_DISK_CACHE", "1")
+    with pytest.warns(RuntimeWarning, match="not using the cache directory"):
+        out, compiles, hits = _compile_here(9.5 if who == "another user's" else 10.5)
+    assert (compiles, hits) == (1, 0)
+    np.testing.assert_allclose(
+        out, _expected(9.5 if who == "another user's" else 10.5), rtol=1e-5, atol=1e-6
+    )
+    assert not any(cache.iterdir())

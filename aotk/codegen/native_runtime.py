@@ -3,7 +3,10 @@
 `ensure_loaded()` compiles the pool with the system C compiler (`$CC`, else `cc`) into
 `cache_dir()/runtime/<hash>/libaotk_pool.so`, where the hash covers the sources and the
 compiler, and makes its symbols visible to MCJIT. Several processes may build at once:
-each writes a temporary file and renames it into place. Without a C compiler, a serial
+each writes a temporary file and renames it into place. The SHA-256 of the library is
+recorded beside it when it is built, and a library that does not match it is built again
+before anything loads it; without a private cache directory (`paths`), the pool is built
+into a fresh private temporary directory for this process. Without a C compiler, a serial
 `aotk_parallel_for` made with llvmlite stands in, and kernels run on one thread.
 Kernels use `set_threads(n)` threads, else $AOTK_NUM_THREADS, else the first entry of
 $OMP_NUM_THREADS, else one per core. A value that is not a positive count is ignored with
@@ -21,6 +24,7 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Mapping
+from contextlib import suppress
 from pathlib import Path
 
 import llvmlite.binding as llvm_binding
@@ -62,8 +66,8 @@ def compiler() -> str | None:
     return command
 
 
-def library_path(cc: str) -> Path:
-    """Where the pool built from the current sources by `cc` lives in the cache."""
+def library_path(cc: str, root: Path) -> Path:
+    """Where the pool built from the current sources by `cc` lives in cache `root`."""
     digest = hashlib.sha256(cc.encode())
     exe = shutil.which(cc.split()[0])
     if exe is not None:
@@ -71,28 +75,57 @@ def library_path(cc: str) -> Path:
         digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
     for name in SOURCES:
         digest.update((paths.runtime_dir() / name).read_bytes())
-    return paths.cache_dir() / "runtime" / digest.hexdigest()[:20] / LIBRARY
+    return root / "runtime" / digest.hexdigest()[:20] / LIBRARY
 
 
 def build(cc: str) -> Path:
-    """The cached pool library, compiled first if it is not there yet."""
-    path = library_path(cc)
-    if path.exists():
-        return path
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError:  # an unwritable cache: build for this process only
-        path = Path(tempfile.mkdtemp(prefix="aotk-runtime-")) / LIBRARY
+    """The cached pool library, compiled first if it is not there yet or does not match
+    the hash recorded when it was built."""
+    root = paths.private_cache_dir()
+    if root is not None:
+        path = library_path(cc, root)
+        if _matches_its_record(path):
+            return path
+        with suppress(OSError):
+            paths.private_subdir(root, *path.parent.relative_to(root).parts)
+            if _compile_into(cc, path):
+                return path
+    # no usable cache, or another process replaced the library meanwhile: build it for
+    # this process only
+    path = Path(tempfile.mkdtemp(prefix="aotk-runtime-")) / LIBRARY
+    if not _compile_into(cc, path):
+        raise RuntimeError(f"the thread pool library {path} changed while it was built")
+    return path
+
+
+def _compile_into(cc: str, path: Path) -> bool:
+    """Compile the pool into `path` (by rename) and record its hash beside it; True if
+    `path` then holds what this call built."""
     fd, tmp = tempfile.mkstemp(prefix=f".{LIBRARY}.", dir=path.parent)
     os.close(fd)
     try:
         source = paths.runtime_dir() / "aotk_pool.c"
         cmd = [*cc.split(), "-O2", "-fPIC", "-shared", "-pthread", str(source), "-o", tmp]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
+        digest = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()
+        _record(path).write_text(digest)
         os.replace(tmp, path)  # atomic: a concurrent builder's copy is just as good
     finally:
         Path(tmp).unlink(missing_ok=True)
-    return path
+    return hashlib.sha256(path.read_bytes()).hexdigest() == digest
+
+
+def _record(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _matches_its_record(path: Path) -> bool:
+    """Whether the library at `path` is the one whose hash was recorded when it was built."""
+    try:
+        recorded = _record(path).read_text().strip()
+        return hashlib.sha256(path.read_bytes()).hexdigest() == recorded
+    except OSError:
+        return False
 
 
 def thread_count_problems(environ: Mapping[str, str]) -> list[str]:

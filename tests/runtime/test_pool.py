@@ -4,6 +4,7 @@ and under valgrind; and `aotk.codegen.native_runtime`, which builds and loads it
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import shutil
 import subprocess
@@ -92,11 +93,12 @@ def test_build_is_cached_by_sources_and_compiler(
 ) -> None:
     monkeypatch.setenv("AOTK_CACHE_DIR", str(tmp_path))
     path = native_runtime.build(cc)
-    assert path == native_runtime.library_path(cc)
+    assert path == native_runtime.library_path(cc, tmp_path)
     assert path.parent.parent == tmp_path / "runtime"
     stamp = path.stat().st_mtime_ns
     assert native_runtime.build(cc) == path and path.stat().st_mtime_ns == stamp
-    assert [p.name for p in path.parent.iterdir()] == [native_runtime.LIBRARY]
+    record = f"{native_runtime.LIBRARY}.sha256"
+    assert sorted(p.name for p in path.parent.iterdir()) == [native_runtime.LIBRARY, record]
     lib = ctypes.CDLL(str(path))
     lib.aotk_pool_create.restype = ctypes.c_void_p
     lib.aotk_pool_threads.argtypes = [ctypes.c_void_p]
@@ -118,7 +120,8 @@ def test_concurrent_builds_agree(cc: str, tmp_path: Path) -> None:
     assert all(proc.returncode == 0 for proc in procs)
     assert len(paths) == 1
     built = Path(paths.pop())
-    assert [p.name for p in built.parent.iterdir()] == [native_runtime.LIBRARY]
+    record = f"{native_runtime.LIBRARY}.sha256"
+    assert sorted(p.name for p in built.parent.iterdir()) == [native_runtime.LIBRARY, record]
     ctypes.CDLL(str(built))  # loads: no half-written file was renamed into place
 
 
@@ -216,3 +219,33 @@ def test_without_compiler_kernels_run_serially(tmp_path: Path) -> None:
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
     )
     assert ran.returncode == 0 and ran.stdout.strip() == "ok", ran.stderr[-3000:]
+
+
+def test_a_library_that_is_not_the_one_built_is_built_again_before_loading(
+    cc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A planted or damaged libaotk_pool.so in the cache is never the one loaded."""
+    monkeypatch.setenv("AOTK_CACHE_DIR", str(tmp_path))
+    path = native_runtime.build(cc)
+    good = path.read_bytes()
+    for planted in (b"\x7fELF planted", good[: len(good) // 2]):
+        path.write_bytes(planted)
+        assert native_runtime.build(cc) == path
+        assert path.read_bytes() != planted
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == (
+            path.with_name(path.name + ".sha256").read_text()
+        )
+
+
+def test_an_untrusted_cache_directory_is_not_used_for_the_runtime(
+    cc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("AOTK_CACHE_DIR", str(shared))
+    with pytest.warns(RuntimeWarning, match="writable by group or others"):
+        path = native_runtime.build(cc)
+    assert shared not in path.parents and path.exists()
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    assert not any(shared.iterdir())
