@@ -25,10 +25,11 @@ def coerce_input(value: object, name: str, shape: Shape, dtype: np.dtype, where:
     if dtype == np.bool_ and array.dtype.kind in "iuf" and np.isin(array, (0, 1)).all():
         array = array.astype(bool)  # flags such as the learning phase are fed as 0 or 1 (1.)
     if array.dtype != dtype:
-        if array.dtype == object or not np.can_cast(array.dtype, dtype, casting="same_kind"):
+        if array.dtype == object or not _castable(array.dtype, dtype):
             raise TypeError(
                 f"{where}: input '{name}' expects dtype {dtype.name}, got {array.dtype.name}"
             )
+        _check_range(array, dtype, f"{where}: input '{name}'")
         array = array.astype(dtype)
     if array.ndim != len(shape):
         raise ValueError(
@@ -42,6 +43,29 @@ def coerce_input(value: object, name: str, shape: Shape, dtype: np.dtype, where:
                 f"got {fmt_shape(array.shape)} (axis {axis})"
             )
     return array
+
+
+def _castable(source: np.dtype, target: np.dtype) -> bool:
+    """Same kind (float64 to float32, say), or integers to integers of any width, whose
+    values `_check_range` then checks."""
+    both_int = source.kind in "iu" and target.kind in "iu"
+    return both_int or np.can_cast(source, target, casting="same_kind")
+
+
+def _check_range(array: np.ndarray, dtype: np.dtype, what: str) -> None:
+    """Integers going to a narrower integer dtype must fit it: never wrap around."""
+    if array.dtype.kind not in "iu" or dtype.kind not in "iu" or array.size == 0:
+        return
+    if np.can_cast(array.dtype, dtype, casting="safe"):
+        return
+    info = np.iinfo(dtype)
+    low, high = array.min(), array.max()
+    if low < info.min or high > info.max:
+        bad = low if low < info.min else high
+        raise ValueError(
+            f"{what} expects dtype {dtype.name}, got the value {bad} (from {array.dtype.name}), "
+            f"outside its range [{info.min}, {info.max}]"
+        )
 
 
 class ShapeChecker:

@@ -127,6 +127,24 @@ def test_float_inputs_of_an_int_placeholder_raise_type_error():
     np.testing.assert_array_equal(f([np.array([1, 2, 3], np.int32)])[0], [2, 4, 6])
 
 
+@pytest.mark.parametrize(
+    ("dtype", "bad", "good"),
+    [
+        ("int32", [2**32 + 5], [2**31 - 1, -(2**31)]),
+        ("int32", [-(2**31) - 1], [0]),
+        ("uint8", [-1], [0, 255]),
+        ("uint8", np.array([256], np.uint16), np.array([7], np.uint16)),
+        ("int8", np.array([2**63 - 1]), np.array([-128, 127])),
+    ],
+)
+def test_integer_inputs_that_do_not_fit_are_refused_not_wrapped(dtype, bad, good):
+    i = placeholder((None,), dtype, "counts")
+    f = Function([i], [emit(ar.AddOp, i, i)])
+    with pytest.raises(ValueError, match=f"'counts' expects dtype {dtype}, got the value"):
+        f([bad])
+    np.testing.assert_array_equal(f([good])[0], (np.asarray(good) * 2).astype(dtype))
+
+
 def test_wrong_input_count_rank_or_static_dim_raise_value_error():
     f = _mlp()
     x = np.ones((2, 4), np.float32)
