@@ -104,7 +104,7 @@ class CallPath:
         return self._call(addresses, plan)
 
     def _run_checked(self, values: Sequence[Any]) -> list[np.ndarray]:
-        arrays, addresses = self._coerce(values)
+        arrays = self._coerce(values)
         shapes = [a.shape for a in arrays]
         out_shapes = self._checker.output_shapes(
             shapes + [tuple(c.storage.shape) for c in self._captures]
@@ -121,7 +121,10 @@ class CallPath:
         if len(self._plans) >= _PLANS_KEPT:
             self._plans.clear()
         self._plans[tuple(shapes)] = plan
-        return self._call(addresses, plan)
+        # copied only now that the call is known to fit (a strided view may be huge); the
+        # list holds the copies until the kernel returns
+        buffers = [runtime.kernel_buffer(a) for a in arrays]
+        return self._call([at for _, at in buffers], plan)
 
     def _call(self, addresses: list[int], plan: Plan) -> list[np.ndarray]:
         outs, out_at = self._outputs(plan.outputs)
@@ -141,8 +144,8 @@ class CallPath:
                 self._kernel(*pointers, *plan.dims)
         return outs
 
-    def _coerce(self, values: Sequence[Any]) -> tuple[list[np.ndarray], list[int]]:
-        """The inputs as arrays a kernel can read in place, and their addresses."""
+    def _coerce(self, values: Sequence[Any]) -> list[np.ndarray]:
+        """The inputs as arrays of the placeholders' dtypes and shapes."""
         where, names = self.sig.where, [name for name, _, _ in self.sig.inputs]
         if isinstance(values, np.ndarray) or not isinstance(values, list | tuple):
             raise TypeError(
@@ -152,12 +155,10 @@ class CallPath:
             raise ValueError(
                 f"{where}: expected {len(names)} inputs ({', '.join(names)}), got {len(values)}"
             )
-        arrays, addresses = [], []
-        for value, (name, shape, dtype) in zip(values, self.sig.inputs, strict=True):
-            array, at = runtime.kernel_buffer(coerce_input(value, name, shape, dtype, where))
-            arrays.append(array)
-            addresses.append(at)
-        return arrays, addresses
+        return [
+            coerce_input(value, name, shape, dtype, where)
+            for value, (name, shape, dtype) in zip(values, self.sig.inputs, strict=True)
+        ]
 
     def _stored_addresses(self) -> list[int]:
         """Where the captured and updated variables' arrays are (found again only if one

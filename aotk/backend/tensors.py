@@ -14,6 +14,7 @@ from aotk.backend.sparse import KSparseTensor, densify, sparse_placeholder
 from aotk.dialect import elementwise as ew
 from aotk.dialect import shape_query as sq
 from aotk.dialect import trace
+from aotk.dialect.base import check_size
 from aotk.dialect.trace import KTensor
 
 
@@ -51,6 +52,10 @@ def _check_shape(shape: Any, where: str) -> tuple[int | None, ...]:
                 f"{where}: shape {tuple(shape)!r} has a bad dim at axis {i}: "
                 f"expected an int >= 0 or None, got {d!r}"
             )
+    try:
+        check_size(out)
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
     return tuple(out)
 
 
@@ -183,7 +188,7 @@ def ones(shape: Any, dtype: Any = None, name: str | None = None) -> KVariable:
 
 def eye(size: Any, dtype: Any = None, name: str | None = None) -> KVariable:
     """An identity-matrix variable; `size` is n or (rows, cols)."""
-    rows, cols = (size, size) if isinstance(size, int) else _static(size, "K.eye")
+    rows, cols = _static((size, size) if isinstance(size, int) else size, "K.eye")
     return variable(np.eye(rows, cols), dtype, name)
 
 

@@ -54,8 +54,29 @@ def source_location(op: Operation) -> str | None:
     return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
 
 
+# The most elements a tensor may have: far beyond any machine's memory, yet small enough
+# that byte sizes and flat indices of it (and of a few of them) cannot overflow an int64.
+MAX_ELEMENTS = 1 << 50
+
+
+def check_size(shape: Sequence[Dim]) -> None:
+    """Raise a ValueError when the known dims of `shape` hold more than MAX_ELEMENTS."""
+    count = 1
+    for d in shape:
+        if d is not None:
+            count *= d
+    if count > MAX_ELEMENTS:
+        raise ValueError(
+            f"size overflows: shape {fmt_shape(tuple(shape))} has {count} elements, "
+            f"more than the {MAX_ELEMENTS} (2**50) a tensor may hold"
+        )
+
+
 def tensor(element: Attribute, shape: Sequence[Dim]) -> TensorType[Attribute]:
-    """Build a tensor type; None dims become dynamic."""
+    """Build a tensor type; None dims become dynamic. Checked against MAX_ELEMENTS, so a
+    shape rule's result that would overflow is an error of the op that makes it (and,
+    with concrete dims, of the call)."""
+    check_size(shape)
     return TensorType(element, [DYNAMIC_INDEX if d is None else d for d in shape])
 
 
