@@ -273,6 +273,7 @@ def restore_function(blob: bytes, arrays: list[np.ndarray]) -> Function:
     fn._single, fn._feeds = meta["single"], []
     fn._implicit_phase, fn._n_outputs = meta["implicit_phase"], meta["n_outputs"]
     fn.module = Parser(make_context(), meta["ir"]).parse_module()
+    _check_captured(fn, len(meta["names"]), meta["captures"], arrays)
     fn.captures = [
         Capture(name, runtime.aligned_copy(a), updated)
         for (name, updated), a in zip(meta["captures"], arrays, strict=True)
@@ -280,6 +281,24 @@ def restore_function(blob: bytes, arrays: list[np.ndarray]) -> Function:
     fn._updated = [fn.captures[i] for i in meta["updated"]]
     fn._setup(meta["names"], compiled)
     return fn
+
+
+def _check_captured(fn: Function, n_inputs: int, captures: list[Any], arrays: list[Any]) -> None:
+    """The pickled arrays are the captured variables the code was compiled for: one per
+    capture, each of its dtype and shape (the kernel reads them as such)."""
+    where = f"unpickling {fn.where} '{fn.name}'"
+    types = next(iter(fn.module.ops)).function_type.inputs.data[n_inputs:]  # type: ignore[attr-defined]
+    if not isinstance(arrays, list) or not (len(arrays) == len(captures) == len(types)):
+        got = len(arrays) if isinstance(arrays, list) else type(arrays).__name__
+        raise ValueError(f"{where}: expected {len(types)} captured arrays, got {got}")
+    for i, (array, (name, _), t) in enumerate(zip(arrays, captures, types, strict=True)):
+        dtype, shape = np.dtype(dtypes.numpy_dtype(elem_of(t))), shape_of(t)
+        if not isinstance(array, np.ndarray) or array.dtype != dtype or array.shape != shape:
+            got = f"{array.dtype} {array.shape}" if isinstance(array, np.ndarray) else type(array)
+            raise ValueError(
+                f"{where}: captured array {i} ('{name}') must be {dtype} of shape {shape}, "
+                f"got {got}"
+            )
 
 
 def _index_of(captures: list[Any], var: Any) -> int:

@@ -234,3 +234,26 @@ def test_encode_decode_round_trip(rng):
     code = f._compiled.code
     decoded, meta = compile_cache.decode(compile_cache.encode(code, {"k": [1, "two"]}))
     assert decoded == code and meta == {"k": [1, "two"]}
+
+
+def _with_arrays(f: F.Function, change: Any) -> bytes:
+    blob, arrays = _blob_and_arrays(f)
+    return pickle.dumps(_Forged(blob, change(list(arrays))))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda a: [a[0].astype(np.int8), *a[1:]], r"captured array 0 \('w1'\) must be float32"),
+        (lambda a: [a[0][:2], *a[1:]], r"captured array 0 \('w1'\) must be float32 of shape"),
+        (lambda a: a[:-1], "expected 4 captured arrays, got 3"),
+        (lambda a: [], "expected 4 captured arrays, got 0"),
+        (lambda a: [a[0].tolist(), *a[1:]], r"captured array 0 \('w1'\) must be"),
+    ],
+    ids=["dtype", "shape", "one missing", "none", "not an array"],
+)
+def test_captured_arrays_of_the_wrong_dtype_shape_or_count_are_refused(rng, change, message):
+    """The kernel reads captured arrays as compiled: a wrong one would be read past."""
+    data = _with_arrays(_inference(rng), change)
+    with pytest.raises(ValueError, match=message):
+        pickle.loads(data)
