@@ -19,6 +19,7 @@ import numpy as np
 
 import aotk
 from aotk import runtime
+from aotk.aot import elf_check
 from aotk.call_check import coerce_input
 from aotk.dialect import trace
 
@@ -60,6 +61,7 @@ class LoadedModel:
         self.path, self.name, self.where = path, path.name[3:-3], where
         self._weights, self._threads = weights, n_threads
         self._blobs: tuple[bytes, bytes | None] | None = None  # set when unpickled
+        elf_check.check_library(path, self.name, where)
         try:
             self._lib = ctypes.CDLL(str(path.resolve()))
         except OSError as err:

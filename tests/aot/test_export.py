@@ -182,3 +182,35 @@ def test_a_loaded_library_pickles_with_its_code_and_weights(tmp_path: Path, expo
         copy = pickle.loads(pickle.dumps(copy))
         x = np.random.default_rng(9).standard_normal((4, 12)).astype(np.float32)
         np.testing.assert_array_equal(copy([x]), f([x]))
+
+
+@pytest.mark.parametrize(
+    ("cut", "message"),
+    [
+        (lambda n: 40, "not an ELF file"),
+        (lambda n: n // 2, "past the end of the file"),
+        (lambda n: n - 64, "past the end of the file"),
+    ],
+    ids=["header", "half", "tail"],
+)
+def test_a_truncated_library_is_refused_before_the_loader_maps_it(
+    tmp_path: Path, exported_mlp, cut, message
+) -> None:
+    """The dynamic loader would die with SIGBUS touching pages past the end."""
+    _, exported, _ = exported_mlp
+    good = exported.library.read_bytes()
+    bad = tmp_path / "libmlp.so"
+    bad.write_bytes(good[: cut(len(good))])
+    with pytest.raises(ValueError, match=f"not a loadable aotk model library: .*{message}"):
+        aotk.load(bad)
+
+
+def test_a_shared_library_that_is_not_a_model_is_refused(tmp_path: Path) -> None:
+    from aotk.codegen import native_runtime
+
+    cc = native_runtime.compiler()
+    assert cc is not None
+    other = tmp_path / "libmlp.so"
+    other.write_bytes(native_runtime.build(cc).read_bytes())  # a sound ELF library
+    with pytest.raises(ValueError, match="no mlp_info_json entry point"):
+        aotk.load(other)
