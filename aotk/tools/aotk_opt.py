@@ -26,9 +26,10 @@ from typing import IO, Any, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Operation
+from xdsl.ir import Operation, Region, SSAValue
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.traits import IsolatedFromAbove
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
     DiagnosticException,
@@ -227,7 +228,16 @@ class AotkOptMain(xDSLOptMain):
         parser = _LocatingParser(
             self.ctx, chunk.read(), self.get_input_name(), start_offset, self.spans
         )
-        return parser.parse_module(not self.args.no_implicit_module)
+        module = parser.parse_module(not self.args.no_implicit_module)
+        misuse = _use_before_definition(module)
+        if misuse is not None:
+            op, index = misuse
+            message = f"error: operand {index} of '{op.name}' is used before it is defined"
+            span = self.spans.get(op)
+            raise DiagnosticException(
+                span.print_with_context(message) if span is not None else message
+            )
+        return module
 
     def apply_passes(self, prog: ModuleOp) -> None:
         try:
@@ -261,6 +271,34 @@ class AotkOptMain(xDSLOptMain):
             return f"{where}: {message}"
         notes = "\n".join(getattr(err, "__notes__", []))
         return f"{self.get_input_name()}: {message}\n{notes}"
+
+
+def _use_before_definition(module: ModuleOp) -> tuple[Operation, int] | None:
+    """The first op (and operand index) reading a value that its block defines only at or
+    after it, as `%c = "aotk.sub"(%c, %z)` does; xDSL's verifier does not check this and
+    passes then fail on the cycle. Values of another block of the same region count as
+    defined (branches are not followed)."""
+    return _check_region_values(module.body, set())
+
+
+def _check_region_values(region: Region, visible: set[SSAValue]) -> tuple[Operation, int] | None:
+    everywhere = {
+        v for b in region.blocks for v in [*b.args, *(r for o in b.ops for r in o.results)]
+    }
+    for block in region.blocks:
+        mine = {r for o in block.ops for r in o.results}
+        defined = visible | (everywhere - mine) | set(block.args)
+        for op in block.ops:
+            for index, value in enumerate(op.operands):
+                if value not in defined:
+                    return op, index
+            inner = set() if op.has_trait(IsolatedFromAbove) else defined
+            for nested in op.regions:
+                found = _check_region_values(nested, inner)
+                if found is not None:
+                    return found
+            defined = defined | set(op.results)
+    return None
 
 
 def _first_invalid(prog: ModuleOp) -> Operation | None:

@@ -258,3 +258,28 @@ def test_module_entry_point(source):
         check=False,
     )
     assert done.returncode == 1 and "in.mlir:2:26" in done.stderr
+
+
+def test_values_of_another_block_are_not_taken_for_uses_before_definition() -> None:
+    """Branches are not followed: a value of the entry block read by a later block is
+    fine, a value read in its own block before its definition is not."""
+    from xdsl.parser import Parser
+
+    from aotk.context import make_context
+    from aotk.tools.aotk_opt import _use_before_definition
+
+    text = """
+    func.func @f(%a: i64) -> i64 {
+      %b = arith.addi %a, %a : i64
+      cf.br ^next
+    ^next:
+      %c = arith.muli %b, %b : i64
+      func.return %c : i64
+    }
+    """
+    assert _use_before_definition(Parser(make_context(), text).parse_module()) is None
+    bad = text.replace("%c = arith.muli %b, %b", "%c = arith.muli %b, %d").replace(
+        "func.return %c : i64", "%d = arith.addi %c, %c : i64\n      func.return %d : i64"
+    )
+    op, index = _use_before_definition(Parser(make_context(), bad).parse_module()) or (None, 0)
+    assert op is not None and op.name == "arith.muli" and index == 1
