@@ -31,7 +31,7 @@ from aotk import dtypes
 from aotk.kernels import heuristics, library
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels import matmul_packed as packed
-from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.kernel import PARALLEL_GRAIN, Buf, DimV, Kernel
 from aotk.kernels.scalar import compute_type, const
 
 Range = tuple[DimV, DimV]
@@ -113,11 +113,13 @@ def emit_loops(k: Kernel, ops: mk.Operands, scratch: Buf | None = None) -> None:
 def _column_stripes(k: Kernel, ops: mk.Operands, tiles: heuristics.MatmulTiles) -> None:
     """C = A @ B for a few rows (matrix-vector products, a batch of one): the work is
     streaming B, so threads split its columns, one stripe each (whole vectors wide),
-    running the panel loops over it. One thread keeps one stripe: narrower ones would
-    only cut B's rows into shorter streams."""
+    running the panel loops over it. One thread keeps one stripe (narrower ones would
+    only cut B's rows into shorter streams), and so does a product too small to share."""
     vectors = k.div(k.add(ops.n, ops.lanes - 1), ops.lanes)
-    stripes = k.max(k.min(library.parallel_width(k), vectors), 1)
-    stripe = k.mul(k.div(k.add(vectors, k.sub(stripes, 1)), stripes), ops.lanes)
+    worth = k.div(k.mul(ops.m, k.mul(ops.n, ops.kdim)), PARALLEL_GRAIN)
+    stripes = k.max(k.min(k.min(library.parallel_width(k), vectors), worth), 1)
+    per_stripe = k.max(k.div(k.add(vectors, k.sub(stripes, 1)), stripes), 1)
+    stripe = k.mul(per_stripe, ops.lanes)
     with k.loop(ops.n, step=stripe, parallel=True, trips=2) as j0:
         _panels(k, ops, tiles, (0, ops.m), (j0, k.min(k.add(j0, stripe), ops.n)))
 

@@ -114,7 +114,15 @@ def test_dynamic_m_one_kernel_serves_every_batch(rng: np.random.Generator, dtype
 
 def test_all_dims_dynamic(rng: np.random.Generator) -> None:
     f = _compile((None, None), (None, None), "float32")
-    for m, k, n in [(1, 1, 1), (3, 7, 9), (5, 70, 8), (6, 200, 1030), (2, 0, 3), (0, 4, 5)]:
+    for m, k, n in [
+        (1, 1, 1),
+        (3, 7, 9),
+        (5, 70, 8),
+        (6, 200, 1030),
+        (2, 0, 3),
+        (0, 4, 5),
+        (1, 4, 0),
+    ]:
         a, b = _inputs(rng, (m,), (k, n), "float32")
         _check(f([a, b])[0], a, b, f"dynamic {m}x{k}x{n}")
 
