@@ -18,6 +18,7 @@ from pathlib import Path
 import llvmlite.binding as llvm_binding
 
 from aotk import paths
+from aotk.aot.cgen import CHECKABLE_FEATURES, CPUID_FEATURES, X86_64_BASELINE
 from aotk.codegen import llvm_ir
 from aotk.shipping import required_features
 
@@ -41,15 +42,20 @@ X86_LEVELS: dict[str, tuple[str, ...]] = {
 
 
 def resolve_target(cpu: str | None, features: str | None, where: str) -> tuple[str, str, list[str]]:
-    """(cpu, LLVM feature string, features the code needs) for the export options."""
+    """(cpu, LLVM feature string, features the code needs) for the export options.
+
+    Every feature the code may use is one the library checks when it loads: an explicit
+    feature that it could not check (or that LLVM does not know) is refused, and for the
+    host's CPU those the library could not check are switched off.
+    """
     host = llvm_ir.host_cpu()
     if cpu is None and features is None:
-        features = llvm_ir.host_features()
+        features = _checkable_only(llvm_ir.host_features())
         return host, features, required_features(features)
     cpu = cpu or "x86-64"
     if features is None:
         if cpu == host:
-            features = llvm_ir.host_features()
+            features = _checkable_only(llvm_ir.host_features())
         elif cpu in X86_LEVELS:
             features = ""
         else:
@@ -62,11 +68,32 @@ def resolve_target(cpu: str | None, features: str | None, where: str) -> tuple[s
     return cpu, features, needed
 
 
+def _checkable(feature: str) -> bool:
+    return feature in (*X86_64_BASELINE, *CHECKABLE_FEATURES, *CPUID_FEATURES)
+
+
+def _checkable_only(features: str) -> str:
+    """`features` with each one a library could not check at load switched off."""
+    items = [f for f in features.split(",") if f]
+    return ",".join(f if f[0] == "-" or _checkable(f[1:]) else f"-{f[1:]}" for f in items)
+
+
 def _check_features(features: str, where: str) -> None:
+    known = set(llvm_ir.host_feature_map())
     for item in filter(None, features.split(",")):
         if item[0] not in "+-" or len(item) < 2:
             raise ValueError(
                 f"{where}: target_features must look like '+avx2,+fma,-avx512f', got {item!r}"
+            )
+        name = item[1:]
+        if known and name not in known:
+            raise ValueError(f"{where}: target_features: unknown CPU feature {name!r}")
+        if item[0] == "+" and not _checkable(name):
+            raise ValueError(
+                f"{where}: target_features: the library could not check when it loads that "
+                f"a CPU has {name!r}, and would die of an illegal instruction on one without "
+                "it; features it checks: "
+                + ", ".join(sorted({*CHECKABLE_FEATURES, *CPUID_FEATURES}))
             )
 
 

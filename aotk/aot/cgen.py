@@ -32,6 +32,18 @@ CHECKABLE_FEATURES = (
     "avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512cd", "avx512vbmi", "avx512ifma",
     "avx512vnni", "avx512vbmi2", "avx512bitalg", "avx512vpopcntdq",
 )  # fmt: skip
+# x86 features of the x86-64-v2/v3 levels that __builtin_cpu_supports cannot name: the
+# library reads their CPUID bits itself, (leaf, register index in eax/ebx/ecx/edx, bit).
+CPUID_FEATURES: dict[str, tuple[int, int, int]] = {
+    "cx16": (1, 2, 13),
+    "movbe": (1, 2, 22),
+    "xsave": (1, 2, 26),
+    "f16c": (1, 2, 29),
+    "sahf": (0x80000001, 2, 0),
+    "lzcnt": (0x80000001, 2, 5),
+}
+# What every x86-64 CPU has: never checked, never refused.
+X86_64_BASELINE = ("64bit", "cmov", "cx8", "fxsr", "mmx", "sse", "sse2", "x87")
 _C_KEYWORDS = {"auto", "char", "const", "double", "float", "int", "long", "model", "short"}
 
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import json
 
-from aotk.aot.cgen import C_TYPE, CHECKABLE_FEATURES, DTYPE_ENUM, ModelSpec, _dims_array
+from aotk.aot.cgen import (
+    C_TYPE,
+    CHECKABLE_FEATURES,
+    CPUID_FEATURES,
+    DTYPE_ENUM,
+    ModelSpec,
+    _dims_array,
+)
 
 
 def glue(spec: ModelSpec) -> str:
@@ -95,19 +102,39 @@ def _dim_table(spec: ModelSpec) -> str:
 
 
 def _cpu_check(spec: ModelSpec) -> str:
-    checks = "".join(
+    """`missing_cpu_feature()`: the first feature the code needs that this CPU lacks."""
+    builtin = "".join(
         f'  if (!__builtin_cpu_supports("{f}")) return "{f}";\n'
         for f in spec.features
         if f in CHECKABLE_FEATURES
     )
-    body = (
-        "#if (defined(__x86_64__) || defined(__i386__)) && "
-        "(defined(__GNUC__) || defined(__clang__))\n"
-        f"  __builtin_cpu_init();\n{checks}#endif\n"
-        if checks
+    by_cpuid = "".join(
+        f'  if (!cpuid_bit({leaf:#x}u, {reg}, {bit})) return "{f}";\n'
+        for f in spec.features
+        if f in CPUID_FEATURES
+        for leaf, reg, bit in [CPUID_FEATURES[f]]
+    )
+    if not builtin and not by_cpuid:
+        return "static const char *missing_cpu_feature(void) { return NULL; }\n"
+    helper = (
+        "static int cpuid_bit(unsigned leaf, int reg, int bit) {\n"
+        "  unsigned r[4] = {0, 0, 0, 0};\n"
+        "  if (!__get_cpuid(leaf, &r[0], &r[1], &r[2], &r[3])) return 0;\n"
+        "  return (int)((r[reg] >> bit) & 1u);\n"
+        "}\n"
+        if by_cpuid
         else ""
     )
-    return f"static const char *missing_cpu_feature(void) {{\n{body}  return NULL;\n}}\n"
+    guard = (
+        "#if (defined(__x86_64__) || defined(__i386__)) && "
+        "(defined(__GNUC__) || defined(__clang__))\n"
+    )
+    return (
+        f"{guard}#include <cpuid.h>\n{helper}#endif\n"
+        "static const char *missing_cpu_feature(void) {\n"
+        f"{guard}  __builtin_cpu_init();\n{builtin}{by_cpuid}#endif\n"
+        "  return NULL;\n}\n"
+    )
 
 
 def _info(spec: ModelSpec, sym: str) -> str:

@@ -55,6 +55,12 @@ def host_features() -> str:
     return llvm_binding.get_host_cpu_features().flatten()
 
 
+def host_feature_map() -> dict[str, bool]:
+    """Every CPU feature LLVM knows for this architecture, and whether this host has it."""
+    _initialize()
+    return dict(llvm_binding.get_host_cpu_features())
+
+
 def target_machine(
     cpu: str | None = None, features: str | None = None, *, jit: bool = True
 ) -> llvm_binding.TargetMachine:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,7 +12,8 @@ from export_helpers import C_DIR, build_c, c_compiler, mlp
 
 import aotk
 from aotk import backend as K
-from aotk.aot.cgen import CHECKABLE_FEATURES
+from aotk.aot import build, glue
+from aotk.aot.cgen import CHECKABLE_FEATURES, CPUID_FEATURES, X86_64_BASELINE
 from aotk.codegen import llvm_ir
 from aotk.dialect.debug import format_tensor
 
@@ -53,7 +55,33 @@ def test_bad_target_options_are_clear_errors(tmp_path: Path) -> None:
         aotk.export(f, tmp_path, "3d-model")
     with pytest.raises(TypeError, match=r"must be a compiled K\.function"):
         aotk.export(lambda x: x, tmp_path, "t")
+    with pytest.raises(ValueError, match="unknown CPU feature 'foo'"):
+        aotk.export(f, tmp_path, "t", target_features="+sse2,+foo")
+    with pytest.raises(ValueError, match="could not check when it loads that a CPU has 'sha'"):
+        aotk.export(f, tmp_path, "t", target_cpu="x86-64-v3", target_features="+sha")
     assert not any(tmp_path.iterdir())  # nothing written half-way
+
+
+def test_every_feature_the_code_may_use_is_checked_when_it_loads(tmp_path: Path) -> None:
+    """A level's features that __builtin_cpu_supports cannot name are read from CPUID;
+    the host's own features that no check covers are switched off for an export."""
+    level = build.X86_LEVELS["x86-64-v3"]
+    check = glue._cpu_check(SimpleNamespace(features=list(level)))  # type: ignore[arg-type]
+    for feature in level:
+        assert f'return "{feature}"' in check
+    for feature in ("movbe", "xsave", "f16c", "lzcnt", "cx16", "sahf"):
+        assert "cpuid_bit(" in check and f'return "{feature}"' in check
+    f = mlp(np.random.default_rng(0), (4, 2))
+    v3 = aotk.export(f, tmp_path / "v3", "v3", target_cpu="x86-64-v3")
+    np.testing.assert_allclose(
+        aotk.load(v3.library)([np.ones((3, 4), np.float32)]),
+        f([np.ones((3, 4), np.float32)]),
+        rtol=1e-6,
+    )
+    _, features, needed = build.resolve_target(None, None, "test")
+    checkable = {*CHECKABLE_FEATURES, *CPUID_FEATURES, *X86_64_BASELINE}
+    assert set(needed) <= checkable
+    assert all(f[1:] in checkable for f in features.split(",") if f.startswith("+"))
 
 
 @pytest.fixture(scope="module")
