@@ -18,6 +18,7 @@ parallel, inside the K and N blocks, so each thread reads the block of B all sha
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from collections.abc import Iterator
@@ -120,8 +121,10 @@ def _column_stripes(k: Kernel, ops: mk.Operands, tiles: heuristics.MatmulTiles) 
     stripes = k.max(k.min(k.min(library.parallel_width(k), vectors), worth), 1)
     per_stripe = k.max(k.div(k.add(vectors, k.sub(stripes, 1)), stripes), 1)
     stripe = k.mul(per_stripe, ops.lanes)
+    # only panels of at most GEMV_ROWS rows: the taller ones would be dead code here
+    few = dataclasses.replace(tiles, panels=tuple(p for p in tiles.panels if p[0] <= GEMV_ROWS))
     with k.loop(ops.n, step=stripe, parallel=True, trips=2) as j0:
-        _panels(k, ops, tiles, (0, ops.m), (j0, k.min(k.add(j0, stripe), ops.n)))
+        _panels(k, ops, few, (0, ops.m), (j0, k.min(k.add(j0, stripe), ops.n)))
 
 
 def _rows_of_tiles(
