@@ -41,7 +41,7 @@ def compile_traced(module: ModuleOp) -> jit.CompiledModule:
     from aotk import compile_cache, micro_kernels
     from aotk.codegen import llvm_ir
 
-    key = (_structure(module), llvm_ir.host_cpu(), llvm_ir.host_features())
+    key = (structure(module), llvm_ir.host_cpu(), llvm_ir.host_features())
     if key not in _CACHE:
         if compile_cache.enabled():
             code, compiled = compile_cache.get_or_compile(
@@ -68,7 +68,7 @@ def lower_to_native(
     return jit.generate(lowered, cpu, features, prefix)
 
 
-def _structure(module: ModuleOp) -> str:
+def structure(module: ModuleOp) -> str:
     """The module's text without value names: two traces of one graph print the same."""
     anonymous = module.clone()
     for op in anonymous.walk():

@@ -39,7 +39,8 @@ static aotk_status check_weights(const aotk_model_info *info, const unsigned cha
                      (unsigned long long)(size - AOTK_WEIGHTS_HEADER));
   if (fingerprint != info->layout_fingerprint || count != (uint32_t)info->n_captures)
     return aotk_fail(AOTK_ERR_WEIGHTS_MISMATCH,
-                     "%s: %s holds %u arrays of another layout, not the weights of model '%s'",
+                     "%s: %s holds %u arrays of another model or layout, not the weights of "
+                     "model '%s'",
                      fn, source, count, info->name);
   uint32_t want = read_u32(blob + 32), got = aotk_crc32(blob + AOTK_WEIGHTS_HEADER, payload);
   if (want != got)

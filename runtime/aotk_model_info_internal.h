@@ -30,7 +30,7 @@ typedef struct {
 
 typedef struct {
   const char *name;
-  uint64_t layout_fingerprint; /* must match the weights header */
+  uint64_t layout_fingerprint; /* of the arrays' layout and the graph: must match the weights header */
   int32_t n_inputs, n_outputs, n_captures, n_updates, n_dims;
   const aotk_arg_info *inputs;
   const aotk_arg_info *outputs;

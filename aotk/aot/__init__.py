@@ -60,7 +60,7 @@ def export(
     say(f"lowering and generating code for {cpu}")
     prefix = f"aotk_{name}_"
     code = _native_code(fn, cpu, features, prefix)
-    blob = layout.blob(spec.slots, arrays)
+    blob = layout.blob(spec.slots, arrays, spec.fingerprint)
     out = Path(out_dir)
     outputs = [f"lib{name}.so", f"lib{name}.a", f"{name}.h", "aotk_rt.h"]
     with build.staging(out) as stage:
@@ -153,13 +153,20 @@ def _spec(
         updates=updates,
         dims=dyn,
         serialize=bool(fn._updated) or fn.stateful_captures,
-        fingerprint=layout.fingerprint(slots),
+        fingerprint=layout.fingerprint(slots, _graph_text(fn)),
         weights_size=0,
         cpu=cpu,
         features=sorted(needed, key=lambda f: (f not in cgen.CHECKABLE_FEATURES, f)),
         loader_info=_loader_info(fn, name, slots),
     )
     return spec, arrays
+
+
+def _graph_text(fn: Any) -> str:
+    """The model's graph without value names: what its weights file is bound to."""
+    from aotk.function import structure
+
+    return structure(fn.module)
 
 
 def _loader_info(fn: Any, name: str, slots: list[layout.ArraySlot]) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """The weights blob of an exported model: a 64-byte header, then 64-byte aligned arrays.
 
 Header (little endian): magic "AOTKWTS1", u32 format version, u32 array count, u64 payload
-bytes, u64 layout fingerprint, u32 CRC-32 of the payload, zero padding to 64 bytes. The
-fingerprint hashes every array's name, dtype and shape, so the runtime refuses the
-weights of another model; the CRC catches a corrupted file.
+bytes, u64 model fingerprint, u32 CRC-32 of the payload, zero padding to 64 bytes. The
+fingerprint hashes every array's name, dtype and shape and the model's graph, so the
+runtime refuses the weights of another model, even one with the same layout; the CRC
+catches a corrupted file.
 """
 
 from __future__ import annotations
@@ -41,17 +42,19 @@ def plan(names: list[str], arrays: list[np.ndarray]) -> list[ArraySlot]:
     return slots
 
 
-def fingerprint(slots: list[ArraySlot]) -> int:
+def fingerprint(slots: list[ArraySlot], graph: str) -> int:
+    """64 bits of the hash of the arrays' layout and of the model's graph (its IR)."""
     text = ";".join(f"{s.name}:{s.dtype.name}:{s.shape}" for s in slots)
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    return int.from_bytes(hashlib.sha256(f"{text}\0{graph}".encode()).digest()[:8], "little")
 
 
-def blob(slots: list[ArraySlot], arrays: list[np.ndarray]) -> bytes:
-    """Header and payload of the arrays laid out as `slots` says."""
+def blob(slots: list[ArraySlot], arrays: list[np.ndarray], model: int) -> bytes:
+    """Header and payload of the arrays laid out as `slots` says, for the model whose
+    fingerprint is `model`."""
     size = max((s.offset + -(-s.nbytes // ALIGN) * ALIGN for s in slots), default=0)
     payload = bytearray(size)
     for s, a in zip(slots, arrays, strict=True):
         payload[s.offset : s.offset + s.nbytes] = np.ascontiguousarray(a).tobytes()
     crc = zlib.crc32(payload) & 0xFFFFFFFF
-    head = _HEAD.pack(MAGIC, VERSION, len(slots), size, fingerprint(slots), crc)
+    head = _HEAD.pack(MAGIC, VERSION, len(slots), size, model, crc)
     return head.ljust(HEADER, b"\0") + bytes(payload)

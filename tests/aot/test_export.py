@@ -214,3 +214,19 @@ def test_a_shared_library_that_is_not_a_model_is_refused(tmp_path: Path) -> None
     other.write_bytes(native_runtime.build(cc).read_bytes())  # a sound ELF library
     with pytest.raises(ValueError, match="no mlp_info_json entry point"):
         aotk.load(other)
+
+
+def test_weights_of_another_model_with_the_same_layout_are_refused(tmp_path: Path) -> None:
+    """Same variable names, dtypes and shapes, another graph: not interchangeable."""
+    x = K.placeholder(shape=(None, 3), name="x")
+    w = K.variable(np.ones((3, 2), np.float32), name="w")
+    relu = aotk.export(
+        K.function([x], [K.relu(K.dot(x, w))]), tmp_path / "a", "m", weights="external"
+    )
+    tanh = aotk.export(
+        K.function([x], [K.tanh(K.dot(x, w))]), tmp_path / "b", "m", weights="external"
+    )
+    with pytest.raises(ValueError, match="another model or layout, not the weights of model 'm'"):
+        aotk.load(relu.library, weights=tanh.weights)
+    g = aotk.load(relu.library, weights=relu.weights)
+    np.testing.assert_array_equal(g([np.ones((1, 3), np.float32)])[0], [[3.0, 3.0]])

@@ -119,7 +119,7 @@ static void create_cases(char **paths) {
          "truncated");
   options.weights_path = paths[4];
   expect("another model's weights", errs_create(&model, &options), AOTK_ERR_WEIGHTS_MISMATCH,
-         "another layout");
+         "another model or layout");
   expect("no model after failures", model == NULL ? AOTK_OK : AOTK_ERR_NULL, AOTK_OK, NULL);
   options.weights_path = paths[1];
   expect("external weights", errs_create(&model, &options), AOTK_OK, NULL);
