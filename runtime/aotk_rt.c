@@ -68,7 +68,7 @@ const char *aotk_status_message(aotk_status status) {
     case AOTK_ERR_WEIGHTS_MISMATCH: return "the weights belong to another model";
     case AOTK_ERR_CPU: return "this CPU lacks features the library was built for";
     case AOTK_ERR_THREADS: return "cannot start threads";
-    case AOTK_ERR_OVERLAP: return "an output overlaps another buffer";
+    case AOTK_ERR_OVERLAP: return "an output or the workspace overlaps another buffer";
     case AOTK_ERR_WORKSPACE: return "the workspace is too small or misaligned";
   }
   return "unknown aotk status";

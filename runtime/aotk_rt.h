@@ -51,7 +51,7 @@ typedef enum {
   AOTK_ERR_WEIGHTS_MISMATCH = 14,/* the weights belong to another model */
   AOTK_ERR_CPU = 15,             /* the library needs CPU features this machine lacks */
   AOTK_ERR_THREADS = 16,         /* the thread pool could not start */
-  AOTK_ERR_OVERLAP = 17,         /* an output buffer overlaps another buffer of the call */
+  AOTK_ERR_OVERLAP = 17,         /* an output or the workspace overlaps another buffer of the call */
   AOTK_ERR_WORKSPACE = 18        /* a caller workspace is too small or misaligned */
 } aotk_status;
 

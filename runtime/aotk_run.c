@@ -122,11 +122,32 @@ static aotk_status shape_outputs(aotk_model *m, const int64_t *dims, aotk_tensor
   return AOTK_OK;
 }
 
-static int overlaps(const aotk_tensor *a, const aotk_tensor *b) {
-  size_t na = tensor_bytes(a->dtype, a->rank, a->dims), nb = tensor_bytes(b->dtype, b->rank, b->dims);
+/* Whether tensor `a`'s data shares a byte with the `nb` bytes at `b`. */
+static int overlaps_range(const aotk_tensor *a, const void *b, size_t nb) {
+  size_t na = tensor_bytes(a->dtype, a->rank, a->dims);
   if (na == 0 || nb == 0) return 0;
-  uintptr_t pa = (uintptr_t)a->data, pb = (uintptr_t)b->data;
+  uintptr_t pa = (uintptr_t)a->data, pb = (uintptr_t)b;
   return pa < pb + nb && pb < pa + na;
+}
+
+static int overlaps(const aotk_tensor *a, const aotk_tensor *b) {
+  return overlaps_range(a, b->data, tensor_bytes(b->dtype, b->rank, b->dims));
+}
+
+/* A caller's workspace is written while inputs are read and outputs written: it must share
+ * no byte with any of them (the `need` bytes the kernel uses). */
+static aotk_status check_workspace(const aotk_model_info *info, const aotk_tensor *inputs,
+                                   const aotk_tensor *outputs, const void *ws, size_t need,
+                                   const char *fn) {
+  for (int32_t i = 0; i < info->n_inputs; i++)
+    if (overlaps_range(&inputs[i], ws, need))
+      return aotk_fail(AOTK_ERR_OVERLAP, "%s: the workspace overlaps input '%s'", fn,
+                       info->inputs[i].name);
+  for (int32_t o = 0; o < info->n_outputs; o++)
+    if (overlaps_range(&outputs[o], ws, need))
+      return aotk_fail(AOTK_ERR_OVERLAP, "%s: the workspace overlaps output '%s'", fn,
+                       info->outputs[o].name);
+  return AOTK_OK;
 }
 
 static aotk_status check_overlaps(const aotk_model_info *info, const aotk_tensor *inputs,
@@ -206,6 +227,8 @@ static aotk_status run(aotk_model *m, const aotk_tensor *inputs, size_t n_inputs
     if ((uintptr_t)ws % AOTK_ALIGNMENT != 0 || ws_size < need)
       return aotk_fail(AOTK_ERR_WORKSPACE, "%s: the workspace needs %zu bytes aligned to %d, "
                        "got %zu bytes at %p", fn, need, AOTK_ALIGNMENT, ws_size, ws);
+    s = check_workspace(m->info, inputs, outputs, ws, need, fn);
+    if (s != AOTK_OK) return s;
     call_kernel(m, inputs, outputs, ws, dims);
     return AOTK_OK;
   }

@@ -81,6 +81,15 @@ static void run_cases(aotk_model *model) {
   expect("workspace too small",
          aotk_model_run_with_workspace(model, in, 2, out, 1, ws_small, 0), AOTK_ERR_WORKSPACE,
          "workspace needs");
+  static float shared[1 << 18] __attribute__((aligned(64))); /* 1 MiB: more than it needs */
+  aotk_tensor in_shared[2] = {tensor(AOTK_FLOAT32, 2, 2, 4, shared + 1024, 32), in[1]};
+  expect("workspace overlaps an input",
+         aotk_model_run_with_workspace(model, in_shared, 2, out, 1, shared, sizeof shared),
+         AOTK_ERR_OVERLAP, "workspace overlaps input 'x'");
+  aotk_tensor out_shared[1] = {tensor(AOTK_FLOAT32, 0, 0, 0, shared + 8, 64)};
+  expect("workspace overlaps an output",
+         aotk_model_run_with_workspace(model, in, 2, out_shared, 1, shared, sizeof shared),
+         AOTK_ERR_OVERLAP, "workspace overlaps output 'out0'");
   expect("typed entry", errs_run(model, x, 2, m, 2, y, 6), AOTK_OK, NULL);
   expect("typed entry, small output", errs_run(model, x, 2, m, 2, y, 5), AOTK_ERR_BUFFER_SIZE,
          "needs 24 bytes");
