@@ -3,8 +3,9 @@
 Every tensor of a graph is [B, w], [B, 1] or [1, w] for a dynamic batch B and a width w
 that matmuls change, so any two of one width broadcast together. Operations are drawn from
 the backend: elementwise (kept finite: logs, roots and divisions of shifted magnitudes),
-reductions with and without keepdims, matmul by a fresh weight, softmax, logsumexp,
-concatenation, slicing and transposes of a square block. A graph is its inputs, outputs
+reductions, matmul by a fresh weight, softmax, logsumexp, concatenation and slicing, and,
+over the columns taken as steps, conv1d, 2-D pooling and a tanh RNN (`K.rnn`: a scan, and
+backpropagation through time in the gradients). A graph is its inputs, outputs
 and a description (the ops drawn), for the failure message.
 """
 
@@ -97,17 +98,9 @@ def random_graph(seed: int, dtype: str = "float32") -> Graph:
 def _step(pool: _Pool, rng: np.random.Generator, dtype: str) -> tuple[Any, str]:
     width = int(rng.choice(list(pool.full)))
     x = pool.full[width][rng.integers(len(pool.full[width]))]
-    kind = rng.choice(
-        ["unary", "binary", "reduce", "matmul", "row", "shape"],
-        p=[
-            0.25,
-            0.3,
-            0.12,
-            0.13,
-            0.1,
-            0.1,
-        ],
-    )
+    kinds = ["unary", "binary", "reduce", "matmul", "row", "shape", "conv", "pool", "rnn"]
+    chances = [0.22, 0.26, 0.1, 0.1, 0.08, 0.08, 0.06, 0.05, 0.05]
+    kind = rng.choice(kinds, p=chances)
     if kind == "unary":
         made, name = _unary(x, rng)
         return made, name
@@ -128,7 +121,42 @@ def _step(pool: _Pool, rng: np.random.Generator, dtype: str) -> tuple[Any, str]:
         if rng.random() < 0.5:
             return K.softmax(x), "softmax"
         return K.logsumexp(x, axis=-1, keepdims=True), "logsumexp"
+    if kind == "conv":
+        return _conv(x, width, rng, dtype)
+    if kind == "pool":
+        mode = ["max", "avg"][rng.integers(2)]
+        pooled = K.pool2d(K.reshape(x, (-1, width, 1, 1)), (2, 1), (2, 1), "same", pool_mode=mode)
+        return K.reshape(pooled, (-1, (width + 1) // 2)), f"{mode} pool"
+    if kind == "rnn":
+        return _rnn(x, width, rng, dtype)
     if width >= 2 and rng.random() < 0.5:
         half = width // 2
         return K.concatenate([x[:, half:], x[:, :half]], axis=-1), "rotate columns"
     return K.concatenate([x, x * 0.5], axis=-1), "concatenate"
+
+
+def _conv(x: Any, width: int, rng: np.random.Generator, dtype: str) -> tuple[Any, str]:
+    """conv1d over the columns as steps, 'same' or 'valid', then flattened back."""
+    channels, size = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    padding = "same" if size > width or rng.random() < 0.5 else "valid"
+    kernel = K.variable(rng.normal(0, 0.5, (size, 1, channels)), dtype=dtype)
+    y = K.conv1d(K.reshape(x, (-1, width, 1)), kernel, padding=padding)
+    steps = width if padding == "same" else width - size + 1
+    return K.reshape(y, (-1, steps * channels)), f"conv1d {size}x{channels} {padding}"
+
+
+def _rnn(x: Any, width: int, rng: np.random.Generator, dtype: str) -> tuple[Any, str]:
+    """A tanh RNN over the columns as steps (input size 1): its last state, or all."""
+    hidden = int(rng.integers(1, 5))
+    u = K.variable(rng.normal(0, 0.8, (1, hidden)), dtype=dtype)
+    v = K.variable(rng.normal(0, 0.5, (hidden, hidden)), dtype=dtype)
+
+    def step(xt: Any, states: list[Any]) -> tuple[Any, list[Any]]:
+        h = K.tanh(K.dot(xt, u) + K.dot(states[0], v))
+        return h, [h]
+
+    h0 = K.zeros_like(K.dot(x[:, :1], K.zeros((1, hidden), dtype=dtype)))
+    last, outputs, _ = K.rnn(step, K.reshape(x, (-1, width, 1)), [h0])
+    if rng.random() < 0.5:
+        return last, f"rnn {hidden} last"
+    return K.reshape(outputs, (-1, width * hidden)), f"rnn {hidden} all"
