@@ -1,4 +1,4 @@
-"""Differential fuzzing: random graphs (`graphs.py`) compiled against the NumPy
+"""Differential fuzzing: random graphs (`random_graphs.py`) compiled against the NumPy
 interpreter, and their gradients against finite differences in float64.
 
 CI runs the seeds below; `AOTK_FUZZ_GRAPHS=5000 pytest tests/fuzz` runs that many more
@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 import pytest
-from graphs import random_graph
+from random_graphs import random_graph
 
 from aotk import backend as K
 from aotk import interp
