@@ -67,8 +67,10 @@ class CallPath:
             checker,
         )
         self._captures, self._updated = state  # objects with a `storage` array
-        self._stored = [c.storage for c in [*self._captures, *self._updated]]
-        self._stored_at = [runtime.address(s) for s in self._stored]
+        self._holders = [*self._captures, *self._updated]
+        self._stored: list[np.ndarray] = []
+        self._stored_at: list[int] = []
+        self._stored_addresses()
         self._in_dtypes = [dtype for _, _, dtype in signature.inputs]
         self._plans: dict[tuple[Shape, ...], Plan] = {}
         self._workspace_sizes: dict[tuple[int, ...], int] = {}
@@ -163,10 +165,10 @@ class CallPath:
     def _stored_addresses(self) -> list[int]:
         """Where the captured and updated variables' arrays are (found again only if one
         was given a new array)."""
-        if not self._stored:
+        if not self._holders:
             return self._stored_at
-        stored = [c.storage for c in [*self._captures, *self._updated]]
-        if not all(map(operator.is_, stored, self._stored)):
+        stored = [h.storage for h in self._holders]
+        if len(stored) != len(self._stored) or not all(map(operator.is_, stored, self._stored)):
             self._stored, self._stored_at = stored, [runtime.address(s) for s in stored]
         return self._stored_at
 

@@ -213,7 +213,7 @@ class Function:
 
     def _flatten(self, values: Sequence[Any]) -> Sequence[Any]:
         """Each composite input's value as the arrays of its placeholders."""
-        if not any(self._feeds) or not _is_seq(values):
+        if not _is_seq(values):
             return values
         if len(values) != len(self._feeds):
             raise ValueError(f"{self.where}: expected {len(self._feeds)} inputs, got {len(values)}")
