@@ -36,3 +36,12 @@ def get_num_threads() -> int:
     from aotk.codegen import native_runtime
 
     return native_runtime.threads()
+
+
+def compile_counts() -> dict[str, int]:
+    """How many times this process compiled code: {"llvm": object code generated from IR,
+    "c": C libraries built}. Code linked from the disk cache, a pickle or an exported
+    library is not counted, so a worker that was shipped compiled functions shows zeros."""
+    from aotk import timing
+
+    return timing.compile_counts()

@@ -179,7 +179,13 @@ class CallPath:
         if size is None:
             if len(self._workspace_sizes) > _PLANS_KEPT:
                 self._workspace_sizes.clear()
-            size = self._workspace_sizes[key] = int(self._ws_size(*dims))
+            size = int(self._ws_size(*dims))
+            if size < 0:  # the shape check bounds each tensor; this bounds their sum too
+                raise ValueError(
+                    f"{self.sig.where}: size overflows: the workspace for dynamic dims "
+                    f"{dims} exceeds any addressable size"
+                )
+            self._workspace_sizes[key] = size
         return size
 
     def _outputs(self, shapes: list[Shape]) -> tuple[list[np.ndarray], list[int]]:

@@ -70,6 +70,7 @@ const char *aotk_status_message(aotk_status status) {
     case AOTK_ERR_THREADS: return "cannot start threads";
     case AOTK_ERR_OVERLAP: return "an output or the workspace overlaps another buffer";
     case AOTK_ERR_WORKSPACE: return "the workspace is too small or misaligned";
+    case AOTK_ERR_SIZE: return "a size overflows";
   }
   return "unknown aotk status";
 }

@@ -31,7 +31,7 @@ extern "C" {
 
 /* The version of this API. It grows with every change to a declaration here; a program
  * that loads a library at run time checks aotk_api_version() == AOTK_API_VERSION. */
-#define AOTK_API_VERSION 1
+#define AOTK_API_VERSION 2
 
 typedef enum {
   AOTK_OK = 0,
@@ -52,7 +52,8 @@ typedef enum {
   AOTK_ERR_CPU = 15,             /* the library needs CPU features this machine lacks */
   AOTK_ERR_THREADS = 16,         /* the thread pool could not start */
   AOTK_ERR_OVERLAP = 17,         /* an output or the workspace overlaps another buffer of the call */
-  AOTK_ERR_WORKSPACE = 18        /* a caller workspace is too small or misaligned */
+  AOTK_ERR_WORKSPACE = 18,       /* a caller workspace is too small or misaligned */
+  AOTK_ERR_SIZE = 19             /* the dims make a tensor or the workspace too large to address */
 } aotk_status;
 
 typedef enum {

@@ -1,5 +1,6 @@
 /* aotk runtime: checking a call's tensors, sizing its outputs and workspace, and running. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,8 +81,25 @@ static aotk_status gather_dims(const aotk_model_info *info, const aotk_tensor *i
   return AOTK_OK;
 }
 
+static aotk_status size_overflow(const aotk_model_info *info, const int64_t *dims,
+                                 const char *fn) {
+  char given[256] = "";
+  size_t used = 0;
+  for (int32_t d = 0; d < info->n_dims && used < sizeof given - 1; d++) {
+    int n = snprintf(given + used, sizeof given - used, "%s%s dim %d = %lld", d ? ", " : "",
+                     info->inputs[info->dims[d].input].name, (int)info->dims[d].axis,
+                     (long long)dims[d]);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+  return aotk_fail(AOTK_ERR_SIZE, "%s: size overflows: at %s the model's tensors or workspace "
+                   "exceed any addressable size", fn, given);
+}
+
+/* Check the inputs, read the dynamic dims from them and size the workspace they need; the
+ * generated size function says -1 when some buffer's size would overflow at these dims. */
 static aotk_status check_inputs(aotk_model *m, const aotk_tensor *inputs, size_t n_inputs,
-                                int64_t *dims, const char *fn) {
+                                int64_t *dims, size_t *workspace, const char *fn) {
   const aotk_model_info *info = m->info;
   if (n_inputs != (size_t)info->n_inputs)
     return aotk_fail(AOTK_ERR_ARG_COUNT, "%s: model '%s' takes %d inputs, got %zu", fn,
@@ -94,7 +112,11 @@ static aotk_status check_inputs(aotk_model *m, const aotk_tensor *inputs, size_t
   aotk_status s = gather_dims(info, inputs, dims, fn);
   for (int32_t i = 0; i < info->n_inputs && s == AOTK_OK; i++)
     s = aotk_check_data(fn, "input", &info->inputs[i], &inputs[i]);
-  return s;
+  if (s != AOTK_OK) return s;
+  int64_t bytes = info->workspace_size(dims);
+  if (bytes < 0) return size_overflow(info, dims, fn);
+  *workspace = (size_t)bytes;
+  return AOTK_OK;
 }
 
 /* Check the outputs' buffers against the shapes the inputs give, and set their shapes. */
@@ -218,11 +240,11 @@ static aotk_status run(aotk_model *m, const aotk_tensor *inputs, size_t n_inputs
                        const char *fn) {
   if (m == NULL) return aotk_fail(AOTK_ERR_NULL, "%s: `model` is NULL", fn);
   int64_t dims[MAX_DIMS];
-  aotk_status s = check_inputs(m, inputs, n_inputs, dims, fn);
+  size_t need = 0;
+  aotk_status s = check_inputs(m, inputs, n_inputs, dims, &need, fn);
   if (s == AOTK_OK) s = shape_outputs(m, dims, outputs, n_outputs, 1, fn);
   if (s == AOTK_OK) s = check_overlaps(m->info, inputs, outputs, fn);
   if (s != AOTK_OK) return s;
-  size_t need = (size_t)m->info->workspace_size(dims);
   if (ws != NULL) {
     if ((uintptr_t)ws % AOTK_ALIGNMENT != 0 || ws_size < need)
       return aotk_fail(AOTK_ERR_WORKSPACE, "%s: the workspace needs %zu bytes aligned to %d, "
@@ -259,7 +281,8 @@ aotk_status aotk_model_output_shapes(aotk_model *m, const aotk_tensor *inputs, s
   const char *fn = "aotk_model_output_shapes";
   if (m == NULL) return aotk_fail(AOTK_ERR_NULL, "%s: `model` is NULL", fn);
   int64_t dims[MAX_DIMS];
-  aotk_status s = check_inputs(m, inputs, n_inputs, dims, fn);
+  size_t workspace;
+  aotk_status s = check_inputs(m, inputs, n_inputs, dims, &workspace, fn);
   return s != AOTK_OK ? s : shape_outputs(m, dims, outputs, n_outputs, 0, fn);
 }
 
@@ -269,7 +292,5 @@ aotk_status aotk_model_workspace_size(aotk_model *m, const aotk_tensor *inputs, 
   if (m == NULL || bytes == NULL)
     return aotk_fail(AOTK_ERR_NULL, "%s: `%s` is NULL", fn, m == NULL ? "model" : "bytes");
   int64_t dims[MAX_DIMS];
-  aotk_status s = check_inputs(m, inputs, n_inputs, dims, fn);
-  if (s == AOTK_OK) *bytes = (size_t)m->info->workspace_size(dims);
-  return s;
+  return check_inputs(m, inputs, n_inputs, dims, bytes, fn);
 }

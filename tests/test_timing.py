@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 
+import aotk
 from aotk import backend as K
 from aotk import timing
 from aotk.function import clear_cache
@@ -58,3 +60,18 @@ def test_the_environment_variable_prints_to_stderr_only():
     assert first[1:3] == ["pass", "aotk-simplify"] and first[-1] == "ops"
     assert any(line.split()[1:3] == ["pass", "convert-aotk-to-loops"] for line in lines)
     assert any("stage llvm optimize" in " ".join(line.split()) for line in lines)
+
+
+def test_compile_counts_count_code_generation_but_not_shipped_code(monkeypatch) -> None:
+    monkeypatch.setenv("AOTK_DISK_CACHE", "0")  # a cache hit would not count
+    K.function(*_graph())  # builds the thread pool's C library, if this process has not
+    clear_cache()
+    before = aotk.compile_counts()
+    x = K.placeholder(shape=(None, 3))
+    f = K.function([x], [K.tanh(x) * 3.0 - x])
+    compiled = aotk.compile_counts()
+    assert compiled["llvm"] >= before["llvm"] + 1 and compiled["c"] == before["c"]
+    g = pickle.loads(pickle.dumps(f))
+    assert aotk.compile_counts() == compiled  # linked, not compiled
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(g([xv]), f([xv]))

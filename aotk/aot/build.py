@@ -17,7 +17,7 @@ from pathlib import Path
 
 import llvmlite.binding as llvm_binding
 
-from aotk import paths
+from aotk import paths, timing
 from aotk.aot.cgen import CHECKABLE_FEATURES, CPUID_FEATURES, X86_64_BASELINE
 from aotk.codegen import llvm_ir
 from aotk.shipping import required_features
@@ -127,6 +127,7 @@ def _run(cmd: list[str], cwd: Path, what: str) -> None:
 
 def compile_and_link(build: Path, name: str, objects: list[str], glue_c: str) -> None:
     """Compile the runtime and the glue in `build`, then link lib<name>.so and .a there."""
+    timing.count_compile("c")
     runtime = paths.runtime_dir()
     for f in (*RUNTIME_SOURCES, *RUNTIME_HEADERS):
         shutil.copyfile(runtime / f, build / f)

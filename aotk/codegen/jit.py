@@ -88,6 +88,7 @@ def generate(
     texts = llvm_split.split(text, llvm_split.parts_for(text)) if not prefix else [text]
     if len(texts) == 1:
         return generate_from_ir(text, signatures(module), tm, prefix, micro_kernel)
+    timing.count_compile("llvm")
     with (
         llvm_ir.code_generation(strength_reduction=micro_kernel),
         timing.stage(f"llvm optimize+emit, {len(texts)} threads"),
@@ -105,6 +106,7 @@ def generate_from_ir(
     micro_kernel: bool = False,
 ) -> NativeCode:
     """Optimize LLVM IR text (stage 4) for `tm` and emit an object, renaming as `generate`."""
+    timing.count_compile("llvm")
     with timing.stage("llvm optimize"):
         mod = llvm_ir.optimize(text, tm, prefix)
     named = {prefix + name: sig for name, sig in sigs.items()}

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import llvmlite.binding as llvm_binding
 
-from aotk import paths
+from aotk import paths, timing
 
 SOURCES = ("aotk_pool_internal.h", "aotk_pool.c")
 LIBRARY = "libaotk_pool.so"
@@ -107,6 +107,7 @@ def _compile_into(cc: str, path: Path) -> bool:
         source = paths.runtime_dir() / "aotk_pool.c"
         cmd = [*cc.split(), "-O2", "-fPIC", "-shared", "-pthread", str(source), "-o", tmp]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
+        timing.count_compile("c")
         digest = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()
         _record(path).write_text(digest)
         os.replace(tmp, path)  # atomic: a concurrent builder's copy is just as good

@@ -2,8 +2,9 @@
 
 Expects aotk ops (fused or not) on tensors. Leaves no `aotk.*` op: each function becomes
 `@f(inputs..., outputs..., workspace, dims...)` on flat memrefs, whose dynamic dims come
-in as i64 arguments, plus `@f_workspace_size(dims...) -> i64`. Kernels never allocate:
-intermediates are 64-byte aligned slices of the caller's workspace.
+in as i64 arguments, plus `@f_workspace_size(dims...) -> i64` (-1 when a size overflows)
+and `@f_output_dims`. Kernels never allocate: intermediates are 64-byte aligned slices of
+the caller's workspace.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.elementwise import lower_scalar
 from aotk.dialect.registry import Kind, is_registered, lookup
 from aotk.kernels import elementwise_nest, library
+from aotk.kernels.checked_sizes import SizeKernel
 from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
 from aotk.kernels.scalar import storage_type
 from aotk.lowering.update_in_place import in_place_updates
@@ -63,7 +65,8 @@ class _Lowerer:
 
     def __init__(self, fn: func.FuncOp, block: Block, code: bool):
         self.fn, self.code = fn, code
-        self.k = Kernel(Builder(InsertPoint.at_end(block)))
+        builder = Builder(InsertPoint.at_end(block))
+        self.k = Kernel(builder) if code else SizeKernel(builder)
         self.bufs: dict[SSAValue, Buf] = {}
         self.ws_offset: DimV = 0
         self.ws: SSAValue | None = None
@@ -214,6 +217,10 @@ def _workspace_size(fn: func.FuncOp) -> func.FuncOp:
     low = _plan(fn, block)
     _stage_updates(low, fn)
     total = low.k.b.insert(arith.IndexCastOp(low.k.index(low.ws_offset), i64)).result
+    assert isinstance(low.k, SizeKernel)
+    if low.k.overflowed is not None:  # -1: some size overflows at these dims
+        minus_one = low.k.b.insert(arith.ConstantOp(IntegerAttr(-1, i64))).result
+        total = low.k.b.insert(arith.SelectOp(low.k.overflowed, minus_one, total)).result
     low.k.b.insert(func.ReturnOp(total))
     return func.FuncOp(f"{fn.sym_name.data}_workspace_size", ([i64] * n_dims, [i64]), Region(block))
 

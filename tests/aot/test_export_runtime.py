@@ -149,3 +149,26 @@ def test_exported_print_tensor_prints_the_c_layout_to_c_stdout(tmp_path: Path, c
     assert lines.splitlines()[0] == "x=[[1 0.5][-2 1e-07]]"
     loaded([np.zeros((0, 2), np.float32)])
     assert capfd.readouterr().out == "x=[]\nflags=[]\n"
+
+
+def test_dims_whose_sizes_overflow_are_refused_by_the_c_api(tmp_path: Path) -> None:
+    x = K.placeholder(shape=(None, None), name="x")
+    f = K.function([x], [K.softmax(K.dot(K.transpose(x), x))])
+    lib = aotk.export(f, tmp_path / "lib", "big")
+    assert "AOTK_ERR_SIZE = 19" in (lib.library.parent / "aotk_rt.h").read_text()
+    exe = build_c(C_DIR / "size_overflow.c", lib.library.parent, "big", tmp_path / "size_overflow")
+    done = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert done.stdout.count("ok  ") == 9, done.stdout
+
+
+def test_the_jit_refuses_dims_whose_workspace_overflows() -> None:
+    x = K.placeholder(shape=(None, None), name="x")
+    f = K.function([x], [K.softmax(K.dot(K.transpose(x), x))])
+    assert f._ws_size(2, 3) > 0
+    # the plan's sizes are checked, not wrapped: 2**62 bytes, and 2**64 wrapping to 0
+    assert f._ws_size(1, 2**30) == -1
+    assert f._ws_size(1, 2**32) == -1
+    plan = f._caller
+    with pytest.raises(ValueError, match=r"size overflows: the workspace for dynamic dims \[1, "):
+        plan._workspace_bytes([1, 2**30])

@@ -46,8 +46,8 @@ def rt(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
 
 def test_api_version_is_the_headers(rt: ctypes.CDLL) -> None:
     header = (RUNTIME / "aotk_rt.h").read_text()
-    assert "#define AOTK_API_VERSION 1\n" in header
-    assert rt.aotk_api_version() == 1
+    assert "#define AOTK_API_VERSION 2\n" in header
+    assert rt.aotk_api_version() == 2
 
 
 @pytest.mark.parametrize("nbytes", [0, 1, 63, 64, 65, 1 << 20])
@@ -66,4 +66,5 @@ def test_check_buffer_errors(rt: ctypes.CDLL) -> None:
     assert rt.aotk_check_buffer(p + 4) == 3
     rt.aotk_free(p)
     assert rt.aotk_status_message(3) == b"a buffer is not aligned"
+    assert rt.aotk_status_message(19) == b"a size overflows"
     assert rt.aotk_status_message(99) == b"unknown aotk status"
