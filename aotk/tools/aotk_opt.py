@@ -36,13 +36,14 @@ from xdsl.utils.exceptions import (
     ParseError,
     VerifyException,
 )
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Input, Span
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from aotk import timing
 from aotk.dialect.base import source_location
 from aotk.lowering import pipeline
+from aotk.tools.string_literals import first_malformed
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,12 @@ class _LocatingParser(Parser):
 
     def parse_operation(self) -> Operation:
         span = dataclasses.replace(self._current_token.span, line_offset=self.line_offset)
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except (VerifyException, ValueError) as err:
+            # an attribute or op constructor refusing what was parsed (`arith.constant 4 :
+            # i1`) raises without a location: point at the op, as a syntax error would
+            raise ParseError(span, str(err)) from err
         self.spans[op] = span
         if isinstance(op.location, UnknownLoc):
             # As in MLIR: ops carry their file location, and clones made by passes keep it.
@@ -225,9 +231,9 @@ class AotkOptMain(xDSLOptMain):
     ) -> ModuleOp | None:
         if file_extension != "mlir":
             return super().parse_chunk(chunk, file_extension, start_offset)
-        parser = _LocatingParser(
-            self.ctx, chunk.read(), self.get_input_name(), start_offset, self.spans
-        )
+        text = chunk.read()
+        _check_string_literals(text, self.get_input_name(), start_offset)
+        parser = _LocatingParser(self.ctx, text, self.get_input_name(), start_offset, self.spans)
         module = parser.parse_module(not self.args.no_implicit_module)
         misuse = _use_before_definition(module)
         if misuse is not None:
@@ -271,6 +277,20 @@ class AotkOptMain(xDSLOptMain):
             return f"{where}: {message}"
         notes = "\n".join(getattr(err, "__notes__", []))
         return f"{self.get_input_name()}: {message}\n{notes}"
+
+
+def _check_string_literals(text: bytes, name: str, line_offset: int) -> None:
+    """Refuse a malformed string literal before xDSL's lexer spends minutes on it."""
+    content = text.decode(errors="replace")
+    at = first_malformed(content)
+    if at is not None:
+        span = Span(at, at + 1, Input(content, name), line_offset)
+        raise DiagnosticException(
+            span.print_with_context(
+                'error: unterminated string literal, or an escape other than \\" \\n \\t '
+                "\\\\ or two hex digits"
+            )
+        )
 
 
 def _use_before_definition(module: ModuleOp) -> tuple[Operation, int] | None:
