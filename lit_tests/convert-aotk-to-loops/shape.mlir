@@ -37,11 +37,20 @@ func.func @reshape_flatten(%x: tensor<?x4xf32>) -> tensor<?xf32> {
 // CHECK-NEXT:        memref.load %[[T]][
 // CHECK-NEXT:        arith.negf
 // CHECK-NEXT:        memref.store %{{.*}}, %out0[
+// The size is 64-byte aligned (3 * n * 4 + 63) / 64 * 64, and each run-time product and
+// sum is checked against 2**56 (products by division: 3 * n past it when n > 2**56 / 3):
+// at dims that overflow, the function returns -1 instead of a wrapped-around size.
 // CHECK-LABEL: func.func @transpose_then_neg_workspace_size(
+// CHECK-DAG:     %[[LIMIT3:.*]] = arith.constant 24019198012642645 : index
+// CHECK-DAG:     %[[N:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK:         %[[N3:.*]] = arith.muli %{{.*}}, %[[N]] : index
+// CHECK-NEXT:    %[[BAD:.*]] = arith.cmpi sgt, %[[N]], %[[LIMIT3]] : index
 // CHECK:         arith.constant 63 : index
 // CHECK:         arith.divui
 // CHECK:         %[[SIZE:.*]] = arith.index_cast %{{.*}} : index to i64
-// CHECK-NEXT:    func.return %[[SIZE]] : i64
+// CHECK-NEXT:    %[[MINUS1:.*]] = arith.constant -1 : i64
+// CHECK-NEXT:    %[[OUT:.*]] = arith.select %{{.*}}, %[[MINUS1]], %[[SIZE]] : i64
+// CHECK-NEXT:    func.return %[[OUT]] : i64
 func.func @transpose_then_neg(%w: tensor<?x3xf32>) -> tensor<3x?xf32> {
   %t = "aotk.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<?x3xf32>) -> tensor<3x?xf32>
   %y = "aotk.neg"(%t) : (tensor<3x?xf32>) -> tensor<3x?xf32>
