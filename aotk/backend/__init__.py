@@ -6,6 +6,7 @@ Each module below owns one family of functions and lists them in its `__all__`.
 from __future__ import annotations
 
 from aotk import keras_compat as _keras_compat
+from aotk.backend import error_names as _error_names
 from aotk.backend import operators as _operators
 from aotk.backend.config import *  # noqa: F403
 from aotk.backend.conv_ops import *  # noqa: F403
@@ -24,6 +25,7 @@ from aotk.backend.shape_ops import *  # noqa: F403
 from aotk.backend.tensors import *  # noqa: F403
 from aotk.backend.training import *  # noqa: F403
 
+_error_names.name_errors(globals())
 _operators.install()
 if _keras_compat.wanted():
     _keras_compat.install()

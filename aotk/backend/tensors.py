@@ -253,6 +253,11 @@ def set_value(x: KVariable, value: Any) -> None:
     if not isinstance(x, KVariable):
         raise TypeError(f"K.set_value: expected a variable, got {x!r}")
     array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise TypeError(
+            f"K.set_value: variable '{x.name}' is {x.storage.dtype}, got a value of dtype "
+            f"{array.dtype} (expected numbers or bools)"
+        )
     if array.shape != x.storage.shape:
         raise ValueError(
             f"K.set_value: variable '{x.name}' has shape {x.storage.shape}, "

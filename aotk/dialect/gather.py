@@ -183,7 +183,7 @@ def _np_gather(x: np.ndarray, ids: np.ndarray, *, axis: int, batch_dims: int) ->
 def infer_iota(*, start: float, step: float, size: int, dtype: str, **_: Any) -> Attribute:
     elem = dtypes.element_type(dtype)
     if dtypes.is_bool(elem):
-        raise TypeError("a range cannot be bool")
+        raise TypeError("dtype bool: a range needs a number dtype")
     if size < 0:
         raise ValueError(f"size must be >= 0, got {size}")
     return tensor(elem, iota_shape(STATIC, [], size=size))

@@ -152,7 +152,8 @@ def emit(op_cls: type[AotkOp], *operands: KTensor, where: str, **attrs: Any) -> 
         result_type = lookup(op_cls).infer(*(x.type for x in operands), **attrs)
     except (ValueError, TypeError) as err:
         shapes = ", ".join(f"{x.name}: shape {_fmt(x.shape)} {x.dtype}" for x in operands)
-        raise type(err)(f"{where}: {err} (inputs {shapes})") from None
+        context = f" (inputs {shapes})" if operands else ""
+        raise type(err)(f"{where}: {err}{context}") from None
     reads = _graph.updated_reads
     op = op_cls.make([reads.get(x.value, x.value) for x in operands], result_type, **attrs)
     _graph.insertion.add_op(op)
