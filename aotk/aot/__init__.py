@@ -7,7 +7,7 @@ Writes lib<name>.so, lib<name>.a, <name>.h (with aotk_rt.h next to it), and with
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,15 +44,19 @@ def export(
     max_dim: int = DEFAULT_MAX_DIM,
     progress: Callable[[str], None] | None = None,
     step: str = "predict",
+    cflags: Sequence[str] = (),
 ) -> Exported:
     """Export the compiled function `fn` as model `name` into `out_dir`.
 
     `fn` may also be a Keras model running on aotk: `step` picks its predict function or
-    its training step (the function behind `train_on_batch`)."""
+    its training step (the function behind `train_on_batch`). `cflags` are added to the C
+    compiler's flags for the runtime and to the shared library's link: `-g`, or
+    `-fsanitize=address,undefined` to check a program's use of the library."""
     where = "aotk.export"
     if keras_model.is_keras_model(fn):
         fn = keras_model.step_function(fn, step, where)
     _check_arguments(fn, name, weights, max_dim, where)
+    cflags = _checked_cflags(cflags, where)
     say = progress or (lambda _: None)
     cpu, features, needed = build.resolve_target(target_cpu, target_features, where)
     say("analysing the signature")
@@ -80,7 +84,7 @@ def export(
         (stage / f"{name}.h").write_text(cgen.header(spec, aotk.__version__))
         (stage / f"{name}_model.c").write_text(glue.glue(spec))
         say("compiling the runtime and linking")
-        build.compile_and_link(stage, name, objects, f"{name}_model.c")
+        build.compile_and_link(stage, name, objects, f"{name}_model.c", cflags)
         build.install(stage, out, outputs)
     say(f"wrote {', '.join(outputs)} to {out}")
     return Exported(
@@ -118,6 +122,15 @@ def _check_arguments(fn: Any, name: str, weights: str, max_dim: int, where: str)
         raise ValueError(f"{where}: weights must be 'embedded' or 'external', got {weights!r}")
     if isinstance(max_dim, bool) or not isinstance(max_dim, int) or max_dim < 1:
         raise ValueError(f"{where}: max_dim must be a positive int, got {max_dim!r}")
+
+
+def _checked_cflags(cflags: Sequence[str], where: str) -> list[str]:
+    if isinstance(cflags, str) or not all(isinstance(f, str) for f in cflags):
+        raise TypeError(f"{where}: cflags must be a list of strings, got {cflags!r}")
+    bad = [f for f in cflags if not f.startswith("-")]
+    if bad:
+        raise ValueError(f"{where}: cflags must be compiler options (starting with '-'), got {bad}")
+    return list(cflags)
 
 
 def _spec(

@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -125,18 +125,21 @@ def _run(cmd: list[str], cwd: Path, what: str) -> None:
         raise RuntimeError(f"aotk.export: {what} failed: " + " | ".join(detail))
 
 
-def compile_and_link(build: Path, name: str, objects: list[str], glue_c: str) -> None:
-    """Compile the runtime and the glue in `build`, then link lib<name>.so and .a there."""
+def compile_and_link(
+    build: Path, name: str, objects: list[str], glue_c: str, cflags: Sequence[str] = ()
+) -> None:
+    """Compile the runtime and the glue in `build` (with the caller's `cflags` too), then
+    link lib<name>.so and .a there."""
     timing.count_compile("c")
     runtime = paths.runtime_dir()
     for f in (*RUNTIME_SOURCES, *RUNTIME_HEADERS):
         shutil.copyfile(runtime / f, build / f)
     cc = c_compiler()
-    flags = ["-std=c99", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread", "-Wall"]
+    flags = ["-std=c99", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread", "-Wall", *cflags]
     for src in (*RUNTIME_SOURCES, glue_c):
         _run([cc, *flags, "-c", src, "-o", src[:-2] + ".o"], build, f"compiling {src}")
         objects.append(src[:-2] + ".o")
-    so = [cc, "-shared", f"-Wl,-soname,lib{name}.so", "-o", f"lib{name}.so", *objects]
+    so = [cc, "-shared", *cflags, f"-Wl,-soname,lib{name}.so", "-o", f"lib{name}.so", *objects]
     _run([*so, "-lm", "-pthread"], build, "linking the shared library")
     ar = shutil.which("ar")
     if ar is None:

@@ -31,6 +31,17 @@ def build_c(source: Path, lib_dir: Path, lib: str, out: Path, extra: tuple[str, 
     return out
 
 
+def skip_without_sanitizers(tmp: Path, flags: tuple[str, ...]) -> None:
+    """Skip the test unless the C compiler builds, and this machine runs, with `flags`."""
+    probe = tmp / "probe.c"
+    probe.write_text("int main(void) { return 0; }\n")
+    exe = tmp / "probe"
+    if subprocess.run([c_compiler(), *flags, str(probe), "-o", str(exe)]).returncode:
+        pytest.skip(f"the C compiler cannot build with {flags[0]} here")
+    if subprocess.run([str(exe)], capture_output=True).returncode:
+        pytest.skip(f"{flags[0]} programs do not run on this machine")
+
+
 def linear_model(rng: np.random.Generator, n_in: int, n_out: int) -> Any:
     """x, m: float32 [?, n_in] (tied on dim 0) -> tanh((x * m) @ W + b)."""
     x = K.placeholder(shape=(None, n_in), name="x")

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from export_helpers import C_DIR, build_c, c_compiler, mlp
+from export_helpers import C_DIR, build_c, mlp, skip_without_sanitizers
 
 import aotk
 from aotk import backend as K
@@ -102,12 +102,9 @@ def test_four_threads_get_the_sequential_results(concurrent_program: Path, threa
 @pytest.mark.slow
 def test_concurrent_runs_under_address_and_ub_sanitizers(tmp_path: Path) -> None:
     flags = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g")
-    probe = tmp_path / "probe.c"
-    probe.write_text("int main(void) { return 0; }\n")
-    if subprocess.run([c_compiler(), *flags, str(probe), "-o", str(tmp_path / "p")]).returncode:
-        pytest.skip("the C compiler cannot build with sanitizers here")
+    skip_without_sanitizers(tmp_path, flags)
     f = mlp(np.random.default_rng(4), (16, 24, 8))
-    lib = aotk.export(f, tmp_path / "lib", "conc", target_cpu="x86-64-v3")
+    lib = aotk.export(f, tmp_path / "lib", "conc", target_cpu="x86-64-v3", cflags=flags)
     exe = build_c(C_DIR / "concurrent.c", lib.library.parent, "conc", tmp_path / "c", flags)
     done = subprocess.run([str(exe), "2"], capture_output=True, text=True)
     assert done.returncode == 0 and "all equal" in done.stdout, done.stdout + done.stderr[-3000:]

@@ -114,6 +114,71 @@ static void variable_cases(aotk_model *model) {
   expect("set variable", aotk_model_set_variable(model, "W", &right), AOTK_OK, NULL);
 }
 
+/* The other entry points, and the odd values of every field of a tensor. */
+static void other_entry_cases(aotk_model *model) {
+  static float x[8 * 4], m[8 * 4], y[8 * 3], w[12];
+  static unsigned char ws[1 << 20] __attribute__((aligned(64)));
+  aotk_tensor in[2] = {tensor(AOTK_FLOAT32, 2, 2, 4, x, sizeof x),
+                       tensor(AOTK_FLOAT32, 2, 2, 4, m, sizeof m)};
+  aotk_tensor out[1] = {tensor(AOTK_FLOAT32, 0, 0, 0, y, sizeof y)};
+  size_t bytes = 0;
+  expect("shapes: NULL model", aotk_model_output_shapes(NULL, in, 2, out, 1), AOTK_ERR_NULL,
+         "model");
+  expect("shapes: output count", aotk_model_output_shapes(model, in, 2, out, 0),
+         AOTK_ERR_ARG_COUNT, "has 1");
+  expect("shapes: NULL outputs", aotk_model_output_shapes(model, in, 2, NULL, 1), AOTK_ERR_NULL,
+         "outputs");
+  expect("workspace: NULL bytes", aotk_model_workspace_size(model, in, 2, NULL), AOTK_ERR_NULL,
+         "bytes");
+  expect("workspace: NULL model", aotk_model_workspace_size(NULL, in, 2, &bytes), AOTK_ERR_NULL,
+         "model");
+  expect("workspace: input count", aotk_model_workspace_size(model, in, 3, &bytes),
+         AOTK_ERR_ARG_COUNT, "takes 2");
+  expect("with workspace: NULL workspace",
+         aotk_model_run_with_workspace(model, in, 2, out, 1, NULL, 1 << 20), AOTK_ERR_NULL,
+         "workspace");
+  expect("with workspace: misaligned",
+         aotk_model_run_with_workspace(model, in, 2, out, 1, ws + 8, sizeof ws - 8),
+         AOTK_ERR_WORKSPACE, "aligned to 64");
+  aotk_tensor bad[2] = {tensor(AOTK_FLOAT32, 9, 2, 4, x, sizeof x), in[1]};
+  expect("rank above the maximum", aotk_model_run(model, bad, 2, out, 1), AOTK_ERR_RANK,
+         "expects rank 2, got 9");
+  bad[0].rank = -1;
+  expect("negative rank", aotk_model_run(model, bad, 2, out, 1), AOTK_ERR_RANK, "got -1");
+  bad[0] = tensor((aotk_dtype)42, 2, 2, 4, x, sizeof x);
+  expect("unknown dtype", aotk_model_run(model, bad, 2, out, 1), AOTK_ERR_DTYPE, "got ");
+  bad[0] = tensor(AOTK_FLOAT32, 2, (int64_t)1 << 62, 4, x, SIZE_MAX);
+  expect("dim too large to address", aotk_model_run(model, bad, 2, out, 1), AOTK_ERR_DIM_RANGE,
+         "outside [0, 64]");
+  aotk_tensor src = tensor(AOTK_FLOAT32, 2, 4, 3, w, sizeof w);
+  expect("set: NULL src", aotk_model_set_variable(model, "W", NULL), AOTK_ERR_NULL, "src");
+  expect("set: NULL model", aotk_model_set_variable(NULL, "W", &src), AOTK_ERR_NULL, "model");
+  expect("set: unknown name", aotk_model_set_variable(model, "V", &src), AOTK_ERR_NOT_FOUND,
+         "no variable 'V'");
+  src.dtype = AOTK_INT32;
+  expect("set: wrong dtype", aotk_model_set_variable(model, "W", &src), AOTK_ERR_DTYPE,
+         "expects dtype float32, got int32");
+  src = tensor(AOTK_FLOAT32, 2, 4, 3, w, sizeof w - 4);
+  expect("set: small capacity", aotk_model_set_variable(model, "W", &src), AOTK_ERR_BUFFER_SIZE,
+         "needs 48 bytes");
+  src = tensor(AOTK_FLOAT32, 2, 4, 3, NULL, sizeof w);
+  expect("set: NULL data", aotk_model_set_variable(model, "W", &src), AOTK_ERR_NULL, "NULL data");
+  expect("get: NULL dst", aotk_model_get_variable(model, "W", NULL), AOTK_ERR_NULL, "dst");
+  aotk_tensor dst = tensor(AOTK_FLOAT32, 0, 0, 0, NULL, sizeof w);
+  expect("get: NULL data", aotk_model_get_variable(model, "W", &dst), AOTK_ERR_NULL, "NULL");
+  expect("variable index out of range",
+         aotk_model_variable_name(model, aotk_model_num_variables(model)) == NULL
+             ? AOTK_OK : AOTK_ERR_NOT_FOUND, AOTK_OK, NULL);
+  expect("NULL model queries", aotk_model_num_variables(NULL) == 0 &&
+         aotk_model_variable_name(NULL, 0) == NULL && aotk_model_threads(NULL) == 0
+             ? AOTK_OK : AOTK_ERR_NULL, AOTK_OK, NULL);
+  expect("status message of an unknown code",
+         strcmp(aotk_status_message((aotk_status)1000), "unknown aotk status") == 0
+             ? AOTK_OK : AOTK_ERR_NOT_FOUND, AOTK_OK, NULL);
+  expect("dtype size of an unknown dtype", aotk_dtype_size((aotk_dtype)42) == 0
+             ? AOTK_OK : AOTK_ERR_DTYPE, AOTK_OK, NULL);
+}
+
 static void create_cases(char **paths) {
   aotk_model *model = NULL;
   aotk_options options = {1, NULL};
@@ -149,6 +214,7 @@ int main(int argc, char **argv) {
   if (model == NULL) return 1;
   run_cases(model);
   variable_cases(model);
+  other_entry_cases(model);
   aotk_model_destroy(model);
   aotk_model_destroy(NULL);
   create_cases(paths);
