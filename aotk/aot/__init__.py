@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import aotk
-from aotk import micro_kernels
+from aotk import micro_kernels, signing
 from aotk.aot import build, cgen, dims, glue, keras_model, layout
 from aotk.aot.loader import load
 from aotk.dialect.base import shape_of
@@ -45,18 +45,22 @@ def export(
     progress: Callable[[str], None] | None = None,
     step: str = "predict",
     cflags: Sequence[str] = (),
+    signing_key: bytes | str | None = None,
 ) -> Exported:
     """Export the compiled function `fn` as model `name` into `out_dir`.
 
     `fn` may also be a Keras model running on aotk: `step` picks its predict function or
     its training step (the function behind `train_on_batch`). `cflags` are added to the C
     compiler's flags for the runtime and to the shared library's link: `-g`, or
-    `-fsanitize=address,undefined` to check a program's use of the library."""
+    `-fsanitize=address,undefined` to check a program's use of the library. With
+    `signing_key`, the library and weights get `.sig` files for `aotk.load` to check
+    (see `aotk.signing`)."""
     where = "aotk.export"
     if keras_model.is_keras_model(fn):
         fn = keras_model.step_function(fn, step, where)
     _check_arguments(fn, name, weights, max_dim, where)
     cflags = _checked_cflags(cflags, where)
+    key = None if signing_key is None else signing.check_key(signing_key, where)
     say = progress or (lambda _: None)
     cpu, features, needed = build.resolve_target(target_cpu, target_features, where)
     say("analysing the signature")
@@ -85,6 +89,9 @@ def export(
         (stage / f"{name}_model.c").write_text(glue.glue(spec))
         say("compiling the runtime and linking")
         build.compile_and_link(stage, name, objects, f"{name}_model.c", cflags)
+        if key is not None:
+            signed = [f"lib{name}.so"] + ([f"{name}.weights"] if weights == "external" else [])
+            outputs += [signing.sign_file(stage / f, key).name for f in signed]
         build.install(stage, out, outputs)
     say(f"wrote {', '.join(outputs)} to {out}")
     return Exported(

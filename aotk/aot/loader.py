@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 import aotk
-from aotk import runtime
+from aotk import runtime, signing
 from aotk.aot import elf_check
 from aotk.call_check import coerce_input
 from aotk.dialect import trace
@@ -44,9 +44,27 @@ class Options(ctypes.Structure):
     _fields_ = [("n_threads", ctypes.c_int), ("weights_path", ctypes.c_char_p)]
 
 
-def load(path: str | Path, *, weights: str | Path | None = None, n_threads: int = 0) -> LoadedModel:
-    """Open lib<name>.so as a callable like the K.function it was exported from."""
-    return LoadedModel(Path(path), weights, n_threads)
+def load(
+    path: str | Path,
+    *,
+    weights: str | Path | None = None,
+    n_threads: int = 0,
+    signing_key: bytes | str | None = None,
+) -> LoadedModel:
+    """Open lib<name>.so as a callable like the K.function it was exported from.
+
+    With `signing_key`, the library (and weights file) must match the `.sig` files that
+    `aotk.export(..., signing_key=...)` wrote; the bytes checked are the bytes loaded."""
+    if signing_key is None:
+        return LoadedModel(Path(path), weights, n_threads)
+    where = f"aotk.load('{path}')"
+    key = signing.check_key(signing_key, where)
+    path = Path(path)
+    if not (path.name.startswith("lib") and path.suffix == ".so") or not path.is_file():
+        raise ValueError(f"{where}: expected an existing lib<name>.so file")
+    library = signing.verified_bytes(path, key, where)
+    blob = None if weights is None else signing.verified_bytes(Path(weights), key, where)
+    return _from_bytes(path.name[3:-3], library, blob, n_threads)
 
 
 class LoadedModel:
