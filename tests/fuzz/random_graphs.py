@@ -2,11 +2,15 @@
 
 Every tensor of a graph is [B, w], [B, 1] or [1, w] for a dynamic batch B and a width w
 that matmuls change, so any two of one width broadcast together. Operations are drawn from
-the backend: elementwise (kept finite: logs, roots and divisions of shifted magnitudes),
-reductions, matmul by a fresh weight, softmax, logsumexp, concatenation and slicing, and,
-over the columns taken as steps, conv1d, 2-D pooling and a tanh RNN (`K.rnn`: a scan, and
-backpropagation through time in the gradients). A graph is its inputs, outputs
-and a description (the ops drawn), for the failure message.
+the backend: elementwise (kept finite: logs, roots, powers and divisions of shifted
+magnitudes), cumulative sums, reversals, normalization, reductions, matmul by a fresh
+weight, per-sample products (`K.batch_dot`), softmax, logsumexp, concatenation and
+slicing, and, over the columns taken as steps, conv1d, 2-D pooling and a tanh RNN
+(`K.rnn`: a scan, and backpropagation through time in the gradients). Unless the graph
+must be smooth (for finite differences), it may also go through integers: an embedding
+lookup (`K.gather` of a weight table at each row's argmax) and int32 arithmetic on
+truncated values. A graph is its inputs, outputs and a description (the ops drawn), for
+the failure message.
 """
 
 from __future__ import annotations
@@ -60,6 +64,13 @@ def _unary(t: Any, rng: np.random.Generator) -> tuple[Any, str]:
         ("neg", lambda x: -x),
         ("softplus", K.softplus),
         ("elu", K.elu),
+        ("softsign", K.softsign),
+        ("sin", K.sin),
+        ("clip", lambda x: K.clip(x, -0.5, 0.7)),
+        ("pow", lambda x: K.pow(K.abs(x) + 0.5, 1.5)),
+        ("cumsum", lambda x: K.cumsum(x, axis=1)),
+        ("reverse", lambda x: K.reverse(x, 1)),
+        ("l2_normalize", lambda x: K.l2_normalize(K.abs(x) + 0.1, axis=-1)),
     ]
     name, fn = ops[rng.integers(len(ops))]
     return fn(t), name
@@ -78,8 +89,9 @@ def _binary(a: Any, b: Any, rng: np.random.Generator) -> tuple[Any, str]:
     return fn(a, b), name
 
 
-def random_graph(seed: int, dtype: str = "float32") -> Graph:
-    """A graph of 4 to 10 random steps on 1 or 2 inputs [None, w]."""
+def random_graph(seed: int, dtype: str = "float32", smooth: bool = False) -> Graph:
+    """A graph of 4 to 10 random steps on 1 or 2 inputs [None, w]; `smooth` leaves out the
+    steps through integers, whose values jump where finite differences would look."""
     rng = np.random.default_rng(seed)
     width = int(rng.choice(WIDTHS[1:]))
     graph = Graph([K.placeholder((None, width), dtype=dtype) for _ in range(rng.integers(1, 3))])
@@ -87,7 +99,7 @@ def random_graph(seed: int, dtype: str = "float32") -> Graph:
     for x in graph.inputs:
         pool.add(x)
     for _ in range(rng.integers(4, 11)):
-        made, step = _step(pool, rng, dtype)
+        made, step = _step(pool, rng, dtype, smooth)
         pool.add(made)
         graph.steps.append(step)
         last = made
@@ -95,12 +107,29 @@ def random_graph(seed: int, dtype: str = "float32") -> Graph:
     return graph
 
 
-def _step(pool: _Pool, rng: np.random.Generator, dtype: str) -> tuple[Any, str]:
+KINDS = {
+    "unary": 0.2,
+    "binary": 0.24,
+    "reduce": 0.09,
+    "matmul": 0.09,
+    "batch_dot": 0.05,
+    "row": 0.07,
+    "shape": 0.07,
+    "conv": 0.05,
+    "pool": 0.05,
+    "rnn": 0.05,
+    "gather": 0.02,
+    "ints": 0.02,
+}
+ROUGH = ("gather", "ints")
+
+
+def _step(pool: _Pool, rng: np.random.Generator, dtype: str, smooth: bool) -> tuple[Any, str]:
     width = int(rng.choice(list(pool.full)))
     x = pool.full[width][rng.integers(len(pool.full[width]))]
-    kinds = ["unary", "binary", "reduce", "matmul", "row", "shape", "conv", "pool", "rnn"]
-    chances = [0.22, 0.26, 0.1, 0.1, 0.08, 0.08, 0.06, 0.05, 0.05]
-    kind = rng.choice(kinds, p=chances)
+    kinds = [k for k in KINDS if not (smooth and k in ROUGH)]
+    chances = np.array([KINDS[k] for k in kinds])
+    kind = rng.choice(kinds, p=chances / chances.sum())
     if kind == "unary":
         made, name = _unary(x, rng)
         return made, name
@@ -117,6 +146,16 @@ def _step(pool: _Pool, rng: np.random.Generator, dtype: str) -> tuple[Any, str]:
         out = int(rng.choice(WIDTHS[1:]))
         w = K.variable(rng.normal(0, 1 / np.sqrt(width), (width, out)), dtype=dtype)
         return K.dot(x, w), f"dot {width}->{out}"
+    if kind == "batch_dot":
+        return _batch_dot(x, pool.full[width], width, rng)
+    if kind == "gather":
+        out = int(rng.choice(WIDTHS[1:]))
+        table = K.variable(rng.normal(0, 1, (width, out)), dtype=dtype)
+        return K.gather(table, K.argmax(x, axis=-1)), f"gather rows of {width}x{out}"
+    if kind == "ints":
+        n = K.cast(x * 3.0, "int32")  # truncated toward zero
+        m = K.maximum(n * 2 - 1, K.cast(K.abs(x) + 1.0, "int32")) + 7
+        return K.cast(m, dtype) / 8.0, "int32 arithmetic"
     if kind == "row":
         if rng.random() < 0.5:
             return K.softmax(x), "softmax"
@@ -133,6 +172,16 @@ def _step(pool: _Pool, rng: np.random.Generator, dtype: str) -> tuple[Any, str]:
         half = width // 2
         return K.concatenate([x[:, half:], x[:, :half]], axis=-1), "rotate columns"
     return K.concatenate([x, x * 0.5], axis=-1), "concatenate"
+
+
+def _batch_dot(x: Any, same: list[Any], width: int, rng: np.random.Generator):
+    """Per-sample products with another [B, w] tensor: the dot (a column) or the outer
+    product (flattened), through K.batch_dot."""
+    y = same[rng.integers(len(same))]
+    if width > 8 or rng.random() < 0.5:
+        return K.batch_dot(x, y, axes=1), "batch_dot"
+    outer = K.batch_dot(K.reshape(x, (-1, width, 1)), K.reshape(y, (-1, 1, width)), axes=(2, 1))
+    return K.reshape(outer, (-1, width * width)), "batch_dot outer"
 
 
 def _conv(x: Any, width: int, rng: np.random.Generator, dtype: str) -> tuple[Any, str]:

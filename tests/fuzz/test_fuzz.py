@@ -45,7 +45,7 @@ def _check_graph(seed: int, dtype: str) -> None:
 
 
 def _check_gradient(seed: int) -> None:
-    graph = random_graph(seed, "float64")
+    graph = random_graph(seed, "float64", smooth=True)
     out = graph.outputs[0]
     weights = np.linspace(0.5, 1.5, K.int_shape(out)[1])  # so no output is summed evenly
     loss = K.sum(out * K.constant(weights, dtype="float64"))
