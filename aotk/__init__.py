@@ -15,7 +15,10 @@ def export(fn: Any, out_dir: Any, name: str = "model", **options: Any) -> Any:
 
 
 def load(path: Any, **options: Any) -> Any:
-    """Open an exported lib<name>.so as a callable like its K.function (see `aotk.aot`)."""
+    """Open an exported lib<name>.so as a callable like its K.function (see `aotk.aot`).
+
+    The library is native code that runs in this process: load only libraries from a
+    source you trust, or require a signature with `signing_key` (see `aotk.signing`)."""
     from aotk.aot import load as _load
 
     return _load(path, **options)

@@ -170,7 +170,10 @@ class Function:
         return any(getattr(c, "kernel_updated", False) for c in self.captures)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as native code plus the current values of the captured arrays."""
+        """Pickle as native code plus the current values of the captured arrays.
+
+        Unpickling runs that code: unpickle only what comes from a source you trust, or
+        sign it (`aotk.signing.dumps` / `loads`)."""
         from aotk import shipping
 
         if any(self._feeds):

@@ -3,7 +3,8 @@
 `pack` bundles a function's object code with that of the micro-kernels it calls and a
 description (`aotk.function` puts its traced IR, for call-time shape checks, which is
 parsed, not compiled, and its signature there). `unpack` refuses code from another aotk
-version or for CPU features this host lacks, and links the rest.
+version or for CPU features this host lacks, and links the rest. Those checks catch
+mistakes, not attacks: code from a pickle is as trusted as the pickle (`aotk.signing`).
 """
 
 from __future__ import annotations
