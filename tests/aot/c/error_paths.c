@@ -9,16 +9,7 @@
 #include <string.h>
 
 #include "errs.h"
-
-static int failures = 0;
-
-static void expect(const char *what, aotk_status got, aotk_status want, const char *needle) {
-  const char *message = got == AOTK_OK ? "" : aotk_last_error();
-  int ok = got == want && (needle == NULL || strstr(message, needle) != NULL);
-  printf("%s %s: status %d (%s) %s\n", ok ? "ok  " : "FAIL", what, (int)got,
-         aotk_status_message(got), message);
-  failures += !ok;
-}
+#include "expect.h"
 
 static aotk_tensor tensor(aotk_dtype dtype, int32_t rank, int64_t d0, int64_t d1, void *data,
                           size_t capacity) {

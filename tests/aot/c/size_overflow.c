@@ -8,16 +8,7 @@
 #include <string.h>
 
 #include "big.h"
-
-static int failures = 0;
-
-static void expect(const char *what, aotk_status got, aotk_status want, const char *needle) {
-  const char *message = got == AOTK_OK ? "" : aotk_last_error();
-  int ok = got == want && (needle == NULL || strstr(message, needle) != NULL);
-  printf("%s %s: status %d (%s) %s\n", ok ? "ok  " : "FAIL", what, (int)got,
-         aotk_status_message(got), message);
-  failures += !ok;
-}
+#include "expect.h"
 
 int main(void) {
   aotk_model *model = NULL;
