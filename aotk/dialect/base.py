@@ -54,6 +54,12 @@ def source_location(op: Operation) -> str | None:
     return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
 
 
+def located(op: Operation, message: str) -> str:
+    """`message` behind the file:line:col `op` came from, when it has one."""
+    where = source_location(op)
+    return f"{where}: {message}" if where is not None else message
+
+
 # The most elements a tensor may have: far beyond any machine's memory, yet small enough
 # that byte sizes and flat indices of it (and of a few of them) cannot overflow an int64.
 MAX_ELEMENTS = 1 << 50

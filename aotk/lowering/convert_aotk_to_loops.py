@@ -28,10 +28,11 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import DiagnosticException
 
 from aotk import dtypes
 from aotk.dialect import metadata
-from aotk.dialect.base import elem_of, shape_of, tensor
+from aotk.dialect.base import elem_of, located, shape_of, tensor
 from aotk.dialect.elementwise import lower_scalar
 from aotk.dialect.registry import Kind, is_registered, lookup
 from aotk.kernels import elementwise_nest, library
@@ -329,6 +330,10 @@ class ConvertAotkToLoopsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in [f for f in op.ops if isinstance(f, func.FuncOp) and _on_tensors(f)]:
+            if fn.is_declaration:
+                raise DiagnosticException(
+                    located(fn, f"@{fn.sym_name.data} on tensors has no body to lower")
+                )
             new = lower_function(fn)
             op.body.block.insert_ops_before(new, fn)
             fn.detach()

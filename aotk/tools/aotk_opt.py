@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -133,10 +134,18 @@ class _LocatingParser(Parser):
         span = dataclasses.replace(self._current_token.span, line_offset=self.line_offset)
         try:
             op = super().parse_operation()
-        except (VerifyException, ValueError) as err:
+        except (VerifyException, ValueError, NotImplementedError) as err:
             # an attribute or op constructor refusing what was parsed (`arith.constant 4 :
-            # i1`) raises without a location: point at the op, as a syntax error would
+            # i1`, `array<i67: ...>`) raises without a location: point at the op, as a
+            # syntax error would
             raise ParseError(span, str(err)) from err
+        except (ParseError, DiagnosticException):
+            raise
+        except Exception as err:
+            # xDSL's parser itself failing on odd input (a block label defined twice
+            # raises KeyError): still a diagnostic where it stopped, not an internal error
+            here = dataclasses.replace(self._current_token.span, line_offset=self.line_offset)
+            raise ParseError(here, f"cannot parse this: {type(err).__name__}: {err}") from err
         self.spans[op] = span
         if isinstance(op.location, UnknownLoc):
             # As in MLIR: ops carry their file location, and clones made by passes keep it.
@@ -252,8 +261,10 @@ class AotkOptMain(xDSLOptMain):
             if self.running is not None:
                 name = self.running.name
                 detail = str(err).removeprefix(f"{name}: ")
-                where = f"{self.get_input_name()}: error: in pass '{name}'"
-                raise DiagnosticException(f"{where}: {detail}") from err
+                at = _LOCATION.match(detail)  # a pass naming the op it failed on
+                where = at.group(1) if at else self.get_input_name()
+                detail = detail[at.end() :] if at else detail
+                raise DiagnosticException(f"{where}: error: in pass '{name}': {detail}") from err
             raise DiagnosticException(self._verify_message(prog, err)) from err
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
@@ -270,6 +281,7 @@ class AotkOptMain(xDSLOptMain):
             return f"{self.get_input_name()}: error{after}: {err}"
         detail = str(err).removeprefix(f"{op.name}: ")
         message = f"error: '{op.name}' op does not verify{after}: {detail}"
+        op = _symbol_named_in(op, detail) or op  # a module's error about one of its symbols
         span = self.spans.get(op)
         if span is not None:
             return span.print_with_context(message)
@@ -277,6 +289,28 @@ class AotkOptMain(xDSLOptMain):
             return f"{where}: {message}"
         notes = "\n".join(getattr(err, "__notes__", []))
         return f"{self.get_input_name()}: {message}\n{notes}"
+
+
+_LOCATION = re.compile(r"^(\S+:\d+:\d+): ")
+_SYMBOL = re.compile(r'symbol "([^"]+)"')
+
+
+def _symbol_named_in(op: Operation, detail: str) -> Operation | None:
+    """The last op directly in `op` defining the symbol `detail` names (for "Redefinition
+    of symbol", the second definition)."""
+    named = _SYMBOL.search(detail)
+    if named is None or not op.regions:
+        return None
+    found = [
+        o
+        for region in op.regions
+        for block in region.blocks
+        for o in block.ops
+        if (sym := o.attributes.get("sym_name") or o.properties.get("sym_name")) is not None
+        and isinstance(sym, StringAttr)
+        and sym.data == named.group(1)
+    ]
+    return found[-1] if found else None
 
 
 def _check_string_literals(text: bytes, name: str, line_offset: int) -> None:
