@@ -10,6 +10,9 @@ function turns into a size of -1: "these dims overflow".
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
@@ -19,21 +22,59 @@ from aotk.kernels.kernel import DimV, Kernel
 # values below it is exact in an int64 and a product is checked by division, so the first
 # value past it is always seen before anything wraps around.
 MAX_SIZE = 1 << 56
+ACCUMULATED = 64  # 64 * (2**56 + 63) < 2**63
 
 
 class SizeKernel(Kernel):
     """A `Kernel` for planning: `overflowed` is an i1 that is true when some run-time size
-    computed through it exceeded MAX_SIZE (None while nothing dynamic was computed)."""
+    computed through it exceeded MAX_SIZE (None while nothing dynamic was computed).
 
-    overflowed: SSAValue | None = None
+    A plan computes the same few products (batch x width) for buffer after buffer; each
+    sum and product is made, and checked, once per block."""
+
+    def __init__(self, builder: Builder):
+        super().__init__(builder)
+        self.overflowed: SSAValue | None = None
+        self._made: dict[tuple[object, ...], DimV] = {}
+        self._unchecked_terms = 0
+
+    def accumulate(self, total: DimV, size: DimV) -> DimV:
+        """A running total of checked sizes, checked itself only every ACCUMULATED terms:
+        that many terms of at most MAX_SIZE (plus alignment) cannot wrap an int64."""
+        total = Kernel.add(self, total, size)
+        self._unchecked_terms += 1
+        if self._unchecked_terms == ACCUMULATED:
+            self.check(total)
+        return total
+
+    def check(self, size: DimV) -> None:
+        """Flag `size` if it exceeds MAX_SIZE (the end of a running total, say)."""
+        if isinstance(size, SSAValue):
+            self._flag(self._above(size, MAX_SIZE))
+            self._unchecked_terms = 0
 
     def add(self, a: DimV, c: DimV) -> DimV:
+        return self._once("add", a, c, self._checked_add)
+
+    def mul(self, a: DimV, c: DimV) -> DimV:
+        return self._once("mul", a, c, self._checked_mul)
+
+    def _once(self, kind: str, a: DimV, c: DimV, make: Callable[[DimV, DimV], DimV]) -> DimV:
+        if isinstance(a, int) and isinstance(c, int):
+            return make(a, c)
+        key = (self.b.insertion_point.block, kind, a, c)
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = make(a, c)
+        return made
+
+    def _checked_add(self, a: DimV, c: DimV) -> DimV:
         total = super().add(a, c)
         if isinstance(total, SSAValue) and total not in (a, c):
             self._flag(self._above(total, MAX_SIZE))
         return total
 
-    def mul(self, a: DimV, c: DimV) -> DimV:
+    def _checked_mul(self, a: DimV, c: DimV) -> DimV:
         product = super().mul(a, c)
         if not isinstance(product, SSAValue) or product in (a, c):
             return product

@@ -132,6 +132,16 @@ class Kernel:
             return max(a, c)
         return self.b.insert(arith.MaxSIOp(self.index(a), self.index(c))).result
 
+    def accumulate(self, total: DimV, size: DimV) -> DimV:
+        """`total + size` for a running total of buffer sizes (see `SizeKernel`)."""
+        return self.add(total, size)
+
+    def round_up(self, size: DimV, multiple: int) -> DimV:
+        """`size` rounded up to a multiple of `multiple`. Never size-checked (see
+        `SizeKernel`): it adds less than `multiple` to a size that was."""
+        bumped = Kernel.add(self, size, multiple - 1)
+        return Kernel.mul(self, Kernel.div(self, bumped, multiple), multiple)
+
     def product(self, dims: Sequence[DimV]) -> DimV:
         total: DimV = 1
         for d in dims:

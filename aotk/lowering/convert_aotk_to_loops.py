@@ -62,12 +62,13 @@ def dynamic_dims(fn: func.FuncOp) -> list[tuple[int, int]]:
 
 
 class _Lowerer:
-    """Bufferizes one function; `code=False` only plans the workspace."""
+    """Bufferizes one function; `code=False` only plans the workspace, with overflow
+    checks on its run-time sizes when `checked`."""
 
-    def __init__(self, fn: func.FuncOp, block: Block, code: bool):
+    def __init__(self, fn: func.FuncOp, block: Block, code: bool, checked: bool = False):
         self.fn, self.code = fn, code
         builder = Builder(InsertPoint.at_end(block))
-        self.k = Kernel(builder) if code else SizeKernel(builder)
+        self.k = SizeKernel(builder) if checked else Kernel(builder)
         self.bufs: dict[SSAValue, Buf] = {}
         self.ws_offset: DimV = 0
         self.ws: SSAValue | None = None
@@ -95,11 +96,8 @@ class _Lowerer:
         size = self.k.mul(self.k.product(dims), item)
         # rounded up to ALIGN, unless its static factor makes it a multiple already
         static = math.prod(d for d in dims if isinstance(d, int)) * item
-        if static % ALIGN == 0:
-            padded = size
-        else:
-            padded = self.k.mul(self.k.div(self.k.add(size, ALIGN - 1), ALIGN), ALIGN)
-        offset, self.ws_offset = self.ws_offset, self.k.add(self.ws_offset, padded)
+        padded = size if static % ALIGN == 0 else self.k.round_up(size, ALIGN)
+        offset, self.ws_offset = self.ws_offset, self.k.accumulate(self.ws_offset, padded)
         if self.ws is None:  # planning the workspace size only
             return Buf(self.k.index(0), tuple(dims), elem_of(t))
         p = self.k.b.insert(ptr.PtrAddOp(self.ws, self.k.index(offset))).result
@@ -199,9 +197,9 @@ def _kernel(fn: func.FuncOp) -> func.FuncOp:
     return kernel
 
 
-def _plan(fn: func.FuncOp, block: Block) -> _Lowerer:
+def _plan(fn: func.FuncOp, block: Block, checked: bool) -> _Lowerer:
     """Walk `fn` without emitting loops: sizes of every buffer, from `block`'s dim args."""
-    low = _Lowerer(fn, block, code=False)
+    low = _Lowerer(fn, block, code=False, checked=checked)
     dims = low.dims_from_args(list(block.args[: len(dynamic_dims(fn))]))
     for i, arg in enumerate(fn.body.block.args):
         low.bind_input(arg, None, i, dims)
@@ -215,10 +213,11 @@ def _plan(fn: func.FuncOp, block: Block) -> _Lowerer:
 def _workspace_size(fn: func.FuncOp) -> func.FuncOp:
     n_dims = len(dynamic_dims(fn))
     block = Block(arg_types=[i64] * n_dims)
-    low = _plan(fn, block)
+    low = _plan(fn, block, checked=True)
     _stage_updates(low, fn)
-    total = low.k.b.insert(arith.IndexCastOp(low.k.index(low.ws_offset), i64)).result
     assert isinstance(low.k, SizeKernel)
+    low.k.check(low.ws_offset)
+    total = low.k.b.insert(arith.IndexCastOp(low.k.index(low.ws_offset), i64)).result
     if low.k.overflowed is not None:  # -1: some size overflows at these dims
         minus_one = low.k.b.insert(arith.ConstantOp(IntegerAttr(-1, i64))).result
         total = low.k.b.insert(arith.SelectOp(low.k.overflowed, minus_one, total)).result
@@ -234,7 +233,7 @@ def _output_dims(fn: func.FuncOp) -> func.FuncOp:
     """
     n_dims = len(dynamic_dims(fn))
     block = Block(arg_types=[*[i64] * n_dims, ptr.PtrType()])
-    low = _plan(fn, block)
+    low = _plan(fn, block, checked=False)  # its callers check the workspace size first
     out_dims = [d for v in _returned(fn) for d in low.bufs[v].dims]
     mem = low.k.b.insert(ptr.FromPtrOp(block.args[n_dims], MemRefType(i64, [DYNAMIC_INDEX]))).res
     out = Buf(mem, (len(out_dims),), i64)
