@@ -49,6 +49,20 @@ def add_parser(commands: Any) -> None:
         default="predict",
         help="for a Keras model: its predict function (default) or its training step",
     )
+    cmd.add_argument(
+        "--cflag",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="a C compiler flag for the runtime, e.g. --cflag=-g (repeatable)",
+    )
+    cmd.add_argument(
+        "--signing-key-file",
+        type=Path,
+        metavar="FILE",
+        help="sign the library and weights with the key in FILE (mode 600): writes .sig files "
+        "that aotk.load(..., signing_key=key) checks",
+    )
     cmd.set_defaults(run=run)
 
 
@@ -58,8 +72,9 @@ def run(args: argparse.Namespace) -> int:
         path, func_name = parse_target(args.target)
         if args.out.exists() and not args.out.is_dir():
             raise CommandError(f"{args.out}: exists and is not a directory")
+        key = read_key(args.signing_key_file) if args.signing_key_file else None
         fn = build(path, func_name)
-        exported = export(fn, args, args.name or func_name)
+        exported = export(fn, args, args.name or func_name, key)
     except CommandError as err:
         print(f"aotk: error: {err}", file=sys.stderr)
         return 1
@@ -111,7 +126,20 @@ def build(path: Path, func_name: str) -> Any:
     return fn
 
 
-def export(fn: Any, args: argparse.Namespace, name: str) -> Any:
+def read_key(path: Path) -> bytes:
+    """The signing key in `path` (without a final newline); like ssh, refuse a key file
+    that others may read."""
+    try:
+        mode = path.stat().st_mode
+        key = path.read_bytes().rstrip(b"\r\n")
+    except OSError as err:
+        raise CommandError(f"{path}: cannot read the signing key: {err.strerror}") from None
+    if mode & 0o077:
+        raise CommandError(f"{path}: the signing key is readable by others (chmod 600 it)")
+    return key
+
+
+def export(fn: Any, args: argparse.Namespace, name: str, key: bytes | None = None) -> Any:
     """Call aotk.export with a progress display; any failure becomes a CommandError."""
     import aotk
 
@@ -126,6 +154,8 @@ def export(fn: Any, args: argparse.Namespace, name: str) -> Any:
             target_features=args.target_features,
             progress=progress.step,
             step=args.step,
+            cflags=args.cflag,
+            signing_key=key,
         )
     except Exception as err:
         progress.close()

@@ -225,3 +225,35 @@ def test_progress_on_a_terminal_rewrites_one_line():
     progress.step("linking")
     progress.close()
     assert stream.getvalue() == "\r\033[K[  1.2 s] lowering\r\033[K[  2.5 s] linking\n"
+
+
+def test_export_signs_with_a_key_file_and_passes_cflags(project):
+    key = project / "signing.key"
+    key.write_bytes(b"0123456789abcdef0123456789abcdef\n")
+    key.chmod(0o600)
+    argv = ["model.py:build_single", "-o", "signed", "--signing-key-file", str(key)]
+    done = aotk_cli(project, "export", *argv, "--cflag=-g", "--cflag=-DAOTK_TEST_FLAG=1")
+    assert done.returncode == 0, done.stderr
+    library = project / "signed" / "libbuild_single.so"
+    assert (project / "signed" / "libbuild_single.so.sig").is_file()
+    model = aotk.load(library, signing_key=b"0123456789abcdef0123456789abcdef")
+    xs = np.linspace(-3, 3, 14, dtype=np.float32).reshape(7, 2)
+    np.testing.assert_allclose(
+        model([xs]), _builder(project / "model.py", "build_single")()([xs]), rtol=1e-6
+    )
+    with pytest.raises(ValueError, match="does not match its signature"):
+        aotk.load(library, signing_key=b"another key, sixteen bytes at least")
+
+
+def test_a_key_file_others_may_read_is_refused(project):
+    key = project / "open.key"
+    key.write_bytes(b"0123456789abcdef0123456789abcdef")
+    key.chmod(0o644)
+    done = aotk_cli(project, "export", "model.py:build_single", "-o", "x", "--signing-key-file",
+                    str(key))  # fmt: skip
+    assert done.returncode == 1
+    assert (
+        done.stderr.strip()
+        == f"aotk: error: {key}: the signing key is readable by others (chmod 600 it)"
+    )
+    assert not (project / "x").exists()
