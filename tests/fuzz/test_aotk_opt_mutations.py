@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from mlir_mutations import cases, mutate, run
 
+from aotk.tools.aotk_opt import main
 from aotk.tools.string_literals import first_malformed
 
 CI_MUTATIONS = 300
@@ -79,70 +80,48 @@ def test_an_unterminated_string_is_a_diagnostic_not_minutes_of_backtracking(tmp_
     assert f"{source}:2:8" in done.stderr and "unterminated string literal" in done.stderr
 
 
-def test_a_value_its_type_cannot_hold_is_located_at_its_op(tmp_path: Path, capsys) -> None:
-    from aotk.tools.aotk_opt import main
-
-    source = tmp_path / "c.mlir"
-    source.write_text(
-        "func.func @f() -> i1 {\n  %c = arith.constant 4 : i1\n  func.return %c : i1\n}\n"
-    )
+def _diagnostic(tmp_path: Path, capsys, text: str, *options: str) -> tuple[str, str]:
+    """aotk-opt's stderr on `text` (which must fail), and the file's path."""
+    source = tmp_path / "input.mlir"
+    source.write_text(text)
     with pytest.raises(SystemExit) as exit_:
-        main([str(source)])
-    assert exit_.value.code == 1
+        main([str(source), *options])
     err = capsys.readouterr().err
+    assert exit_.value.code == 1, err
+    assert "internal error" not in err, err
+    return err, str(source)
+
+
+def test_a_value_its_type_cannot_hold_is_located_at_its_op(tmp_path: Path, capsys) -> None:
+    text = "func.func @f() -> i1 {\n  %c = arith.constant 4 : i1\n  func.return %c : i1\n}\n"
+    err, source = _diagnostic(tmp_path, capsys, text)
     assert err.startswith(f"{source}:2:3\n") and "Integer value 4 is out of range" in err
 
 
 def test_an_element_type_xdsl_cannot_store_is_located(tmp_path: Path, capsys) -> None:
-    from aotk.tools.aotk_opt import main
-
-    source = tmp_path / "i67.mlir"
-    source.write_text(
+    text = (
         "func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
         '  %y = "aotk.transpose"(%x) <{perm = array<i67: 0>}> : (tensor<2xf32>) -> tensor<2xf32>\n'
         "  func.return %y : tensor<2xf32>\n}\n"
     )
-    with pytest.raises(SystemExit) as exit_:
-        main([str(source)])
-    err = capsys.readouterr().err
-    assert exit_.value.code == 1 and err.startswith(f"{source}:2:3\n"), err
-    assert "Format not implemented for i67" in err and "internal error" not in err
+    err, source = _diagnostic(tmp_path, capsys, text)
+    assert err.startswith(f"{source}:2:3\n") and "Format not implemented for i67" in err
 
 
 def test_a_block_label_defined_twice_is_located(tmp_path: Path, capsys) -> None:
-    from aotk.tools.aotk_opt import main
-
-    source = tmp_path / "twice.mlir"
-    source.write_text(
-        "func.func @f(%c: i1) {\n  cf.cond_br %c, ^a, ^a\n^a:\n^a:\n  func.return\n}\n"
-    )
-    with pytest.raises(SystemExit) as exit_:
-        main([str(source)])
-    err = capsys.readouterr().err
-    assert exit_.value.code == 1 and err.startswith(f"{source}:"), err
-    assert "internal error" not in err
+    text = "func.func @f(%c: i1) {\n  cf.cond_br %c, ^a, ^a\n^a:\n^a:\n  func.return\n}\n"
+    err, source = _diagnostic(tmp_path, capsys, text)
+    assert err.startswith(f"{source}:4:"), err
 
 
 def test_a_declaration_on_tensors_is_located_by_the_lowering(tmp_path: Path, capsys) -> None:
-    from aotk.tools.aotk_opt import main
-
-    source = tmp_path / "decl.mlir"
-    source.write_text("func.func private @f(%x: tensor<?x4xf32>) -> tensor<?xf32>\n")
-    with pytest.raises(SystemExit) as exit_:
-        main([str(source), "-p", "convert-aotk-to-loops"])
-    err = capsys.readouterr().err
-    assert exit_.value.code == 1, err
-    assert err.startswith(f"{source}:1:1: error: in pass 'convert-aotk-to-loops': @f on tensors"), (
-        err
-    )
+    text = "func.func private @f(%x: tensor<?x4xf32>) -> tensor<?xf32>\n"
+    err, source = _diagnostic(tmp_path, capsys, text, "-p", "convert-aotk-to-loops")
+    where = f"{source}:1:1: error: in pass 'convert-aotk-to-loops'"
+    assert err.startswith(f"{where}: @f on tensors has no body"), err
 
 
 def test_a_symbol_defined_twice_is_located_at_the_second(tmp_path: Path, capsys) -> None:
-    from aotk.tools.aotk_opt import main
-
-    source = tmp_path / "dup.mlir"
-    source.write_text("func.func @f() {\n  func.return\n}\nfunc.func @f() {\n  func.return\n}\n")
-    with pytest.raises(SystemExit):
-        main([str(source)])
-    err = capsys.readouterr().err
+    text = "func.func @f() {\n  func.return\n}\nfunc.func @f() {\n  func.return\n}\n"
+    err, source = _diagnostic(tmp_path, capsys, text)
     assert err.startswith(f"{source}:4:1\n") and 'Redefinition of symbol "f"' in err, err
