@@ -57,14 +57,22 @@ def load(
     `aotk.export(..., signing_key=...)` wrote; the bytes checked are the bytes loaded."""
     if signing_key is None:
         return LoadedModel(Path(path), weights, n_threads)
+    path = Path(path)
     where = f"aotk.load('{path}')"
     key = signing.check_key(signing_key, where)
-    path = Path(path)
-    if not (path.name.startswith("lib") and path.suffix == ".so") or not path.is_file():
-        raise ValueError(f"{where}: expected an existing lib<name>.so file")
+    name = _model_name(path, where)
     library = signing.verified_bytes(path, key, where)
     blob = None if weights is None else signing.verified_bytes(Path(weights), key, where)
-    return _from_bytes(path.name[3:-3], library, blob, n_threads)
+    return _from_bytes(name, library, blob, n_threads)
+
+
+def _model_name(path: Path, where: str) -> str:
+    """The <name> of an existing lib<name>.so."""
+    if not path.is_file():
+        raise ValueError(f"{where}: no such file")
+    if not (path.name.startswith("lib") and path.suffix == ".so"):
+        raise ValueError(f"{where}: expected a lib<name>.so file")
+    return path.name[3:-3]
 
 
 class LoadedModel:
@@ -72,11 +80,7 @@ class LoadedModel:
 
     def __init__(self, path: Path, weights: str | Path | None = None, n_threads: int = 0):
         where = f"aotk.load('{path}')"
-        if not path.is_file():
-            raise ValueError(f"{where}: no such file")
-        if not (path.name.startswith("lib") and path.suffix == ".so"):
-            raise ValueError(f"{where}: expected a lib<name>.so file")
-        self.path, self.name, self.where = path, path.name[3:-3], where
+        self.path, self.name, self.where = path, _model_name(path, where), where
         self._weights, self._threads = weights, n_threads
         self._blobs: tuple[bytes, bytes | None] | None = None  # set when unpickled
         elf_check.check_library(path, self.name, where)
