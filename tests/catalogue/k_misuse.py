@@ -42,6 +42,12 @@ def w(*shape: int) -> Any:
 
 Misuse = tuple[str, Callable[[], Any], tuple[str, ...]]
 
+
+def _expecting(words: tuple[str, ...], entries: list[tuple[str, Callable[[], Any]]]):
+    """The entries (function name, misuse), each expecting one of `words`."""
+    return [(name, misuse, words) for name, misuse in entries]
+
+
 AXIS: list[Misuse] = [
     (name, (lambda f=f: f(x2())), ("axis",))
     for name, f in [
@@ -76,9 +82,9 @@ AXIS: list[Misuse] = [
     ]
 ] + [("permute_dimensions", lambda: K.permute_dimensions(x2(), (0, 2)), ("perm", "axes"))]
 
-DATA_FORMAT: list[Misuse] = [
-    (name, f, ("data_format",))
-    for name, f in [
+DATA_FORMAT: list[Misuse] = _expecting(
+    ("data_format",),
+    [
         ("conv1d", lambda: K.conv1d(x3(), w(3, 4, 2), data_format="channels_middle")),
         ("conv2d", lambda: K.conv2d(x4(), w(3, 3, 3, 2), data_format="NHWC")),
         ("conv3d", lambda: K.conv3d(x5(), w(3, 3, 3, 2, 2), data_format="bogus")),
@@ -104,12 +110,12 @@ DATA_FORMAT: list[Misuse] = [
                 x4(), w(16, 9 * 3, 2), (3, 3), (1, 1), (4, 4), data_format="bogus"
             ),
         ),
-    ]
-]
+    ],
+)
 
-PADDING: list[Misuse] = [
-    (name, f, ("padding",))
-    for name, f in [
+PADDING: list[Misuse] = _expecting(
+    ("padding",),
+    [
         ("conv1d", lambda: K.conv1d(x3(), w(3, 4, 2), padding="sometimes")),
         ("conv2d", lambda: K.conv2d(x4(), w(3, 3, 3, 2), padding="full")),
         ("conv3d", lambda: K.conv3d(x5(), w(3, 3, 3, 2, 2), padding="bogus")),
@@ -122,12 +128,12 @@ PADDING: list[Misuse] = [
         ("depthwise_conv2d", lambda: K.depthwise_conv2d(x4(), w(3, 3, 3, 1), padding="x")),
         ("temporal_padding", lambda: K.temporal_padding(x3(), padding=(1, 2, 3))),
         ("spatial_2d_padding", lambda: K.spatial_2d_padding(x4(), padding=((1, 1),))),
-    ]
-]
+    ],
+)
 
-RANK: list[Misuse] = [
-    (name, f, ("rank", "d tensor", "at least", "must be (", "scalar"))
-    for name, f in [
+RANK: list[Misuse] = _expecting(
+    ("rank", "d tensor", "at least", "must be (", "scalar"),
+    [
         ("conv2d", lambda: K.conv2d(x3(), w(3, 3, 3, 2))),
         ("conv2d", lambda: K.conv2d(x4(), w(3, 3, 3))),
         ("conv1d", lambda: K.conv1d(x4(), w(3, 4, 2))),
@@ -152,12 +158,12 @@ RANK: list[Misuse] = [
         ("l2_normalize", lambda: K.l2_normalize(K.constant(1.0), axis=0)),
         ("batch_flatten", lambda: K.batch_flatten(K.constant(1.0))),
         ("gather", lambda: K.gather(K.constant(1.0), K.constant([0], dtype="int32"))),
-    ]
-]
+    ],
+)
 
-SHAPE: list[Misuse] = [
-    (name, f, ("shape", "channels", "broadcast", "size", "cannot contract"))
-    for name, f in [
+SHAPE: list[Misuse] = _expecting(
+    ("shape", "channels", "broadcast", "size", "cannot contract"),
+    [
         ("dot", lambda: K.dot(x2(), w(5, 3))),
         ("batch_dot", lambda: K.batch_dot(x3(), K.placeholder((None, 5, 4)), axes=(2, 1))),
         ("concatenate", lambda: K.concatenate([x2(), K.placeholder((None, 4, 1))])),
@@ -183,12 +189,12 @@ SHAPE: list[Misuse] = [
         ("random_normal", lambda: K.random_normal((2, -1))),
         ("placeholder", lambda: K.placeholder(shape=(None, -4))),
         ("ctc_decode", lambda: K.ctc_decode(x3(), K.placeholder((None, 2), dtype="int32"))),
-    ]
-]
+    ],
+)
 
-DTYPE: list[Misuse] = [
-    (name, f, ("dtype", "integer tensor", "float"))
-    for name, f in [
+DTYPE: list[Misuse] = _expecting(
+    ("dtype", "integer tensor", "float"),
+    [
         ("cast", lambda: K.cast(x2(), "float17")),
         ("placeholder", lambda: K.placeholder((2,), dtype="complex64")),
         ("variable", lambda: K.variable(np.ones(2), dtype="string")),
@@ -202,39 +208,36 @@ DTYPE: list[Misuse] = [
         ("random_uniform", lambda: K.random_uniform((2,), dtype="int32")),
         ("arange", lambda: K.arange(5, dtype="bool")),
         ("update", lambda: K.update(w(2), K.placeholder((2,), dtype="int32"))),
-    ]
-]
+    ],
+)
 
 VALUE: list[Misuse] = [
-    (name, f, words)
-    for name, f, words in [
-        ("arange", lambda: K.arange(0, 10, 0), ("step",)),
-        ("eye", lambda: K.eye(-1), ("dim",)),
-        ("one_hot", lambda: K.one_hot(i2(), -1), ("num_classes",)),
-        ("one_hot", lambda: K.one_hot(i2(), 2.5), ("num_classes",)),
-        ("tile", lambda: K.tile(x2(), (1, -2)), ("n",)),
-        ("repeat_elements", lambda: K.repeat_elements(x2(), -1, 1), ("rep",)),
-        ("repeat", lambda: K.repeat(x2(), -3), ("n",)),
-        ("dropout", lambda: K.dropout(x2(), 1.5), ("level",)),
-        ("resize_images", lambda: K.resize_images(x4(), 0, 2, "channels_last"), ("factor",)),
-        ("pool2d", lambda: K.pool2d(x4(), (0, 2)), ("pool_size",)),
-        ("pool2d", lambda: K.pool2d(x4(), (2, 2), strides=(0, 1)), ("strides",)),
-        ("pool2d", lambda: K.pool2d(x4(), (2, 2), pool_mode="median"), ("pool_mode",)),
-        ("conv2d", lambda: K.conv2d(x4(), w(3, 3, 3, 2), strides=(0, 1)), ("strides",)),
-        ("conv2d", lambda: K.conv2d(x4(), w(3, 3, 3, 2), dilation_rate=(0, 1)), ("dilation",)),
-        (
-            "in_top_k",
-            lambda: K.in_top_k(x2(), K.placeholder((None,), dtype="int32"), 1.5),
-            ("k must",),
-        ),
-        ("random_binomial", lambda: K.random_binomial((3,), p=1.5), ("p",)),
-        ("function", lambda: K.function([w(2)], [K.constant(1.0)]), ("input",)),
-        ("function", lambda: K.function([x2()], [3.0]), ("output",)),
-        ("gradients", lambda: K.gradients(K.sum(x2()), [np.ones(2)]), ("variables",)),
-        ("set_learning_phase", lambda: K.set_learning_phase(2), ("phase",)),
-        ("set_floatx", lambda: K.set_floatx("float128"), ("floatx",)),
-        ("set_image_data_format", lambda: K.set_image_data_format("nchw"), ("data_format",)),
-    ]
+    ("arange", lambda: K.arange(0, 10, 0), ("step",)),
+    ("eye", lambda: K.eye(-1), ("dim",)),
+    ("one_hot", lambda: K.one_hot(i2(), -1), ("num_classes",)),
+    ("one_hot", lambda: K.one_hot(i2(), 2.5), ("num_classes",)),
+    ("tile", lambda: K.tile(x2(), (1, -2)), ("n",)),
+    ("repeat_elements", lambda: K.repeat_elements(x2(), -1, 1), ("rep",)),
+    ("repeat", lambda: K.repeat(x2(), -3), ("n",)),
+    ("dropout", lambda: K.dropout(x2(), 1.5), ("level",)),
+    ("resize_images", lambda: K.resize_images(x4(), 0, 2, "channels_last"), ("factor",)),
+    ("pool2d", lambda: K.pool2d(x4(), (0, 2)), ("pool_size",)),
+    ("pool2d", lambda: K.pool2d(x4(), (2, 2), strides=(0, 1)), ("strides",)),
+    ("pool2d", lambda: K.pool2d(x4(), (2, 2), pool_mode="median"), ("pool_mode",)),
+    ("conv2d", lambda: K.conv2d(x4(), w(3, 3, 3, 2), strides=(0, 1)), ("strides",)),
+    ("conv2d", lambda: K.conv2d(x4(), w(3, 3, 3, 2), dilation_rate=(0, 1)), ("dilation",)),
+    (
+        "in_top_k",
+        lambda: K.in_top_k(x2(), K.placeholder((None,), dtype="int32"), 1.5),
+        ("k must",),
+    ),
+    ("random_binomial", lambda: K.random_binomial((3,), p=1.5), ("p",)),
+    ("function", lambda: K.function([w(2)], [K.constant(1.0)]), ("input",)),
+    ("function", lambda: K.function([x2()], [3.0]), ("output",)),
+    ("gradients", lambda: K.gradients(K.sum(x2()), [np.ones(2)]), ("variables",)),
+    ("set_learning_phase", lambda: K.set_learning_phase(2), ("phase",)),
+    ("set_floatx", lambda: K.set_floatx("float128"), ("floatx",)),
+    ("set_image_data_format", lambda: K.set_image_data_format("nchw"), ("data_format",)),
 ]
 
 CATALOGUE: list[Misuse] = [*AXIS, *DATA_FORMAT, *PADDING, *RANK, *SHAPE, *DTYPE, *VALUE]
