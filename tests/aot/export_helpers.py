@@ -42,13 +42,13 @@ def skip_without_sanitizers(tmp: Path, flags: tuple[str, ...]) -> None:
         pytest.skip(f"{flags[0]} programs do not run on this machine")
 
 
-def linear_model(rng: np.random.Generator, n_in: int, n_out: int) -> Any:
-    """x, m: float32 [?, n_in] (tied on dim 0) -> tanh((x * m) @ W + b)."""
+def linear_model(rng: np.random.Generator, n_in: int, n_out: int, activation: Any = K.tanh) -> Any:
+    """x, m: float32 [?, n_in] (tied on dim 0) -> activation((x * m) @ W + b)."""
     x = K.placeholder(shape=(None, n_in), name="x")
     m = K.placeholder(shape=(None, n_in), name="m")
     W = K.variable(rng.standard_normal((n_in, n_out)).astype(np.float32), name="W")
     b = K.variable(rng.standard_normal(n_out).astype(np.float32), name="b")
-    return K.function([x, m], [K.tanh(K.dot(x * m, W) + b)])
+    return K.function([x, m], [activation(K.dot(x * m, W) + b)])
 
 
 def mlp(rng: np.random.Generator, sizes: tuple[int, ...]) -> Any:

@@ -33,20 +33,13 @@ def exported(tmp_path_factory: pytest.TempPathFactory):
     rng = np.random.default_rng(3)
     f = linear_model(rng, 6, 5)
     lib = aotk.export(f, root / "m", "wm", weights="external")
-    other = aotk.export(_same_layout_other_graph(rng), root / "o", "wm", weights="external")
+    # the same inputs and variables (names, dtypes, shapes) with sigmoid for tanh: the
+    # same weights layout, but another model's
+    other_graph = linear_model(rng, 6, 5, activation=K.sigmoid)
+    other = aotk.export(other_graph, root / "o", "wm", weights="external")
     x = rng.standard_normal((3, 6)).astype(np.float32)
     want = aotk.load(lib.library, weights=lib.weights)([x, x])
     return lib, other.weights.read_bytes(), [x, x], want
-
-
-def _same_layout_other_graph(rng: np.random.Generator):
-    """linear_model's inputs and variables (names, dtypes, shapes), with sigmoid for tanh:
-    its weights file has the same layout but belongs to another model."""
-    x = K.placeholder(shape=(None, 6), name="x")
-    m = K.placeholder(shape=(None, 6), name="m")
-    W = K.variable(rng.standard_normal((6, 5)).astype(np.float32), name="W")
-    b = K.variable(rng.standard_normal(5).astype(np.float32), name="b")
-    return K.function([x, m], [K.sigmoid(K.dot(x * m, W) + b)])
 
 
 def _mutations(good: bytes) -> list[tuple[str, bytes]]:
