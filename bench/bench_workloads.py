@@ -2,9 +2,10 @@
 
 W1 elementwise chain, W2 matmul, W3 MLP (batch 1, 256), W4 its SGD step, W5 CNN, W6 LSTM
 (forward, SGD step), W7 row softmax; graphs from `bench.workloads` and the older modules,
-NumPy references there and in `bench.reference_numpy`. The header gives the limits measured
+inputs and NumPy's answers from `bench.problems`. The header gives the limits measured
 in the same run (OpenBLAS sgemm on one thread, a triad). Run `python -m bench.bench_workloads`
-(`--quick`: at most 5 timed calls per case).
+(`--quick`: at most 5 timed calls per case; `--peers`: also JAX, ONNX Runtime and PyTensor,
+see `bench.peers`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from bench import bench_elementwise, bench_mlp, bench_training, workloads
-from bench import reference_numpy as ref
 from bench.common import (
     Case,
     Timing,
@@ -29,14 +29,27 @@ from bench.common import (
     repeats,
     thread_note,
 )
+from bench.problems import (
+    GEMM,
+    W1,
+    W2,
+    W3_1,
+    W3_256,
+    W4,
+    W5,
+    W6,
+    W6_SGD,
+    W7,
+    Problem,
+    check_step,
+    layer_pairs,
+    problems,
+)
 
 THREADS = (1, 2)
-GEMM = 1024
 TRIAD_N = 2**24
 TRIAD_S = 3.0
-LR = 0.01  # the SGD rate of `workloads.sgd_updates`
 MODULE = "bench.bench_workloads"
-Step = Callable[[list[np.ndarray]], tuple[float, list[np.ndarray]]]
 
 
 def _function(graph: Callable[[], workloads.Graph]) -> tuple[Any, list[Any]]:
@@ -47,160 +60,95 @@ def _function(graph: Callable[[], workloads.Graph]) -> tuple[Any, list[Any]]:
     return K.function(inputs, outputs, updates=updates), [u.variable for u in updates]
 
 
-def _check_step(name: str, step: Callable[[], Any], variables: list[Any], numpy: Step) -> None:
-    """One aotk training step against `numpy` in float64 from the same weights: the loss,
-    and each weight's change (so the check sees the gradient, not mostly the old weight)."""
+def _placeholder_function(shapes: list[tuple[int | None, ...]], body: Callable[..., Any]) -> Any:
+    from aotk import backend as K
+
+    args = [K.placeholder(shape=s) for s in shapes]
+    return K.function(args, [body(*args)])
+
+
+def _mlp_function(layers: list[np.ndarray]) -> Any:
+    """W3's MLP with its weights as variables; the batch is a (None, 784) placeholder."""
+    return bench_mlp._aotk_fns(layer_pairs(layers))[0]
+
+
+def _inference(problem: Problem, fn: Any, **kw: Any) -> Case:
+    """Case of an inference workload: NumPy's answer against `fn` on the problem's data."""
+    data, params = problem.data, problem.params
+    aotk = (lambda: fn(data)[0]) if fn is not None else None
+    return Case(problem.name, lambda: problem.answer(params), aotk, **kw)
+
+
+def _training(problem: Problem, graph: Callable[[], workloads.Graph] | None, **kw: Any) -> Case:
+    """Case of a training step: NumPy's step on its own copy of the weights against the
+    compiled step of `graph`, which starts from the same weights."""
+    own = [p.copy() for p in problem.params]
+    aotk = check = None
+    if graph is not None:
+        f, variables = _function(graph)
+        aotk = lambda: f(problem.data)[0]  # noqa: E731
+        check = lambda: _check_step(problem, aotk, variables)  # noqa: E731
+    return Case(problem.name, lambda: problem.answer(own), aotk, check=check, **kw)
+
+
+def _check_step(problem: Problem, step: Callable[[], Any], variables: list[Any]) -> None:
     from aotk import backend as K
 
     before = [K.get_value(v) for v in variables]
     loss = step()
-    want_loss, want = numpy([b.astype(np.float64) for b in before])
-    check_same(f"{name} loss", loss, want_loss)
-    for i, (v, b, w) in enumerate(zip(variables, before, want, strict=True)):
-        got, change = K.get_value(v) - b.astype(np.float64), w - b
-        # float32 weights round each change to within half an ulp of the weight
-        tol = 1e-3 * np.abs(change).max() + np.spacing(np.abs(b).max())
-        err = float(np.abs(got - change).max())
-        if not err <= tol:
-            raise AssertionError(f"{name}: weight {i} changes by {err:.2e} more than NumPy's")
-
-
-def _w1(with_aotk: bool) -> Case:
-    (case,) = bench_elementwise.cases(with_aotk)
-    nbytes = 2 * 4 * bench_elementwise.N  # read x, write y
-    return Case("W1 tanh*sigmoid chain 2^22", case.numpy, case.aotk, repeat=20, nbytes=nbytes)
-
-
-def _w2(with_aotk: bool) -> Case:
-    rng = np.random.default_rng(0)
-    a, b = (rng.standard_normal((GEMM, GEMM)).astype(np.float32) for _ in range(2))
-    fn = None
-    if with_aotk:
-        from aotk import backend as K
-
-        pa, pb = K.placeholder(shape=(GEMM, GEMM)), K.placeholder(shape=(GEMM, GEMM))
-        f = K.function([pa, pb], [K.dot(pa, pb)])
-        fn = lambda: f([a, b])[0]  # noqa: E731
-    return Case("W2 matmul 1024^3", lambda: a @ b, fn, flops=2.0 * GEMM**3, repeat=20)
-
-
-def _w3(with_aotk: bool) -> list[Case]:
-    layers = bench_mlp._weights()
-    mlp = bench_mlp._aotk_fns(layers)[0] if with_aotk else None
-    rng = np.random.default_rng(0)
-    weights = 4.0 * sum(w.size + b.size for w, b in layers)
-    out = []
-    for n in bench_mlp.BATCHES:
-        x = rng.standard_normal((n, bench_mlp.SIZES[0])).astype(np.float32)
-        fn = (lambda x=x: mlp([x])[0]) if mlp is not None else None  # type: ignore[operator]
-        out.append(
-            Case(
-                f"W3 mlp 784-1024-1024-10 b={n}",
-                lambda x=x: bench_mlp._numpy_mlp(x, layers),
-                fn,
-                repeat=200 if n == 1 else 30,
-                flops=None if n == 1 else bench_mlp._flops(n),
-                nbytes=weights if n == 1 else None,  # a GEMV: it streams the weights
-            )
-        )
-    return out
-
-
-def _w4(with_aotk: bool) -> Case:
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((bench_training.BATCH, workloads.MLP[0])).astype(np.float32)
-    y = np.eye(workloads.MLP[-1], dtype=np.float32)[rng.integers(0, 10, bench_training.BATCH)]
-    params = [
-        workloads._array(s, i // 2) if i % 2 == 0 else np.zeros(s, np.float32)
-        for i, s in enumerate(_mlp_shapes())
-    ]
-
-    def numpy_step(p: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:
-        return bench_training._numpy_sgd_step(p, x, y), p
-
-    name, fn, check = "W4 mlp sgd step b=128", None, None
-    if with_aotk:
-        f, variables = _function(workloads.w4_mlp_sgd)
-        fn = lambda: f([x, y])[0]  # noqa: E731
-        check = lambda: _check_step(name, fn, variables, numpy_step)  # noqa: E731
-    forward = sum(2.0 * bench_training.BATCH * a * b for a, b in itertools.pairwise(workloads.MLP))
-    own = [p.copy() for p in params]
-    return Case(name, lambda: numpy_step(own), fn, flops=3 * forward, repeat=10, check=check)
-
-
-def _mlp_shapes() -> list[tuple[int, ...]]:
-    """Weight and bias shapes of `workloads._mlp`, in its order."""
-    return [s for a, b in itertools.pairwise(workloads.MLP) for s in ((a, b), (b,))]
-
-
-def _w5(with_aotk: bool) -> Case:
-    x = np.random.default_rng(0).standard_normal((64, 32, 32, 3)).astype(np.float32)
-    k1, k2 = workloads._array((3, 3, 3, 32), 1), workloads._array((3, 3, 32, 64), 2)
-    w_out = workloads._array((16 * 16 * 64, 10), 4)
-    fn = None
-    if with_aotk:
-        f = _function(workloads.w5_cnn)[0]
-        fn = lambda: f([x])[0]  # noqa: E731
-    pixels = 64 * 32 * 32
-    flops = 2.0 * pixels * (27 * 32 + 288 * 64) + 2.0 * 64 * 16 * 16 * 64 * 10
-    return Case(
-        "W5 cnn b=64 32x32x3", lambda: ref.cnn(x, k1, k2, w_out), fn, flops=flops, repeat=10
-    )
-
-
-def _w6(with_aotk: bool) -> list[Case]:
-    b, t, d, h = workloads.LSTM_B, workloads.LSTM_T, workloads.LSTM_D, workloads.LSTM_H
-    xs = np.random.default_rng(0).standard_normal((b, t, d)).astype(np.float32)
-    w, u = workloads._array((d, 4 * h), 5), workloads._array((h, 4 * h), 6)
-
-    def numpy_step(p: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:
-        loss, w_new, u_new = ref.lstm_sgd(xs, p[0], p[1], LR)
-        return loss, [w_new, u_new]
-
-    name, fwd, step, check = "W6 lstm sgd step", None, None, None
-    if with_aotk:
-        f = _function(workloads.w6_lstm)[0]
-        fwd = lambda: f([xs])[0]  # noqa: E731
-        g, variables = _function(workloads.w6_lstm_sgd)
-        step = lambda: g([xs])[0]  # noqa: E731
-        check = lambda: _check_step(name, step, variables, numpy_step)  # noqa: E731
-    flops = 2.0 * t * b * 4 * h * (d + h)
-    return [
-        Case("W6 lstm b=32 t=50 64->128", lambda: ref.lstm_forward(xs, w, u), fwd, flops=flops),
-        Case(
-            name,
-            lambda: numpy_step([w, u]),
-            step,
-            flops=2.0 * t * b * 4 * h * (2 * d + 3 * h),  # forward, dz U^T, x^T dz, h^T dz
-            repeat=10,
-            check=check,
-        ),
-    ]
-
-
-def _w7(with_aotk: bool) -> Case:
-    x = np.random.default_rng(0).standard_normal((4096, 1024)).astype(np.float32)
-    fn = None
-    if with_aotk:
-        from aotk import backend as K
-
-        p = K.placeholder(shape=(None, 1024))
-        f = K.function([p], [K.softmax(p)])
-        fn = lambda: f([x])[0]  # noqa: E731
-    return Case("W7 softmax rows 4096x1024", lambda: ref.softmax_rows(x), fn, nbytes=2.0 * x.nbytes)
+    got = [K.get_value(v) for v in variables]
+    want = problem.answer([b.astype(np.float64) for b in before])
+    check_step(problem.name, before, (loss, got), want)  # type: ignore[arg-type]
 
 
 def cases(with_aotk: bool = True) -> list[Case]:
     """Every workload: NumPy and, with `with_aotk`, the compiled aotk function."""
+    p = problems()
+    on = with_aotk
+    w1 = _placeholder_function([(None,)], bench_elementwise.aotk_chain) if on else None
+    w2 = _placeholder_function([(GEMM, GEMM)] * 2, _dot) if on else None
+    mlp = _mlp_function(p[W3_1].params) if on else None
+    w5 = _function(workloads.w5_cnn)[0] if on else None
+    w6 = _function(workloads.w6_lstm)[0] if on else None
+    w7 = _placeholder_function([(None, 1024)], _softmax) if on else None
+    b, t, d, h = workloads.LSTM_B, workloads.LSTM_T, workloads.LSTM_D, workloads.LSTM_H
+    pixels = 64 * 32 * 32
+    forward = sum(2.0 * bench_training.BATCH * a * b for a, b in itertools.pairwise(workloads.MLP))
     return [
-        _w1(with_aotk),
-        _w2(with_aotk),
-        *_w3(with_aotk),
-        _w4(with_aotk),
-        _w5(with_aotk),
-        *_w6(with_aotk),
-        _w7(with_aotk),
+        _inference(p[W1], w1, repeat=20, nbytes=2 * 4 * bench_elementwise.N),  # read x, write y
+        _inference(p[W2], w2, flops=2.0 * GEMM**3, repeat=20),
+        # a GEMV: it streams the weights
+        _inference(p[W3_1], mlp, repeat=200, nbytes=4.0 * sum(a.size for a in p[W3_1].params)),
+        _inference(p[W3_256], mlp, repeat=30, flops=bench_mlp._flops(256)),
+        _training(p[W4], workloads.w4_mlp_sgd if on else None, flops=3 * forward, repeat=10),
+        _inference(
+            p[W5],
+            w5,
+            flops=2.0 * pixels * (27 * 32 + 288 * 64) + 2.0 * 64 * 16 * 16 * 64 * 10,
+            repeat=10,
+        ),
+        _inference(p[W6], w6, flops=2.0 * t * b * 4 * h * (d + h)),
+        # forward, dz U^T, x^T dz, h^T dz
+        _training(
+            p[W6_SGD],
+            workloads.w6_lstm_sgd if on else None,
+            flops=2.0 * t * b * 4 * h * (2 * d + 3 * h),
+            repeat=10,
+        ),
+        _inference(p[W7], w7, nbytes=2.0 * p[W7].data[0].nbytes),
     ]
+
+
+def _dot(a: Any, b: Any) -> Any:
+    from aotk import backend as K
+
+    return K.dot(a, b)
+
+
+def _softmax(x: Any) -> Any:
+    from aotk import backend as K
+
+    return K.softmax(x)
 
 
 def _triads(quick: bool) -> tuple[dict[int, float], float]:
@@ -296,8 +244,9 @@ def _print_header(
     )
 
 
-def run(quick: bool = False) -> None:
-    """Measure the limits and every workload; print the header and two tables."""
+def run(quick: bool = False, peers: bool = False) -> None:
+    """Measure the limits and every workload; print the header and two tables, and with
+    `peers` a third: aotk against the best of JAX, ONNX Runtime and PyTensor."""
     kernel_triad, numpy_triad = _triads(quick)
     rows: list[Row] = []
     for case in cases(True):
@@ -326,7 +275,21 @@ def run(quick: bool = False) -> None:
         "'triad' = the bandwidth limit above (memory-bound: W1 and W7 read and write one\n"
         "array each; W3 b=1 reads its weights once, which may sit in cache: > 1 is possible)"
     )
+    if peers:
+        print()
+        _print_peers({case.name: ts for case, ts, _ in rows}, quick)
+
+
+def _print_peers(aotk: dict[str, dict[int, Timing]], quick: bool) -> None:
+    from bench.peers import report, run
+
+    python = run.peer_python()
+    if python is None:
+        print("no peers' interpreter: make .venv-peers as bench/peers/__init__.py says")
+        return
+    results, notes = run.collect(python, quick)
+    report.print_table(aotk, results, notes)
 
 
 if __name__ == "__main__":
-    run(quick="--quick" in sys.argv[1:])
+    run(quick="--quick" in sys.argv[1:], peers="--peers" in sys.argv[1:])

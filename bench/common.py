@@ -1,5 +1,8 @@
 """Timing helpers shared by the benchmarks: aotk and NumPy side by side in one process.
 
+aotk is imported only where it is used, so the peers' interpreter (`bench.peers`), which
+has no aotk, can use the timing helpers too.
+
 Each benchmark module defines `cases(with_aotk: bool) -> list[Case]`. `run(modules)` times
 every case (warm-up, then the median and interquartile range of repeated runs), times
 NumPy once more in a subprocess with one BLAS thread, and prints one table.
@@ -20,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-import aotk
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,6 +79,8 @@ def measure_threads(
     fn: Callable[[], object], threads: Sequence[int], repeat: int = 30
 ) -> dict[int, Timing]:
     """`measure(fn)` with aotk's pool resized to each of `threads`; the size is restored."""
+    import aotk
+
     before = aotk.get_num_threads()
     try:
         out = {}
@@ -147,6 +150,8 @@ def blas_threads() -> int | None:
 
 
 def thread_note() -> str:
+    import aotk
+
     threads = blas_threads()
     env = os.environ.get("OPENBLAS_NUM_THREADS")
     return (
