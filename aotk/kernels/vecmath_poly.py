@@ -22,6 +22,7 @@ class Consts:
     log2e: float
     exp_lo: float  # exp(x) rounds to 0 below this (also below the denormals)
     exp_hi: float  # exp(x) overflows above this, even after the split scaling
+    ftz_lo: float  # round(x * log2e) >= 1 - bias from here up: 2**n is normal
     min_normal: float
     denorm_scale: int  # log2 of the factor that makes every denormal normal
     sqrt_half_bits: int  # bit pattern of sqrt(1/2) in this precision
@@ -45,6 +46,7 @@ CONSTS = {
         log2e=1.4426950216293335,
         exp_lo=-104.0,
         exp_hi=89.0,
+        ftz_lo=-87.6,  # -126.38 / log2e
         min_normal=2.0**-126,
         denorm_scale=24,
         sqrt_half_bits=0x3F3504F3,
@@ -66,6 +68,7 @@ CONSTS = {
         log2e=1.4426950408889634,
         exp_lo=-746.0,
         exp_hi=710.0,
+        ftz_lo=-708.6,  # -1022.29 / log2e
         min_normal=2.0**-1022,
         denorm_scale=53,
         sqrt_half_bits=0x3FE6A09E667F3BCD,

@@ -35,9 +35,12 @@ from xdsl.rewriter import InsertPoint
 from aotk import runtime
 from aotk.codegen import jit, llvm_ir
 from aotk.kernels import vecmath
+from aotk.kernels.vecmath_poly import CONSTS
 from aotk.lowering import pipeline
 
 FUNCS = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf")
+# with the kernels of a restricted domain, tested on their own
+BUILDERS = (*FUNCS, "exp_nonpositive")
 DTYPES = (np.float32, np.float64)
 IR_TYPES: dict[type, Attribute] = {np.float32: f32, np.float64: f64}
 
@@ -256,6 +259,32 @@ def test_denormals() -> None:
             _check(name, np.concatenate([denormals, -denormals]))
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_exp_nonpositive(dtype: type) -> None:
+    """Softmax's exponential: exp's accuracy from the flush threshold up to 0 (denormal
+    results included), exactly 0 below it, NaN for NaN."""
+    if dtype == np.float64 and not _has_long_double():
+        pytest.skip("needs an 80-bit long double for float64 references")
+    fi = np.finfo(dtype)
+    lo = dtype(CONSTS[fi.bits].ftz_lo)
+    sweep = _bit_sweep(dtype, 200_000)
+    rng = np.random.default_rng(0)
+    parts = [
+        sweep[(sweep >= lo) & (sweep <= 0)],
+        np.linspace(lo, 0, 200_001),
+        rng.uniform(lo, 0, 10**5),
+    ]
+    x = np.concatenate([p.astype(dtype) for p in [*parts, np.array([lo, 0.0, -0.0])]])
+    y = _run("exp_nonpositive", x)
+    err = _ulp_error(y, _reference("exp", x))
+    worst = int(np.argmax(err))
+    assert err[worst] <= MAX_ULP["exp"], f"exp_nonpositive({x[worst]!r}) = {y[worst]!r}"
+    assert (y[x == 0] == 1.0).all()
+    flushed = np.array([np.nextafter(lo, -np.inf), lo - 1, -1e4, -fi.max, -np.inf], dtype)
+    np.testing.assert_array_equal(_run("exp_nonpositive", flushed), np.zeros(5, dtype))
+    assert np.isnan(_run("exp_nonpositive", np.array([np.nan], dtype))).all()
+
+
 def _scalar_ops(name: str, ftype: Attribute) -> list[type]:
     block = Block(arg_types=[ftype])
     getattr(vecmath, name)(Builder(InsertPoint.at_end(block)), block.args[0])
@@ -263,7 +292,7 @@ def _scalar_ops(name: str, ftype: Attribute) -> list[type]:
 
 
 @pytest.mark.parametrize("ftype", [f32, f64], ids=["f32", "f64"])
-@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("name", BUILDERS)
 def test_only_allowed_ops(name: str, ftype: Attribute) -> None:
     assert set(_scalar_ops(name, ftype)) <= ALLOWED_OPS
 
@@ -276,7 +305,7 @@ def test_rejects_other_types(ftype: Attribute) -> None:
 
 @pytest.mark.skipif("+avx2" not in llvm_ir.host_features(), reason="needs an AVX2 host")
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
-@pytest.mark.parametrize("name", FUNCS)
+@pytest.mark.parametrize("name", BUILDERS)
 def test_loop_is_vectorized(name: str, dtype: type) -> None:
     ir = _compiled(name, dtype).llvm_ir
     elem = "float" if dtype == np.float32 else "double"
