@@ -139,12 +139,21 @@ def _reduce_exp(e: _Emit, x: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue]:
     return ni, rhi, t
 
 
-def _exp_split(e: _Emit, x: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue, SSAValue]:
-    """Clamp x (NaN becomes exp_lo) and reduce it; return (exp(x), rhi, t, 2**n1, 2**n2)."""
+def _exp_split(
+    e: _Emit, x: SSAValue, nonpositive: bool = False
+) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue, SSAValue]:
+    """Clamp x and reduce it; return (exp(x), rhi, t, 2**n1, 2**n2). `nonpositive`: x is
+    <= 0 or NaN, so there is no upper clamp.
+
+    The clamps let NaN through (one vmaxps/vminps each), and a NaN x makes exp(x) NaN:
+    its reduction is NaN and NaN times any scale is NaN, so no NaN select is needed.
+    """
     k = e.k
-    lo, hi = e.c(k.exp_lo), e.c(k.exp_hi)
-    x = e.sel(e.cmp("ogt", x, lo), x, lo)
-    x = e.sel(e.cmp("olt", x, hi), x, hi)
+    lo = e.c(k.exp_lo)
+    x = e.sel(e.cmp("olt", x, lo), lo, x)
+    if not nonpositive:
+        hi = e.c(k.exp_hi)
+        x = e.sel(e.cmp("ogt", x, hi), hi, x)
     n, rhi, t = _reduce_exp(e, x)
     # 2**n as 2**n1 * 2**n2 keeps both factors normal for n in [-1076, 1024]; the second
     # product is the only rounding, so denormal results are rounded once
@@ -159,14 +168,10 @@ def _scaled_expm1(e: _Emit, s: SSAValue, rhi: SSAValue, t: SSAValue) -> SSAValue
     return e.fma(s, t, e.fma(s, rhi, e.sub(s, e.c(1.0))))
 
 
-def _nan_to_self(e: _Emit, x: SSAValue, res: SSAValue) -> SSAValue:
-    return e.sel(e.cmp("uno", x, x), x, res)
-
-
 def exp(b: Builder, x: SSAValue) -> SSAValue:
     """Return e**x."""
     e = _Emit(b, x)
-    return _nan_to_self(e, x, _exp_split(e, x)[0])
+    return _exp_split(e, x)[0]
 
 
 def exp_nonpositive(b: Builder, x: SSAValue) -> SSAValue:
@@ -198,9 +203,10 @@ def expm1(b: Builder, x: SSAValue) -> SSAValue:
 def sigmoid(b: Builder, x: SSAValue) -> SSAValue:
     """Return 1 / (1 + e**-x), computed from e**-|x| so nothing overflows."""
     e = _Emit(b, x)
-    t = _exp_split(e, e.op(arith.NegfOp(e.abs(x))))[0]
+    t = _exp_split(e, e.op(arith.NegfOp(e.abs(x))), nonpositive=True)[0]
     num = e.sel(e.cmp("oge", x, e.c(0.0)), e.c(1.0), t)
-    return _nan_to_self(e, x, e.div(num, e.add(e.c(1.0), t)))
+    # NaN would come out with its sign flipped by the negation: return x itself
+    return e.sel(e.cmp("uno", x, x), x, e.div(num, e.add(e.c(1.0), t)))
 
 
 def tanh(b: Builder, x: SSAValue) -> SSAValue:
