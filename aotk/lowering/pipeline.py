@@ -26,6 +26,7 @@ STAGES: dict[str, str] = {
     "trace": "",
     "graph": (
         "aotk-simplify,canonicalize,aotk-cse,aotk-merge-scans,dce,aotk-hoist-scan-matmuls,"
+        "aotk-scan-accumulations,dce,"
         "aotk-fuse,aotk-cse,dce"
     ),
     "loops": f"convert-aotk-to-loops,{LOOPS_CLEANUP}",
@@ -99,6 +100,12 @@ def _hoist_scan_matmuls() -> type[ModulePass]:
     return AotkHoistScanMatmulsPass
 
 
+def _scan_accumulations() -> type[ModulePass]:
+    from aotk.transforms.scan_accumulations import AotkScanAccumulationsPass
+
+    return AotkScanAccumulationsPass
+
+
 def _canonicalize() -> type[ModulePass]:
     from aotk.transforms.canonicalize import AotkCanonicalizePass
 
@@ -158,6 +165,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "aotk-fuse": _fuse,
     "aotk-merge-scans": _merge_scans,
     "aotk-hoist-scan-matmuls": _hoist_scan_matmuls,
+    "aotk-scan-accumulations": _scan_accumulations,
     "aotk-canonicalize": _canonicalize,
     "aotk-cse": _cse,
     "aotk-check-stage": _check_stage,

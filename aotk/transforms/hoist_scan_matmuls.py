@@ -30,7 +30,7 @@ def hoist_scan_matmuls(module: ModuleOp) -> int:
             if isinstance(op, MatMulOp) and _hoistable(scan, op):
                 _hoist(scan, op)
                 hoisted += 1
-        _drop_unread_sequences(scan)
+        drop_unread_sequences(scan)
     return hoisted
 
 
@@ -74,7 +74,7 @@ def _hoist(scan: ScanOp, op: MatMulOp) -> None:
     op.erase()
 
 
-def _drop_unread_sequences(scan: ScanOp) -> None:
+def drop_unread_sequences(scan: ScanOp) -> None:
     """Remove the sequences whose steps the body does not read (one always stays)."""
     block = scan.body.block
     for index in reversed(range(scan.num_seq)):

@@ -1,0 +1,198 @@
+"""`aotk-scan-accumulations`: a scan's summed weight gradients as one matmul after the
+loop, and no stacked output that nobody reads.
+
+Backpropagation through time adds each step's weight gradient into a carry:
+acc += x_t^T @ dz_t. Done per step, that is T matmuls with only `batch` rows to contract
+and a read-modify-write of the whole gradient each step. Summed over the steps it is one
+matmul, X^T @ dZ, of the sequences with their T and batch axes folded together
+([T * batch, D]^T @ [T * batch, N]): a step's x_t is already a sequence, and dz_t becomes
+a stacked output of the scan. The carry goes, and its final value is init + X^T @ dZ.
+(Only the order of the float additions changes.)
+
+The gradient scan also stacks values nobody reads, such as the gradient of an input that
+is a placeholder; such outputs go, so the ops computing them die.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from aotk.dialect.arithmetic import AddOp
+from aotk.dialect.base import elem_of, shape_of, tensor
+from aotk.dialect.fused import YieldOp
+from aotk.dialect.linalg import MatMulOp
+from aotk.dialect.scan import ScanOp, result_types
+from aotk.dialect.shape import ReshapeOp
+from aotk.transforms.hoist_scan_matmuls import drop_unread_sequences
+
+
+@dataclass(frozen=True)
+class _Accumulation:
+    """Carry `carry` of a scan becomes init + lhs^T @ rhs over all steps."""
+
+    carry: int
+    lhs: SSAValue  # one step of each, in the body
+    rhs: SSAValue
+    ops: tuple[Operation, ...]  # the body's matmul and add, dead once hoisted
+
+
+def scan_accumulations(module: ModuleOp) -> int:
+    """Rewrite every scan; return how many accumulations left their loops."""
+    hoisted = 0
+    for scan in [op for op in module.walk() if isinstance(op, ScanOp)]:
+        found = [a for i in range(scan.num_carries) if (a := _accumulation(scan, i))]
+        unread = [j for j, r in enumerate(list(scan.results)[scan.num_carries :]) if not r.uses]
+        if found or unread:
+            _rebuild(scan, found, unread)
+            hoisted += len(found)
+    return hoisted
+
+
+def _accumulation(scan: ScanOp, index: int) -> _Accumulation | None:
+    """Carry `index` if its new value is carry + lhs^T @ rhs, read by nothing else, with
+    lhs and rhs computed per step (from a sequence or in the body)."""
+    block = scan.body.block
+    carry = block.args[scan.num_seq + index]
+    new = _yield(scan).values[index]
+    add = new.owner
+    if not isinstance(add, AddOp) or not carry.has_one_use() or not new.has_one_use():
+        return None
+    others = [v for v in add.operands if v is not carry]
+    if len(others) != 1 or add.result.type != carry.type or others[0].type != carry.type:
+        return None
+    product = others[0].owner
+    if not isinstance(product, MatMulOp) or not product.result.has_one_use():
+        return None
+    attrs = product.attrs()
+    if not attrs.get("transpose_lhs") or attrs.get("transpose_rhs"):
+        return None
+    if not all(_per_step(scan, v) for v in (product.lhs, product.rhs)):
+        return None
+    return _Accumulation(index, product.lhs, product.rhs, (add, product))
+
+
+def _per_step(scan: ScanOp, value: SSAValue) -> bool:
+    """A step of one of the sequences, or a value the body computes (not a carry)."""
+    if isinstance(value, BlockArgument):
+        return value.block is scan.body.block and value.index < scan.num_seq
+    op = value.owner
+    return isinstance(op, Operation) and op.parent_block() is scan.body.block
+
+
+def _yield(scan: ScanOp) -> YieldOp:
+    end = scan.body.block.last_op
+    assert isinstance(end, YieldOp)
+    return end
+
+
+def _rebuild(scan: ScanOp, found: list[_Accumulation], unread: list[int]) -> None:
+    """A new scan without the hoisted carries and the unread outputs, and with the steps
+    the hoisted matmuls need as new outputs; the matmuls follow it."""
+    block, n_carry = scan.body.block, scan.num_carries
+    end = _yield(scan)
+    hoisted = {a.carry for a in found}
+    carries = [i for i in range(n_carry) if i not in hoisted]
+    outputs = [v for j, v in enumerate(list(end.values)[n_carry:]) if j not in unread]
+    stacked = _Stacked(scan, _body_steps(found))
+    new_values = [end.values[i] for i in carries] + outputs + list(stacked.new)
+    end.operands = new_values
+    for a in found:
+        for op in a.ops:
+            op.detach()
+            op.erase()
+    for i in sorted(hoisted, reverse=True):
+        block.erase_arg(block.args[scan.num_seq + i])
+    inits = [scan.inits[i] for i in carries]
+    types = result_types(
+        [_tensor_type(s) for s in scan.sequences],
+        [_tensor_type(scan.results[i]) for i in carries],
+        [_tensor_type(v) for v in [*outputs, *stacked.new]],
+    )
+    new = ScanOp.create(
+        operands=[*scan.sequences, *inits],
+        result_types=types,
+        properties={"n_seq": IntegerAttr(scan.num_seq, i64)},
+        regions=[scan.detach_region(scan.body)],
+        attributes=dict(scan.attributes),
+    )
+    parent = scan.parent_block()
+    assert parent is not None
+    parent.insert_op_before(new, scan)
+    kept = [scan.results[i] for i in carries] + [
+        scan.results[n_carry + j] for j in range(len(scan.results) - n_carry) if j not in unread
+    ]
+    for old, value in zip(kept, new.results, strict=False):
+        old.replace_all_uses_with(value)
+    stacked.bind(list(new.results)[len(kept) :])
+    for a in found:
+        total = _summed_product(parent, scan, stacked.sequence(a.lhs), stacked.sequence(a.rhs))
+        final = AddOp.make([scan.inits[a.carry], total.result], scan.results[a.carry].type)
+        parent.insert_op_before(final, scan)
+        scan.results[a.carry].replace_all_uses_with(final.result)
+    scan.detach()
+    scan.erase()
+    drop_unread_sequences(new)
+
+
+def _tensor_type(value: SSAValue) -> TensorType:
+    assert isinstance(value.type, TensorType)
+    return value.type
+
+
+class _Stacked:
+    """Where the scan's values stacked over all steps are: a step of a sequence is that
+    sequence, another body value a new output of the rebuilt scan."""
+
+    def __init__(self, scan: ScanOp, new: list[SSAValue]) -> None:
+        self.scan, self.new = scan, new
+        self._results: Sequence[SSAValue] = []
+
+    def bind(self, results: Sequence[SSAValue]) -> None:
+        self._results = results
+
+    def sequence(self, step: SSAValue) -> SSAValue:
+        if isinstance(step, BlockArgument):
+            return self.scan.sequences[step.index]
+        return self._results[self.new.index(step)]
+
+
+def _body_steps(found: list[_Accumulation]) -> list[SSAValue]:
+    """The body values (not sequence steps) the hoisted matmuls need stacked, each once."""
+    new: list[SSAValue] = []
+    for a in found:
+        for v in (a.lhs, a.rhs):
+            if not isinstance(v, BlockArgument) and v not in new:
+                new.append(v)
+    return new
+
+
+def _summed_product(parent: Block, scan: ScanOp, lhs: SSAValue, rhs: SSAValue) -> MatMulOp:
+    """sum over t of lhs[t]^T @ rhs[t], as one matmul of the steps folded into rows."""
+    folded = []
+    for seq in (lhs, rhs):
+        steps, rows, cols = shape_of(_tensor_type(seq))
+        n = steps * rows if steps is not None and rows is not None else None
+        flat = ReshapeOp.make([seq], tensor(elem_of(seq.type), (n, cols)), shape=[-1, cols])
+        parent.insert_op_before(flat, scan)
+        folded.append(flat.result)
+    m, n = shape_of(_tensor_type(lhs))[-1], shape_of(_tensor_type(rhs))[-1]
+    product = MatMulOp.make(folded, tensor(elem_of(lhs.type), (m, n)), transpose_lhs=True)
+    parent.insert_op_before(product, scan)
+    return product
+
+
+@dataclass(frozen=True)
+class AotkScanAccumulationsPass(ModulePass):
+    """Sum each scan's per-step weight-gradient matmuls in one matmul after the loop, and
+    drop the stacked outputs nobody reads."""
+
+    name = "aotk-scan-accumulations"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        scan_accumulations(op)

@@ -1,0 +1,61 @@
+// RUN: aotk-opt %s --split-input-file -p aotk-scan-accumulations,dce | filecheck %s
+
+// A backward step: the carried weight gradient g += x_t^T @ dz_t becomes one matmul of
+// the whole sequences after the loop (steps and batch folded into rows), dz_t a stacked
+// output; x is no longer read in the loop and leaves it. The input gradient dx, which
+// nothing reads, goes with the matmul computing it.
+// CHECK-LABEL: func.func @grads(
+// CHECK-NEXT:    %dh, %[[DZS:.*]] = aotk.scan seqs(%h = %hs) carries(%d = %dh0) : (tensor<5x2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<5x2x4xf32>) {
+// CHECK-NEXT:      %dz = "aotk.mul"(%d, %h)
+// CHECK-NEXT:      %dprev = "aotk.matmul"(%dz, %u) <{transpose_rhs = true}>
+// CHECK-NEXT:      aotk.yield %dprev, %dz : tensor<2x4xf32>, tensor<2x4xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[X:.*]] = "aotk.reshape"(%xs) <{shape = array<i64: -1, 3>}> : (tensor<5x2x3xf32>) -> tensor<10x3xf32>
+// CHECK-NEXT:    %[[DZ:.*]] = "aotk.reshape"(%[[DZS]]) <{shape = array<i64: -1, 4>}> : (tensor<5x2x4xf32>) -> tensor<10x4xf32>
+// CHECK-NEXT:    %[[G:.*]] = "aotk.matmul"(%[[X]], %[[DZ]]) <{transpose_lhs = true}> : (tensor<10x3xf32>, tensor<10x4xf32>) -> tensor<3x4xf32>
+// CHECK-NEXT:    %gw = "aotk.add"(%gw0, %[[G]])
+// CHECK-NEXT:    func.return %dh, %gw
+func.func @grads(%xs: tensor<5x2x3xf32>, %hs: tensor<5x2x4xf32>, %dh0: tensor<2x4xf32>, %gw0: tensor<3x4xf32>, %u: tensor<4x4xf32>, %w: tensor<3x4xf32>) -> (tensor<2x4xf32>, tensor<3x4xf32>) {
+  %dh, %gw, %dx = aotk.scan seqs(%x = %xs, %h = %hs) carries(%d = %dh0, %g = %gw0) : (tensor<5x2x3xf32>, tensor<5x2x4xf32>, tensor<2x4xf32>, tensor<3x4xf32>) -> (tensor<2x4xf32>, tensor<3x4xf32>, tensor<5x2x3xf32>) {
+    %dz = "aotk.mul"(%d, %h) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %dprev = "aotk.matmul"(%dz, %u) <{transpose_rhs = true}> : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    %gstep = "aotk.matmul"(%x, %dz) <{transpose_lhs = true}> : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
+    %gnew = "aotk.add"(%g, %gstep) : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+    %dxs = "aotk.matmul"(%dz, %w) <{transpose_rhs = true}> : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
+    aotk.yield %dprev, %gnew, %dxs : tensor<2x4xf32>, tensor<3x4xf32>, tensor<2x3xf32>
+  }
+  func.return %dh, %gw : tensor<2x4xf32>, tensor<3x4xf32>
+}
+
+// -----
+
+// Dynamic steps and batch fold into a dynamic row count. Kept in the loop: a sum whose
+// carry the step also reads (q), and a sum of a product that is not lhs^T @ rhs (r).
+// CHECK-LABEL: func.func @kept(
+// CHECK-NEXT:    %a, %b, %[[E:.*]] = aotk.scan seqs(%x = %xs) carries(%q = %q0, %r = %r0) : (tensor<?x?x3xf32>, tensor<3x3xf32>, tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<3x3xf32>, tensor<?x?x3xf32>) {
+// CHECK-NEXT:      %e = "aotk.exp"(%x)
+// CHECK-NEXT:      %qx = "aotk.matmul"(%x, %q)
+// CHECK-NEXT:      %qq = "aotk.matmul"(%qx, %e) <{transpose_lhs = true}>
+// CHECK-NEXT:      %qn = "aotk.add"(%q, %qq)
+// CHECK-NEXT:      %rx = "aotk.matmul"(%r, %q)
+// CHECK-NEXT:      %rn = "aotk.add"(%r, %rx)
+// CHECK-NEXT:      aotk.yield %qn, %rn, %e
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[X:.*]] = "aotk.reshape"(%xs) <{shape = array<i64: -1, 3>}> : (tensor<?x?x3xf32>) -> tensor<?x3xf32>
+// CHECK-NEXT:    %[[F:.*]] = "aotk.reshape"(%[[E]]) <{shape = array<i64: -1, 3>}> : (tensor<?x?x3xf32>) -> tensor<?x3xf32>
+// CHECK-NEXT:    %[[G:.*]] = "aotk.matmul"(%[[X]], %[[F]]) <{transpose_lhs = true}> : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<3x3xf32>
+// CHECK-NEXT:    %c = "aotk.add"(%s0, %[[G]])
+func.func @kept(%xs: tensor<?x?x3xf32>, %q0: tensor<3x3xf32>, %r0: tensor<3x3xf32>, %s0: tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<3x3xf32>, tensor<3x3xf32>) {
+  %a, %b, %c = aotk.scan seqs(%x = %xs) carries(%q = %q0, %r = %r0, %s = %s0) : (tensor<?x?x3xf32>, tensor<3x3xf32>, tensor<3x3xf32>, tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<3x3xf32>, tensor<3x3xf32>) {
+    %e = "aotk.exp"(%x) : (tensor<?x3xf32>) -> tensor<?x3xf32>
+    %qx = "aotk.matmul"(%x, %q) : (tensor<?x3xf32>, tensor<3x3xf32>) -> tensor<?x3xf32>
+    %qq = "aotk.matmul"(%qx, %e) <{transpose_lhs = true}> : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<3x3xf32>
+    %qn = "aotk.add"(%q, %qq) : (tensor<3x3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
+    %rx = "aotk.matmul"(%r, %q) : (tensor<3x3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
+    %rn = "aotk.add"(%r, %rx) : (tensor<3x3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
+    %xe = "aotk.matmul"(%x, %e) <{transpose_lhs = true}> : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<3x3xf32>
+    %sn = "aotk.add"(%xe, %s) : (tensor<3x3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
+    aotk.yield %qn, %rn, %sn : tensor<3x3xf32>, tensor<3x3xf32>, tensor<3x3xf32>
+  }
+  func.return %a, %b, %c : tensor<3x3xf32>, tensor<3x3xf32>, tensor<3x3xf32>
+}
