@@ -277,10 +277,10 @@ def run(quick: bool = False, peers: bool = False) -> None:
     )
     if peers:
         print()
-        _print_peers({case.name: ts for case, ts, _ in rows}, quick)
+        _print_peers([case.name for case, _, _ in rows], quick)
 
 
-def _print_peers(aotk: dict[str, dict[int, Timing]], quick: bool) -> None:
+def _print_peers(names: list[str], quick: bool) -> None:
     from bench.peers import report, run
 
     python = run.peer_python()
@@ -288,7 +288,7 @@ def _print_peers(aotk: dict[str, dict[int, Timing]], quick: bool) -> None:
         print("no peers' interpreter: make .venv-peers as bench/peers/__init__.py says")
         return
     results, notes = run.collect(python, quick)
-    report.print_table(aotk, results, notes)
+    report.print_table(names, results, notes)
 
 
 if __name__ == "__main__":

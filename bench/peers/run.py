@@ -19,6 +19,7 @@ from pathlib import Path
 from bench.common import ROOT, Timing, measure
 
 PEERS = ("jax", "onnxruntime", "pytensor")
+SELF = "aotk"  # timed the same way, in this interpreter
 VENV_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
 QUICK, REPEAT, REPEAT_SMALL = 5, 10, 100
 Results = dict[str, dict[int, dict[str, Timing]]]
@@ -36,6 +37,7 @@ def thread_env(threads: int) -> dict[str, str]:
     """The environment that holds every peer (and its BLAS) to `threads` threads."""
     n = str(threads)
     env = {**os.environ, "OMP_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n, "MKL_NUM_THREADS": n}
+    env["AOTK_NUM_THREADS"] = n
     flags = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
     if threads == 1:
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {flags}".strip()
@@ -43,13 +45,14 @@ def thread_env(threads: int) -> dict[str, str]:
 
 
 def collect(python: Path, quick: bool) -> tuple[Results, list[str]]:
-    """Every peer at each thread count; and the lines to print about them (versions,
-    workloads a peer lacks or failed on)."""
+    """Every peer, and aotk, at each thread count; and the lines to print about them
+    (versions, workloads a peer lacks or failed on)."""
     results: Results = {}
     notes: list[str] = []
-    for peer in PEERS:
+    for peer in (SELF, *PEERS):
         for threads in (1, 2):
-            cmd = [str(python), "-m", "bench.peers.run", peer, str(threads)]
+            interpreter = sys.executable if peer == SELF else str(python)
+            cmd = [interpreter, "-m", "bench.peers.run", peer, str(threads)]
             cmd += ["--quick"] if quick else []
             proc = subprocess.run(
                 cmd, env=thread_env(threads), cwd=ROOT, capture_output=True, text=True
