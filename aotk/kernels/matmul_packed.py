@@ -19,6 +19,7 @@ from xdsl.ir import SSAValue
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.heuristics import MatmulTiles
 from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import const
 
 Range = tuple[DimV, DimV]
 
@@ -166,3 +167,39 @@ def emit_packed(
     with k.loop(rows[1], lb=rows[0], step=tiles.mr, parallel=True) as i0:
         with k.loop(cols[1], lb=cols[0], step=width, trips=tiles.packed_nc // width) as j0:
             packed_tile(k, ops, tiles, scratch, i0, (j0, jb), k_range)
+
+
+def emit_direct(k: Kernel, ops: mk.Operands, tiles: MatmulTiles, rows: Range, cols: Range) -> None:
+    """C[rows, cols] = A[rows, :] @ B[:, cols] by the packed path's register tiles with B
+    read in place, its rows N apart: for few rows, which would not repay packing B.
+
+    Threads split the column slivers; each sliver (K x nr vectors of B) stays in cache
+    while every tile of rows passes over it, its accumulators kept in registers over the
+    whole of K (so C is written once, never read). `rows` must be a multiple of mr
+    long, `cols` of nr vectors, and B not transposed.
+    """
+    width = tiles.nr * tiles.lanes
+    with k.loop(cols[1], lb=cols[0], step=width, parallel=True) as j0:
+        with k.loop(rows[1], lb=rows[0], step=tiles.mr, trips=4) as i0:
+            _direct_tile(k, ops, tiles, i0, j0)
+
+
+def _direct_tile(k: Kernel, ops: mk.Operands, tiles: MatmulTiles, i0: DimV, j0: DimV) -> None:
+    lanes, vt, rows, nvec = tiles.lanes, ops.vt, tiles.mr, tiles.nr
+
+    def step(kk: SSAValue, accs: Sequence[SSAValue]) -> list[SSAValue]:
+        b_row = ops.b_at(k, kk, j0)
+        bs = [mk.vload(k, ops.b, k.add(b_row, v * lanes), vt) for v in range(nvec)]
+        out = list(accs)
+        for r in range(rows):
+            av = mk.splat(k, k.load_flat(ops.a, ops.a_at(k, k.add(i0, r), kk)), vt)
+            for v in range(nvec):
+                out[r * nvec + v] = mk.vfma(k, av, bs[v], accs[r * nvec + v])
+        return out
+
+    zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
+    results = k.fold_loop(ops.kdim, [zero] * (rows * nvec), step, trips=tiles.packed_kc)
+    for r in range(rows):
+        at = k.add(k.mul(k.add(i0, r), ops.n), j0)
+        for v in range(nvec):
+            mk.vstore(k, ops.c, k.add(at, v * lanes), results[r * nvec + v])

@@ -216,6 +216,9 @@ def _run_packed(a: np.ndarray, b: np.ndarray, static: tuple[int | None, ...]) ->
 PACKED_SHAPES = [
     (1, 1, 1),
     (7, 13, 29),
+    # below packing's row threshold: register tiles read B in place, panels the edges
+    (32, 128, 512),
+    (63, 40, 70),
     (64, 1, 48),
     (64, 300, 96),
     (70, 257, 530),
