@@ -4,6 +4,7 @@ the forward and backward scans leave the loops, with unchanged results."""
 from __future__ import annotations
 
 import numpy as np
+from lstm_graphs import B, D, T, lstm_gradients
 
 from aotk import backend as K
 from aotk import interp
@@ -12,24 +13,6 @@ from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.scan import ScanOp
 from aotk.lowering import pipeline
 from aotk.transforms.hoist_scan_matmuls import hoist_scan_matmuls
-
-B, T, D, H = 3, 5, 4, 6
-
-
-def _training_graph() -> tuple[list, list]:
-    rng = np.random.default_rng(0)
-    x = K.placeholder((None, T, D))
-    w = K.variable(rng.normal(0, 0.4, (D, 2 * H)).astype(np.float32))
-    u = K.variable(rng.normal(0, 0.4, (H, 2 * H)).astype(np.float32))
-
-    def step(xt, states):
-        z = K.dot(xt, w) + K.dot(states[0], u)
-        h = K.sigmoid(z[:, :H]) * K.tanh(z[:, H:])
-        return h, [h]
-
-    last, _, _ = K.rnn(step, x, [K.zeros((B, H))])
-    loss = K.sum(K.square(last))
-    return [x], [loss, *K.gradients(loss, [w, u])]
 
 
 def _step_matmuls_of_sequences(module) -> int:
@@ -51,7 +34,7 @@ def _step_matmuls_of_sequences(module) -> int:
 
 
 def test_projections_leave_the_loops_and_the_values_stay() -> None:
-    inputs, outputs = _training_graph()
+    inputs, outputs = lstm_gradients()
     module, captures = trace.extract(inputs, outputs, "test")
     before = pipeline.lower(module.clone(), stop_after="graph", start_after="trace")
     assert _step_matmuls_of_sequences(before) == 0
@@ -70,7 +53,7 @@ def test_projections_leave_the_loops_and_the_values_stay() -> None:
 def test_backpropagation_reads_the_forward_products_instead_of_recomputing_them() -> None:
     """After the graph stage, the only matmul in a loop that is not a gradient's
     (transposed) product is the forward step's h @ u."""
-    inputs, outputs = _training_graph()
+    inputs, outputs = lstm_gradients()
     module, _ = trace.extract(inputs, outputs, "test")
     graph = pipeline.lower(module, stop_after="graph")
     plain = [

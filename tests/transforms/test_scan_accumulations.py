@@ -4,6 +4,7 @@ backward loop as one matmul each, the unread input gradient goes, and the values
 from __future__ import annotations
 
 import numpy as np
+from lstm_graphs import B, D, T, lstm_gradients
 
 from aotk import backend as K
 from aotk import interp
@@ -14,26 +15,7 @@ from aotk.dialect.scan import ScanOp
 from aotk.lowering import pipeline
 from aotk.transforms.scan_accumulations import scan_accumulations
 
-B, T, D, H = 3, 5, 4, 6
 BEFORE = "aotk-simplify,canonicalize,aotk-cse,aotk-merge-scans,dce,aotk-hoist-scan-matmuls"
-
-
-def _lstm_gradients(steps: int | None) -> tuple[list, list]:
-    """The loss of a one-gate-pair LSTM over x [B, steps, D] and its gradients in w, u."""
-    rng = np.random.default_rng(0)
-    x = K.placeholder((None, steps, D))
-    w = K.variable(rng.normal(0, 0.4, (D, 2 * H)).astype(np.float32))
-    u = K.variable(rng.normal(0, 0.4, (H, 2 * H)).astype(np.float32))
-
-    def step(xt, states):
-        z = K.dot(xt, w) + K.dot(states[0], u)
-        h = K.sigmoid(z[:, :H]) * K.tanh(z[:, H:])
-        return h, [h]
-
-    zeros = K.zeros_like(K.dot(x[:, 0], K.variable(np.zeros((D, H), np.float32))))
-    last, _, _ = K.rnn(step, x, [zeros])
-    loss = K.sum(K.square(last))
-    return [x], [loss, *K.gradients(loss, [w, u])]
 
 
 def _loop_shape(module) -> tuple[int, int]:
@@ -51,7 +33,7 @@ def _loop_shape(module) -> tuple[int, int]:
 
 
 def test_weight_gradients_leave_the_loop_and_the_values_stay() -> None:
-    inputs, outputs = _lstm_gradients(T)
+    inputs, outputs = lstm_gradients(T)
     module, captures = trace.extract(inputs, outputs, "test")
     before = pipeline.run(module.clone(), BEFORE)
     assert _loop_shape(before) == (2, 1)  # x_t^T dz and h_t^T dz; dx, x a placeholder
@@ -68,7 +50,7 @@ def test_weight_gradients_leave_the_loop_and_the_values_stay() -> None:
 
 def test_sequences_of_any_length_fold_into_rows() -> None:
     """Steps unknown until the call: the folded row count is dynamic."""
-    inputs, outputs = _lstm_gradients(None)
+    inputs, outputs = lstm_gradients(None)
     module, captures = trace.extract(inputs, outputs, "test")
     assert _loop_shape(pipeline.lower(module.clone(), stop_after="graph"))[0] == 0
     f = K.function(inputs, outputs)
