@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from aotk import backend as K
+from aotk import interp
 
 B, T, D, H = 3, 5, 4, 6
 
@@ -26,3 +27,14 @@ def lstm_gradients(steps: int | None = T) -> tuple[list, list]:
     last, _, _ = K.rnn(step, x, [zeros])
     loss = K.sum(K.square(last))
     return [x], [loss, *K.gradients(loss, [w, u])]
+
+
+def check_values(module, captures, rewritten, inputs: list, outputs: list) -> None:
+    """`rewritten` (interpreted) and the compiled K.function give the traced `module`'s
+    values on a seeded batch."""
+    xs = np.random.default_rng(1).normal(size=(B, T, D)).astype(np.float32)
+    args = [xs, *(c.storage for c in captures)]
+    want = interp.run_module(module, args)
+    for got in (interp.run_module(rewritten, args), K.function(inputs, outputs)([xs])):
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)

@@ -4,10 +4,9 @@ the forward and backward scans leave the loops, with unchanged results."""
 from __future__ import annotations
 
 import numpy as np
-from lstm_graphs import B, D, T, lstm_gradients
+from lstm_graphs import check_values, lstm_gradients
 
 from aotk import backend as K
-from aotk import interp
 from aotk.dialect import trace
 from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.scan import ScanOp
@@ -42,12 +41,7 @@ def test_projections_leave_the_loops_and_the_values_stay() -> None:
     counts = _step_matmuls_of_sequences(unhoisted)
     assert counts == 1  # the forward step's x_t @ w (BPTT reads the saved products)
     assert hoist_scan_matmuls(unhoisted) == counts
-    xs = np.random.default_rng(1).normal(size=(B, T, D)).astype(np.float32)
-    args = [xs, *(c.storage for c in captures)]
-    want = interp.run_module(module, args)
-    for got in (interp.run_module(unhoisted, args), K.function(inputs, outputs)([xs])):
-        for g, w in zip(got, want, strict=True):
-            np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
+    check_values(module, captures, unhoisted, inputs, outputs)
 
 
 def test_backpropagation_reads_the_forward_products_instead_of_recomputing_them() -> None:
