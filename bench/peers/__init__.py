@@ -8,5 +8,6 @@ than aotk's. Make it once with
 and `python -m bench.bench_workloads --peers` finds it (or name another interpreter in
 AOTK_PEER_PYTHON). Each peer and thread count runs in a subprocess pinned to that many
 cores, with the peers' own thread settings at that count, and reports its timings as JSON.
-Every peer's first result is checked against NumPy before it is timed.
+Every peer's first result is checked against NumPy; NumPy computes its answer after the
+timing, so that its BLAS threads do not spin on a core the timing needs.
 """
