@@ -3,22 +3,30 @@
 Inputs broadcast NumPy-style: a dim that is statically 1 gets stride 0, and a dynamic dim
 gets stride 0 at run time when it turns out to be 1. When no input broadcasts, the nest
 collapses to one flat loop, the form LLVM vectorizes best. The flat loop runs in chunks
-of `CHUNK` elements, which threads may split among them; the nest splits its outer dim.
+of up to `CHUNK` elements (fewer for a costly body), which threads may split among them;
+the nest splits its outer dim.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, SSAValue
+from xdsl.rewriter import InsertPoint
 
 from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
 
 BodyFn = Callable[[Kernel, list[SSAValue]], list[SSAValue]]
 # Elements per task of a flat loop: a few vector loops' worth, small enough to balance.
-# Fixed, so which element lands in a vector body or a remainder never depends on threads.
+# Fixed by the body alone, so which element lands in a vector body or a remainder never
+# depends on threads.
 CHUNK = 4096
+# Element operations per task: a costlier body gets fewer elements (down to MIN_CHUNK),
+# so a few thousand elements of transcendentals (an LSTM's gates) still split.
+CHUNK_OPS = 16 * CHUNK
+MIN_CHUNK = 64
 
 
 def broadcast_dims(k: Kernel, static: Sequence[int | None], ins: Sequence[Buf]) -> list[DimV]:
@@ -60,19 +68,46 @@ def emit(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> No
 
 def _flat(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> None:
     total = k.product(outs[0].dims)
-    if isinstance(total, int) and total <= CHUNK:
-        _flat_range(k, outs, ins, body, (0, total))
+    chunk = _chunk(k, ins, body)
+    if isinstance(total, int) and total <= chunk:
+        _flat_range(k, outs, ins, body, (0, total), chunk)
         return
-    chunks = k.div(k.add(total, CHUNK - 1), CHUNK)
+    chunks = k.div(k.add(total, chunk - 1), chunk)
     with k.loop(chunks, parallel=True) as c:
-        start = k.mul(c, CHUNK)
-        _flat_range(k, outs, ins, body, (start, k.min(k.add(start, CHUNK), total)))
+        start = k.mul(c, chunk)
+        _flat_range(k, outs, ins, body, (start, k.min(k.add(start, chunk), total)), chunk)
+
+
+def _chunk(k: Kernel, ins: Sequence[Buf], body: BodyFn) -> int:
+    """Elements per task: CHUNK_OPS worth of the body's operations, a multiple of
+    MIN_CHUNK, at most CHUNK."""
+    cost = max(_element_cost(k, ins, body), 1)
+    return max(MIN_CHUNK, min(CHUNK, CHUNK_OPS // cost // MIN_CHUNK * MIN_CHUNK))
+
+
+def _element_cost(k: Kernel, ins: Sequence[Buf], body: BodyFn) -> int:
+    """Operations of one element of `body`, counted on a copy built aside and erased."""
+    probe = Block()
+    outer, k.b = k.b, Builder(InsertPoint.at_end(probe))
+    try:
+        body(k, [k.load_flat(b, 0) for b in ins])
+    finally:
+        k.b = outer
+    cost = k.body_cost(probe)
+    for op in reversed(list(probe.ops)):
+        probe.erase_op(op, safe_erase=False)  # also drops its uses of the buffers
+    return cost
 
 
 def _flat_range(
-    k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn, span: tuple[DimV, DimV]
+    k: Kernel,
+    outs: Sequence[Buf],
+    ins: Sequence[Buf],
+    body: BodyFn,
+    span: tuple[DimV, DimV],
+    chunk: int,
 ) -> None:
-    with k.loop(span[1], lb=span[0], trips=CHUNK) as i:
+    with k.loop(span[1], lb=span[0], trips=chunk) as i:
         values = body(k, [k.load_flat(b, i) for b in ins])
         for out, v in zip(outs, values, strict=True):
             k.store_flat(out, i, v)

@@ -63,11 +63,24 @@ def _same_on_all_threads(f: Function, arrays: list[np.ndarray], inline: bool = F
 
 
 def test_elementwise_chain() -> None:
-    """The benchmark's chain on 3 * 4096 * 7 + 123 elements: 22 chunks, the last short."""
+    """The benchmark's chain on 3 * 4096 * 7 + 123 elements: chunks sized by its cost, the
+    last short."""
     x = K.placeholder(shape=(None,))
     y = K.tanh(x * 0.5 + -0.25) * K.sigmoid(x) + x * x  # pyright: ignore[reportOperatorIssue]
     f = K.function([x], [y])
     _same_on_all_threads(f, _arrays((3 * 4096 * 7 + 123,)))
+
+
+def test_costly_chain_on_few_elements_splits() -> None:
+    """An LSTM step's cell update on 32 x 128: 4096 elements of transcendentals take
+    smaller chunks than a cheap body, enough for the pool; a cheap body of as many is one
+    chunk, with no parallel loop at all."""
+    i, f, g, o, c = (K.placeholder(shape=(32, 128)) for _ in range(5))
+    cell = K.sigmoid(f) * c + K.sigmoid(i) * K.tanh(g)
+    step = K.function([i, f, g, o, c], [K.sigmoid(o) * K.tanh(cell)])
+    _same_on_all_threads(step, _arrays(*[(32, 128)] * 5))
+    cheap = K.function([c], [c * 2.0 + 1.0])  # pyright: ignore[reportOperatorIssue]
+    assert not _reaches_pool(cheap.llvm_ir)
 
 
 def test_broadcast_nest() -> None:
