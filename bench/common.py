@@ -101,12 +101,14 @@ def repeats(case: Case, quick: bool) -> int:
 
 
 def check_same(name: str, got: object, want: object, rtol: float = 1e-4) -> None:
-    """Fail loudly if aotk and NumPy disagree: a fast wrong answer is no result."""
+    """Fail loudly if a result and NumPy's disagree: a fast wrong answer is no result."""
     g, w = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if g.shape != w.shape:
+        raise AssertionError(f"{name}: shape {g.shape}, NumPy's {w.shape}")
     scale = max(float(np.max(np.abs(w))), 1e-30)
     err = float(np.max(np.abs(g - w))) / scale
-    if g.shape != w.shape or not err <= rtol:
-        raise AssertionError(f"{name}: aotk differs from NumPy (max error {err:.2e} of max |x|)")
+    if not err <= rtol:
+        raise AssertionError(f"{name}: differs from NumPy (max error {err:.2e} of max |x|)")
 
 
 def _blas_lib() -> ctypes.CDLL | None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from bench import bench_elementwise, bench_mlp, bench_training, workloads
 from bench import reference_numpy as ref
+from bench.common import check_same
 
 GEMM = 1024
 LR = 0.01  # the SGD rate of `workloads.sgd_updates`
@@ -138,15 +139,6 @@ def problems() -> dict[str, Problem]:
     return {p.name: p for p in every}
 
 
-def check_close(who: str, got: object, want: object, rtol: float = 1e-4) -> None:
-    """Fail if `got` and `want` differ by more than `rtol` of the largest |want|."""
-    g, w = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
-    scale = max(float(np.max(np.abs(w))), 1e-30)
-    err = float(np.max(np.abs(g - w))) / scale if g.shape == w.shape else np.inf
-    if not err <= rtol:
-        raise AssertionError(f"{who}: differs from NumPy (max error {err:.2e} of max |x|)")
-
-
 def check_step(
     who: str,
     before: list[np.ndarray],
@@ -155,7 +147,7 @@ def check_step(
 ) -> None:
     """A training step against NumPy's from the same weights `before`: the loss, and each
     weight's change (so the check sees the gradient, not mostly the old weight)."""
-    check_close(f"{who} loss", got[0], want[0])
+    check_same(f"{who} loss", got[0], want[0])
     for i, (b, g, w) in enumerate(zip(before, got[1], want[1], strict=True)):
         change, b64 = w - b.astype(np.float64), b.astype(np.float64)
         # float32 weights round each change to within half an ulp of the weight

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import ROOT, Timing, measure
+from bench.common import ROOT, Timing, check_same, measure
 
 PEERS = ("jax", "onnxruntime", "pytensor")
 SELF = "aotk"  # timed the same way, in this interpreter
@@ -99,7 +99,7 @@ def _time_peer(peer: str, threads: int, quick: bool) -> dict[str, object]:
         if problem.train:
             P.check_step(who, before, got, want)  # type: ignore[arg-type]
         else:
-            P.check_close(who, got, want)
+            check_same(who, got, want)
     return {"version": module.version(), "times": times, "skipped": skipped}
 
 
