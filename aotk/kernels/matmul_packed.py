@@ -11,9 +11,10 @@ the packing by rows of B, then the tiles by rows of C.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import VectorType
 from xdsl.ir import SSAValue
 
 from aotk.kernels import matmul_microkernel as mk
@@ -125,13 +126,7 @@ def packed_tile(
 
     def step(kk: SSAValue, accs: Sequence[SSAValue]) -> list[SSAValue]:
         b_row = k.add(sliver, k.mul(kk, nvec * lanes))
-        bs = [mk.vload(k, scratch, k.add(b_row, v * lanes), vt) for v in range(nvec)]
-        out = list(accs)
-        for r in range(rows):
-            av = mk.splat(k, a_value(r, kk), vt)
-            for v in range(nvec):
-                out[r * nvec + v] = mk.vfma(k, av, bs[v], accs[r * nvec + v])
-        return out
+        return _tile_update(k, tiles, vt, (scratch, b_row), lambda r: a_value(r, kk), accs)
 
     def tile(k_end: DimV) -> None:
         inits = [mk.vload(k, ops.c, off, vt) for off in c_offs]
@@ -144,6 +139,27 @@ def packed_tile(
         return
     full = k.b.insert(arith.CmpiOp(k.index(k.sub(k1, k0)), k.index(tiles.packed_kc), "eq")).result
     k.if_else(full, lambda: tile(k.add(k0, tiles.packed_kc)), lambda: tile(k1))
+
+
+def _tile_update(
+    k: Kernel,
+    tiles: MatmulTiles,
+    vt: VectorType,
+    b_row: tuple[Buf, DimV],
+    a_value: Callable[[int], SSAValue],
+    accs: Sequence[SSAValue],
+) -> list[SSAValue]:
+    """One k step of an mr x nr-vector register tile: accs[r, v] += a_value(r) * the
+    v-th vector of B's row, which starts at b_row (a buffer and an offset). Row r's
+    element of A is loaded just before its FMAs, as the tile's schedule wants."""
+    buf, start = b_row
+    bs = [mk.vload(k, buf, k.add(start, v * tiles.lanes), vt) for v in range(tiles.nr)]
+    out = list(accs)
+    for r in range(tiles.mr):
+        av = mk.splat(k, a_value(r), vt)
+        for v in range(tiles.nr):
+            out[r * tiles.nr + v] = mk.vfma(k, av, bs[v], accs[r * tiles.nr + v])
+    return out
 
 
 def emit_packed(
@@ -188,14 +204,10 @@ def _direct_tile(k: Kernel, ops: mk.Operands, tiles: MatmulTiles, i0: DimV, j0: 
     lanes, vt, rows, nvec = tiles.lanes, ops.vt, tiles.mr, tiles.nr
 
     def step(kk: SSAValue, accs: Sequence[SSAValue]) -> list[SSAValue]:
-        b_row = ops.b_at(k, kk, j0)
-        bs = [mk.vload(k, ops.b, k.add(b_row, v * lanes), vt) for v in range(nvec)]
-        out = list(accs)
-        for r in range(rows):
-            av = mk.splat(k, k.load_flat(ops.a, ops.a_at(k, k.add(i0, r), kk)), vt)
-            for v in range(nvec):
-                out[r * nvec + v] = mk.vfma(k, av, bs[v], accs[r * nvec + v])
-        return out
+        def a_value(r: int) -> SSAValue:
+            return k.load_flat(ops.a, ops.a_at(k, k.add(i0, r), kk))
+
+        return _tile_update(k, tiles, vt, (ops.b, ops.b_at(k, kk, j0)), a_value, accs)
 
     zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
     results = k.fold_loop(ops.kdim, [zero] * (rows * nvec), step, trips=tiles.packed_kc)
