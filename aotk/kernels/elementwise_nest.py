@@ -23,8 +23,9 @@ BodyFn = Callable[[Kernel, list[SSAValue]], list[SSAValue]]
 # Fixed by the body alone, so which element lands in a vector body or a remainder never
 # depends on threads.
 CHUNK = 4096
-# Element operations per task: a costlier body gets fewer elements (down to MIN_CHUNK),
-# so a few thousand elements of transcendentals (an LSTM's gates) still split.
+# Element operations per task, loads and stores counted: a costlier body gets fewer
+# elements (down to MIN_CHUNK), so a few thousand elements of transcendentals (an LSTM's
+# gates) still split.
 CHUNK_OPS = 16 * CHUNK
 MIN_CHUNK = 64
 
@@ -68,49 +69,36 @@ def emit(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> No
 
 def _flat(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> None:
     total = k.product(outs[0].dims)
-    chunk = _chunk(k, ins, body)
+    element = _element_block(k, outs, ins, body)
+    chunk = _chunk(k.body_cost(element))
     if isinstance(total, int) and total <= chunk:
-        _flat_range(k, outs, ins, body, (0, total), chunk)
+        k.loop_over(element, total, trips=chunk)
         return
     chunks = k.div(k.add(total, chunk - 1), chunk)
     with k.loop(chunks, parallel=True) as c:
         start = k.mul(c, chunk)
-        _flat_range(k, outs, ins, body, (start, k.min(k.add(start, chunk), total)), chunk)
+        k.loop_over(element, k.min(k.add(start, chunk), total), lb=start, trips=chunk)
 
 
-def _chunk(k: Kernel, ins: Sequence[Buf], body: BodyFn) -> int:
-    """Elements per task: CHUNK_OPS worth of the body's operations, a multiple of
-    MIN_CHUNK, at most CHUNK."""
-    cost = max(_element_cost(k, ins, body), 1)
-    return max(MIN_CHUNK, min(CHUNK, CHUNK_OPS // cost // MIN_CHUNK * MIN_CHUNK))
+def _chunk(cost: int) -> int:
+    """Elements per task for a body of `cost` operations an element: CHUNK_OPS worth, a
+    multiple of MIN_CHUNK, at most CHUNK."""
+    return max(MIN_CHUNK, min(CHUNK, CHUNK_OPS // max(cost, 1) // MIN_CHUNK * MIN_CHUNK))
 
 
-def _element_cost(k: Kernel, ins: Sequence[Buf], body: BodyFn) -> int:
-    """Operations of one element of `body`, counted on a copy built aside and erased."""
-    probe = Block()
-    outer, k.b = k.b, Builder(InsertPoint.at_end(probe))
+def _element_block(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> Block:
+    """The flat loop's body for element i (its argument), built before the loop so that
+    its cost can size the chunks."""
+    block = Block(arg_types=[INDEX])
+    outer, k.b = k.b, Builder(InsertPoint.at_end(block))
     try:
-        body(k, [k.load_flat(b, 0) for b in ins])
-    finally:
-        k.b = outer
-    cost = k.body_cost(probe)
-    for op in reversed(list(probe.ops)):
-        probe.erase_op(op, safe_erase=False)  # also drops its uses of the buffers
-    return cost
-
-
-def _flat_range(
-    k: Kernel,
-    outs: Sequence[Buf],
-    ins: Sequence[Buf],
-    body: BodyFn,
-    span: tuple[DimV, DimV],
-    chunk: int,
-) -> None:
-    with k.loop(span[1], lb=span[0], trips=chunk) as i:
+        i = block.args[0]
         values = body(k, [k.load_flat(b, i) for b in ins])
         for out, v in zip(outs, values, strict=True):
             k.store_flat(out, i, v)
+    finally:
+        k.b = outer
+    return block
 
 
 def _nested(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> None:

@@ -238,6 +238,14 @@ class Kernel:
         if parallel:
             self._mark_parallel(loop)
 
+    def loop_over(self, body: Block, ub: DimV, lb: DimV = 0, *, trips: int | None = None) -> None:
+        """An scf.for over [lb, ub) whose body is `body`, a block of one index argument
+        built beforehand (to be measured first); `trips` as in `loop`."""
+        body.add_op(scf.YieldOp())
+        loop = self.b.insert(scf.ForOp(self.index(lb), self.index(ub), self.index(1), [], body))
+        if trips is not None:
+            self.trips[loop] = trips
+
     def _mark_parallel(self, loop: scf.ForOp) -> None:
         """Mark `loop` parallel from the trip count on which its work repays the threads;
         not at all when its static trip count is below that."""
