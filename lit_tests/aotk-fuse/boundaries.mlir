@@ -11,15 +11,52 @@ func.func @exp_single(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// A producer with a second user is not merged: its result must be stored anyway.
+// A producer with a second user is merged all the same: the kernel stores its value as a
+// second result in the same pass, and the consumer does not read it back.
 // CHECK-LABEL: func.func @exp_two_users
-// CHECK-NEXT:    %e = "aotk.exp"(%x)
-// CHECK-NEXT:    %y = "aotk.neg"(%e)
+// CHECK-NEXT:    %y, %e = aotk.fused(%[[X:.*]] = %x) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+// CHECK-NEXT:      %[[E:.*]] = "aotk.exp"(%[[X]])
+// CHECK-NEXT:      %[[Y:.*]] = "aotk.neg"(%[[E]])
+// CHECK-NEXT:      aotk.yield %[[Y]], %[[E]] : tensor<f32>, tensor<f32>
+// CHECK-NEXT:    }
 // CHECK-NEXT:    func.return %e, %y
 func.func @exp_two_users(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %e = "aotk.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
   %y = "aotk.neg"(%e) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %e, %y : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// When the second reader comes before the consumer, the merged kernel takes the
+// producer's place instead: everything else the consumer reads exists by then.
+// CHECK-LABEL: func.func @exp_read_before_consumer
+// CHECK-NEXT:    %y, %e = aotk.fused(%{{.*}} = %x) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+// CHECK:         }
+// CHECK-NEXT:    %s = "aotk.reduce_sum"(%e)
+// CHECK-NEXT:    func.return %s, %y
+func.func @exp_read_before_consumer(%x: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>) {
+  %e = "aotk.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %s = "aotk.reduce_sum"(%e) <{axes = array<i64: 0>, keepdims = false}> : (tensor<4xf32>) -> tensor<f32>
+  %y = "aotk.neg"(%e) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %s, %y : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// Neither place works when a reader comes before the consumer and the consumer also
+// reads a value made after the producer: the two stay apart.
+// CHECK-LABEL: func.func @exp_read_between
+// CHECK-NEXT:    %e = "aotk.exp"(%x)
+// CHECK-NEXT:    %s = "aotk.reduce_sum"(%e)
+// CHECK-NEXT:    %z = "aotk.reduce_sum"(%m)
+// CHECK-NEXT:    %y = "aotk.mul"(%e, %z)
+func.func @exp_read_between(%x: tensor<4xf32>, %m: tensor<2x4xf32>) -> (tensor<f32>, tensor<4xf32>) {
+  %e = "aotk.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %s = "aotk.reduce_sum"(%e) <{axes = array<i64: 0>, keepdims = false}> : (tensor<4xf32>) -> tensor<f32>
+  %z = "aotk.reduce_sum"(%m) <{axes = array<i64: 0>, keepdims = false}> : (tensor<2x4xf32>) -> tensor<4xf32>
+  %y = "aotk.mul"(%e, %z) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %s, %y : tensor<f32>, tensor<4xf32>
 }
 
 // -----

@@ -18,8 +18,9 @@ from aotk.dialect import elementwise as ew
 from aotk.dialect import reduce, trace
 from aotk.dialect import unary as un
 from aotk.dialect.fused import FusedOp
+from aotk.dialect.scan import ScanOp
 from aotk.lowering import pipeline
-from aotk.transforms.fuse import AotkFusePass
+from aotk.transforms.fuse import MAX_OVERLAP_CHECKS, AotkFusePass, _overlap_checks
 
 
 def _main(module: ModuleOp) -> func.FuncOp:
@@ -65,7 +66,9 @@ def test_a_chain_becomes_one_kernel_with_its_constant_inside(rng):
     assert [v.name_hint for v in fused.operands] == ["x", "y"]
 
 
-def test_a_producer_with_two_users_is_not_duplicated(rng):
+def test_a_producer_with_two_users_is_computed_once(rng):
+    """exp joins its first consumer's kernel, which then joins the second: one pass over x
+    stores both sums."""
     x = placeholder((5,), "float32", "x")
     two = emit(ew.ConstantOp, value=2.0, dtype="float32")
     shared = emit(un.ExpOp, x)
@@ -74,15 +77,23 @@ def test_a_producer_with_two_users_is_not_duplicated(rng):
         [emit(ar.AddOp, shared, two), emit(ar.MulOp, shared, two)],
         [rng.standard_normal(5, np.float32)],
     )
-    assert top_ops(module) == ["aotk.exp", "aotk.fused", "aotk.fused"]
-    assert bodies(module) == [["aotk.constant", "aotk.add"], ["aotk.constant", "aotk.mul"]]
+    assert top_ops(module) == ["aotk.fused"]
+    [body] = bodies(module)
+    assert sorted(set(body)) == ["aotk.add", "aotk.constant", "aotk.exp", "aotk.mul"]
+    assert body.count("aotk.exp") == 1
+    [fused] = [op for op in _main(module).body.block.ops if isinstance(op, FusedOp)]
+    assert len(fused.results) == 2
 
 
-def test_a_returned_intermediate_stays_outside_the_consumer(rng):
+def test_a_returned_intermediate_is_a_second_result_of_its_consumer(rng):
     x = placeholder((5,), "float32", "x")
     shared = emit(un.TanhOp, x)
     module = fuse([x], [shared, emit(un.NegOp, shared)], [rng.standard_normal(5, np.float32)])
-    assert top_ops(module) == ["aotk.tanh", "aotk.neg"]
+    assert top_ops(module) == ["aotk.fused"]
+    assert bodies(module) == [["aotk.tanh", "aotk.neg"]]
+    [ret] = [op for op in _main(module).body.block.ops if isinstance(op, func.ReturnOp)]
+    [fused] = [op for op in _main(module).body.block.ops if isinstance(op, FusedOp)]
+    assert list(ret.operands) == [fused.results[1], fused.results[0]]
 
 
 def test_a_broadcasting_consumer_does_not_absorb_its_smaller_producer(rng):
@@ -167,3 +178,44 @@ def test_graph_stage_runs_simplify_cse_and_fuse(rng):
     assert top_ops(module) == ["aotk.fused"]
     assert bodies(module) == [["aotk.exp", "aotk.add"]]
     assert_close(interp.run_module(module, [data])[0], want)
+
+
+def test_merging_stops_before_llvm_would_need_too_many_overlap_checks(rng):
+    """Twenty intermediates that are outputs too: one kernel would store 21 results and
+    need more run-time overlap checks than LLVM vectorizes behind."""
+    x = placeholder((64,), "float32", "x")
+    parts = [
+        emit(un.ExpOp, emit(ar.MulOp, x, emit(ew.ConstantOp, value=0.1 * i, dtype="float32")))
+        for i in range(20)
+    ]
+    total = parts[0]
+    for p in parts[1:]:
+        total = emit(ar.AddOp, total, p)
+    module = fuse([x], [*parts, total], [rng.standard_normal(64, np.float32)])
+    kernels = [op for op in _main(module).body.block.ops if isinstance(op, FusedOp)]
+    assert len(kernels) > 1
+    assert all(_overlap_checks(k) <= MAX_OVERLAP_CHECKS for k in kernels)
+    assert sum(body.count("aotk.exp") for body in bodies(module)) == 20
+
+
+def test_a_producer_outside_a_loop_is_not_pulled_into_its_body(rng):
+    """exp(w) feeds only the step's kernel, but merged there it would run every step."""
+    from aotk import backend as K
+
+    x = K.placeholder((2, 5, 3))
+    scale = K.exp(K.variable(rng.standard_normal((2, 3)).astype(np.float32)))
+
+    def step(xt, states):
+        h = K.tanh(xt * scale + states[0])
+        return h, [h]
+
+    last, _, _ = K.rnn(step, x, [K.zeros((2, 3))])
+    module, captures = trace.extract([x], [last])
+    xs = rng.standard_normal((2, 5, 3)).astype(np.float32)
+    [want] = interp.run_module(module, [xs, *(c.storage for c in captures)])
+    pipeline.lower(module, "graph")
+    [scan] = [op for op in module.walk() if isinstance(op, ScanOp)]
+    names = [op.name for op in module.walk() if op.name != "aotk.yield"]
+    in_loop = [op.name for op in scan.body.walk()]
+    assert names.count("aotk.exp") == 1 and "aotk.exp" not in in_loop
+    assert_close(interp.run_module(module, [xs, *(c.storage for c in captures)])[0], want)
