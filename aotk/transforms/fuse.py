@@ -9,6 +9,7 @@ elementwise op outside a fused body is alone in its loop nest for a reason.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -132,7 +133,7 @@ def _same_space(a: FusedOp, b: FusedOp) -> bool:
     return len(shapes) == 1
 
 
-def _merge(producer: FusedOp, consumer: FusedOp, shared: list[SSAValue]) -> FusedOp:
+def _merge(producer: FusedOp, consumer: FusedOp, shared: Sequence[SSAValue]) -> FusedOp:
     """The consumer's body after the producer's; yields the consumer's results, then the
     producer's `shared` ones."""
     inputs = list(producer.inputs) + [v for v in consumer.inputs if v.owner is not producer]
