@@ -4,7 +4,8 @@ float32/float64, without scratch: C is zeroed, K cut into blocks of `kc` and N i
 blocks of `nc`; within a block, rows of C are taken a few at a time (`panels` of the
 tiles; the last rows by smaller panels) and updated by `matmul_microkernel.panel`,
 k_unroll rows of B per pass. With scratch (`scratch_elems` of it), the bulk of C is done
-by register tiles on packed blocks of B (`matmul_packed`) and only the edges by panels.
+by register tiles on packed blocks of B (`matmul_packed`), which write C without reading
+it first, and only the edges by panels (whose part of C alone is zeroed).
 Every dim may be dynamic; edges are smaller panels and scalar columns, never masked.
 Integers and float16 take a plain i-k-j nest that LLVM vectorizes along N.
 Either operand may be stored transposed (`a_t`: A as [K, M]; `b_t`: B as [N, K]), as the
@@ -96,7 +97,6 @@ def emit_loops(k: Kernel, ops: mk.Operands, scratch: Buf | None = None) -> None:
     """Emit the loops computing float C = A @ B (a micro-kernel's body)."""
     m, n, kdim = ops.m, ops.n, ops.kdim
     tiles = heuristics.matmul_tiles(dtypes.byte_size(ops.c.elem), m, n, kdim)
-    mk.zero_fill(k, ops, k.mul(m, n))
     if isinstance(m, int):
         if m <= GEMV_ROWS:
             _column_stripes(k, ops, tiles)
@@ -196,12 +196,15 @@ def scratch_elems(
 def _panels(
     k: Kernel, ops: mk.Operands, tiles: heuristics.MatmulTiles, rows: Range, cols: Range
 ) -> None:
-    """C[rows, cols] += A[rows, :] @ B[:, cols] by panel updates, blocked over K and N."""
+    """C[rows, cols] = A[rows, :] @ B[:, cols] by panel updates, blocked over K and N;
+    the panels add to C, zeroed here first (only the part they cover: the register tiles
+    write the rest without reading it)."""
     if _known_empty(*rows) or _known_empty(*cols):
         return
     if ops.b_t:
         _dot_panels(k, ops, rows, cols)
         return
+    mk.zero_fill(k, ops, rows, cols)
     heights = tuple(r for r, _ in tiles.panels)
     unroll = dict(tiles.panels)
     k_block, n_block = _typical((0, ops.kdim), tiles.kc), _typical(cols, tiles.nc)

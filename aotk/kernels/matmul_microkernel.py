@@ -78,16 +78,19 @@ def sfma(k: Kernel, x: SSAValue, y: SSAValue, acc: SSAValue) -> SSAValue:
     return k.b.insert(math.FmaOp(x, y, acc)).result
 
 
-def zero_fill(k: Kernel, ops: Operands, count: DimV) -> None:
-    """C[0:count] = 0 (flat): whole vectors, then scalars."""
+def zero_fill(k: Kernel, ops: Operands, rows: tuple[DimV, DimV], cols: tuple[DimV, DimV]) -> None:
+    """C[rows, cols] = 0, threads splitting the rows: whole vectors, then scalars."""
     lanes = ops.lanes
-    n_vec = k.mul(k.div(count, lanes), lanes)
+    lo, hi = cols
+    j_vec = k.add(lo, k.mul(k.div(k.sub(hi, lo), lanes), lanes))
     zero = splat(k, const(k.b, 0.0, ops.vt.element_type), ops.vt)
-    with k.loop(n_vec, step=lanes, parallel=True) as i:
-        vstore(k, ops.c, i, zero)
     scalar_zero = const(k.b, 0.0, ops.vt.element_type)
-    with k.loop(count, lb=n_vec) as i:
-        k.store_flat(ops.c, i, scalar_zero)
+    with k.loop(rows[1], lb=rows[0], parallel=True) as i:
+        row = k.mul(i, ops.n)
+        with k.loop(j_vec, lb=lo, step=lanes) as j:
+            vstore(k, ops.c, k.add(row, j), zero)
+        with k.loop(hi, lb=j_vec) as j:
+            k.store_flat(ops.c, k.add(row, j), scalar_zero)
 
 
 def panel(

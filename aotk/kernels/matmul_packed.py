@@ -3,7 +3,8 @@
 Each `kc` x `nc` block of B is copied into scratch as slivers of `nr` vectors' width,
 each sliver `kc` rows of contiguous memory. A tile of `mr` x `nr` vectors of C then lives
 in registers (scf.for iter_args) over the K block: per step, `nr` loads of the sliver,
-`mr` broadcasts of A and `mr * nr` FMAs, and C is loaded and stored once per block.
+`mr` broadcasts of A and `mr * nr` FMAs, and C is stored once per block (loaded too, but
+for the first).
 Packing is what makes this fast for any N: unpacked, rows of a sliver of a B whose rows
 are a multiple of 4 KiB long all land in one cache set and one page each. Threads split
 the packing by rows of B, then the tiles by rows of C.
@@ -129,7 +130,7 @@ def packed_tile(
         return _tile_update(k, tiles, vt, (scratch, b_row), lambda r: a_value(r, kk), accs)
 
     def tile(k_end: DimV) -> None:
-        inits = [mk.vload(k, ops.c, off, vt) for off in c_offs]
+        inits = _tile_inits(k, ops.c, c_offs, vt, k0)
         results = k.fold_loop(k_end, inits, step, lb=k0, trips=tiles.packed_kc)
         for off, value in zip(c_offs, results, strict=True):
             mk.vstore(k, ops.c, off, value)
@@ -139,6 +140,16 @@ def packed_tile(
         return
     full = k.b.insert(arith.CmpiOp(k.index(k.sub(k1, k0)), k.index(tiles.packed_kc), "eq")).result
     k.if_else(full, lambda: tile(k.add(k0, tiles.packed_kc)), lambda: tile(k1))
+
+
+def _tile_inits(k: Kernel, c: Buf, offs: list[DimV], vt: VectorType, k0: DimV) -> list[SSAValue]:
+    """The accumulators a tile starts a K block with: C's values, or zero for the first
+    block (so C needs no zeroing pass before the matmul)."""
+    zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
+    if isinstance(k0, int) and k0 == 0:
+        return [zero] * len(offs)
+    first = k.b.insert(arith.CmpiOp(k.index(k0), k.index(0), "eq")).result
+    return [k.b.insert(arith.SelectOp(first, zero, mk.vload(k, c, off, vt))).result for off in offs]
 
 
 def _tile_update(
@@ -173,8 +184,8 @@ def emit_packed(
 ) -> None:
     """C[rows, cols] += A[rows, k-block] @ B[k-block, cols] for one (k, n) block.
 
-    `rows` must be a multiple of mr long, `cols` of nr vectors; the caller zeroes C, and
-    packs a transposed A for the k block (`pack_transposed_a`).
+    `rows` must be a multiple of mr long, `cols` of nr vectors; the first k block writes
+    C, later ones add to it. The caller packs a transposed A for the k block (`pack_transposed_a`).
     """
     width = tiles.nr * tiles.lanes
     k_range, (jb, _) = blocks
