@@ -3,23 +3,26 @@
 // RUN: aotk kernels --print matmul_float32_packed | filecheck %s --check-prefix=LOOPS
 // RUN: aotk kernels --print matmul_float32_packed --stage llvm | filecheck %s --check-prefix=LLVM
 
-// Stage loops: pointers and i64 dims in, every dim dynamic; C is zeroed, B packed into
-// the scratch buffer, then register tiles of vector FMAs run over the packed block.
+// Stage loops: pointers and i64 dims in, every dim dynamic; B packed into the scratch
+// buffer, then register tiles of vector FMAs run over the packed block. Nothing zeroes
+// all of C first: the tiles write it, and the panels zero only the part they add to.
 // LOOPS-LABEL: func.func @aotk_uk_matmul_float32_packed(
 // LOOPS-SAME:      %c: !ptr_xdsl.ptr, %a: !ptr_xdsl.ptr, %b: !ptr_xdsl.ptr, %scratch: !ptr_xdsl.ptr, %m: i64, %n: i64, %k: i64)
 // LOOPS:         %[[C:.*]] = ptr_xdsl.from_ptr %c : !ptr_xdsl.ptr -> memref<?xf32>
 // LOOPS:         %[[S:.*]] = ptr_xdsl.from_ptr %scratch : !ptr_xdsl.ptr -> memref<?xf32>
-// LOOPS:         scf.for
-// LOOPS:           vector.store %{{.*}}, %[[C]][
-// LOOPS:         } {aotk.parallel =
 // A matrix-vector product (M <= 2) splits B's columns into one stripe per thread of the
-// pool, whose size the runtime tells; larger M splits rows of register tiles.
-// LOOPS:         %[[FEW:.*]] = arith.cmpi sle, %{{.*}}, %{{.*}} : index
+// pool, whose size the runtime tells; each stripe zeroes its columns of C, then adds
+// panels into them. Larger M splits rows of register tiles.
+// LOOPS-NEXT:    %[[FEW:.*]] = arith.cmpi sle, %{{.*}}, %{{.*}} : index
 // LOOPS-NEXT:    scf.if %[[FEW]] {
 // LOOPS:           %{{.*}} = func.call @aotk_parallel_width() : () -> i64
+// LOOPS:             vector.store %{{.*}}, %[[C]][
 // LOOPS:           } {aotk.parallel =
 // LOOPS:         } else {
 // LOOPS:         vector.store %{{.*}}, %[[S]][
+// A tile's accumulators start at zero in the first K block, else from C.
+// LOOPS:         %[[C0:.*]] = vector.load %[[C]][%{{.*}}] : memref<?xf32>, vector<8xf32>
+// LOOPS-NEXT:    arith.select %{{.*}}, %{{.*}}, %[[C0]] : vector<8xf32>
 // LOOPS:         vector.fma
 // LOOPS:         func.return
 // LOOPS:       func.func private @aotk_parallel_width() -> i64
