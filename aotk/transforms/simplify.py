@@ -27,6 +27,7 @@ from aotk.dialect.identity import StopGradientOp
 from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.shape import ReshapeOp, TransposeOp
 from aotk.dialect.unary import NegOp
+from aotk.transforms.join_unslices import JoinUnslices
 
 
 def _constant_value(v: SSAValue) -> float | None:
@@ -166,5 +167,6 @@ class AotkSimplifyPass(ModulePass):
             FoldIdentityTranspose(),
             FoldTransposeChain(),
             FoldTransposeIntoMatmul(),
+            JoinUnslices(),
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)

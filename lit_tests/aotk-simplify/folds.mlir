@@ -77,3 +77,42 @@ func.func @transpose_identity(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
   %y = "aotk.transpose"(%x) <{perm = array<i64: 0, 1>}> : (tensor<3x4xf32>) -> tensor<3x4xf32>
   func.return %y : tensor<3x4xf32>
 }
+
+// -----
+
+// The gradient of four column slices of one value (an LSTM's gates), as autodiff writes
+// it: a sum of unslices whose windows tile axis 1. It is their concatenation.
+// CHECK-LABEL: func.func @unslices_tiling_an_axis
+// CHECK-NOT:     aotk.unslice
+// CHECK:         %{{.*}} = "aotk.concat"(%a, %b, %c, %d) <{axis = 1 : i64}> : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x16xf32>
+// CHECK-NOT:     aotk.add
+func.func @unslices_tiling_an_axis(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>, %c: tensor<2x4xf32>, %d: tensor<2x4xf32>, %z: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  %uc = "aotk.unslice"(%c, %z) <{start = array<i64: 0, 8>, stop = array<i64: 9223372036854775807, 12>, step = array<i64: 1, 1>}> : (tensor<2x4xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %ua = "aotk.unslice"(%a, %z) <{start = array<i64: 0, 0>, stop = array<i64: 9223372036854775807, 4>, step = array<i64: 1, 1>}> : (tensor<2x4xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %ud = "aotk.unslice"(%d, %z) <{start = array<i64: 0, 12>, stop = array<i64: 9223372036854775807, 9223372036854775807>, step = array<i64: 1, 1>}> : (tensor<2x4xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %ub = "aotk.unslice"(%b, %z) <{start = array<i64: 0, 4>, stop = array<i64: 2, 8>, step = array<i64: 1, 1>}> : (tensor<2x4xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %s1 = "aotk.add"(%uc, %ua) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %s2 = "aotk.add"(%ud, %ub) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %s = "aotk.add"(%s1, %s2) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  func.return %s : tensor<2x16xf32>
+}
+
+// -----
+
+// Windows with a gap (columns 4..8 are left zero), or a partial sum read elsewhere,
+// keep the unslices.
+// CHECK-LABEL: func.func @unslices_not_tiling
+// CHECK-NOT:     aotk.concat
+// CHECK:         func.return
+func.func @unslices_not_tiling(%a: tensor<2x4xf32>, %b: tensor<2x8xf32>, %z: tensor<2x16xf32>) -> (tensor<2x16xf32>, tensor<2x16xf32>) {
+  %ua = "aotk.unslice"(%a, %z) <{start = array<i64: 0, 0>, stop = array<i64: 2, 4>, step = array<i64: 1, 1>}> : (tensor<2x4xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %ub = "aotk.unslice"(%b, %z) <{start = array<i64: 0, 8>, stop = array<i64: 2, 16>, step = array<i64: 1, 1>}> : (tensor<2x8xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %gap = "aotk.add"(%ua, %ub) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %ua2 = "aotk.unslice"(%a, %z) <{start = array<i64: 0, 0>, stop = array<i64: 2, 4>, step = array<i64: 1, 1>}> : (tensor<2x4xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %ub2 = "aotk.unslice"(%b, %z) <{start = array<i64: 0, 4>, stop = array<i64: 2, 12>, step = array<i64: 1, 1>}> : (tensor<2x8xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %half = "aotk.add"(%ua2, %ub2) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %ua3 = "aotk.unslice"(%a, %z) <{start = array<i64: 0, 12>, stop = array<i64: 2, 16>, step = array<i64: 1, 1>}> : (tensor<2x4xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %all = "aotk.add"(%half, %ua3) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %out = "aotk.add"(%gap, %half) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  func.return %all, %out : tensor<2x16xf32>, tensor<2x16xf32>
+}

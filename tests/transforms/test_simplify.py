@@ -145,3 +145,20 @@ def test_folds_compose(rng):
     module = simplify([x], [y], [rng.standard_normal((3, 2))])
     assert returned_args(module) == [0]
     assert set(top_ops(module)) <= {"aotk.constant"}
+
+
+def test_the_gradient_of_slices_tiling_an_axis_is_one_concatenation(rng):
+    """d/dx of functions of three column slices of x: autodiff's sum of three unslices
+    becomes one concat of the slices' gradients, with the same values."""
+    from aotk import backend as K
+
+    x = K.placeholder((3, 8))
+    loss = K.sum(K.sin(x[:, :2])) + K.sum(K.square(x[:, 2:5])) + K.sum(K.exp(x[:, 5:]))
+    [grad] = K.gradients(loss, [x])
+    data = rng.standard_normal((3, 8)).astype(np.float32)
+    module = simplify([x], [grad], [data])
+    names = [op.name for op in module.walk()]
+    assert "aotk.unslice" not in names and names.count("aotk.concat") == 1
+    [got] = interp.run_module(module, [data])
+    want = np.concatenate([np.cos(data[:, :2]), 2 * data[:, 2:5], np.exp(data[:, 5:])], axis=1)
+    assert_close(got, want)
