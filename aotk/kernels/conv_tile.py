@@ -4,8 +4,10 @@ A tile is `rows` consecutive positions along the last spatial axis times `nvec` 
 output channels. Its accumulators live in vector registers (scf.for iter_args) over every
 tap of the window and a block of input channels; per step, `nvec` contiguous loads of the
 kernel row, `rows` broadcasts of x and `rows * nvec` FMAs. Interior positions (whole
-window inside the input) take tiles of `rows` positions with no bounds checks; the others
-take one-position tiles that skip the taps outside the input.
+window inside the input) take tiles of `rows` positions with no bounds checks; those
+outside on a leading axis only (a 'same' conv's first and last rows) take such tiles too,
+skipping the taps outside the input for the whole tile; the others (first and last
+columns) take one-position tiles that skip the taps outside the input.
 
 The work is split in parts, one per (output channel block, input channel block), looped
 outermost, so a part's slice of the kernel (window * 64 input channels * one block of
@@ -21,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import SSAValue
 
@@ -45,6 +48,9 @@ from aotk.kernels.scalar import const
 # Input channels per part. Kernel rows are O elements apart, so for power-of-two O a
 # pass's slice of the kernel lands in few cache sets; 64 channels keep it resident.
 CHANNEL_BLOCK = 64
+# Accumulator sets of a one-position tile (border positions): 4 x 2 vectors of FMAs in
+# flight cover the FMA latency that 2 alone wait on.
+SPLIT = 4
 
 Bufs = tuple[Buf, Buf, Buf]  # out, x, kernel
 
@@ -85,11 +91,14 @@ def emit(k: Kernel, bufs: Bufs, g: Geometry, inner: Sequence[Range] | None, rows
         if inner is None or list(inner) != full:
             _border(k, bufs, g, part, inner)
         if inner is not None:
+            if list(inner[:-1]) != full[:-1]:
+                _band(k, bufs, g, part, (inner, rows))
             _box(k, bufs, g, part, (inner, rows))
 
 
 def _border(k: Kernel, bufs: Bufs, g: Geometry, part: Part, inner: Sequence[Range] | None) -> None:
-    """Checked one-position tiles for the positions outside the box `inner`."""
+    """Checked one-position tiles for the positions whose window leaves the input along
+    the last axis (all positions outside `inner` when there is no interior box)."""
     full: list[Range] = [(0, d) for d in g.out_dims]
     with image_box(k, bufs[1].dims[0], full) as (n, ps):
         pos = [n, *ps]
@@ -100,7 +109,23 @@ def _border(k: Kernel, bufs: Bufs, g: Geometry, part: Part, inner: Sequence[Rang
         if inner is None:
             checked()
         else:
-            k.if_else(in_box(k, ps, inner), lambda: None, checked)
+            k.if_else(in_box(k, ps[-1:], inner[-1:]), lambda: None, checked)
+
+
+def _band(
+    k: Kernel, bufs: Bufs, g: Geometry, part: Part, tiles: tuple[Sequence[Range], int]
+) -> None:
+    """Tiles of `rows` positions for those outside the box on a leading axis only (the
+    first and last rows of a 'same' 2-D conv): the taps that leave the input do so for
+    every position of the tile, so they are skipped per tap, not per position."""
+    inner, rows = tiles
+    leading: list[Range] = [(0, d) for d in g.out_dims[:-1]]
+    with image_box(k, bufs[1].dims[0], leading) as (n, ps):
+        k.if_else(
+            in_box(k, ps, inner[:-1]),
+            lambda: None,
+            lambda: _row_tiles(k, bufs, g, part, ([n, *ps], inner[-1], rows), checked=True),
+        )
 
 
 def _box(
@@ -108,13 +133,41 @@ def _box(
 ) -> None:
     """Unchecked tiles of `rows` positions over the interior box."""
     inner, rows = tiles
-    lo, hi = inner[-1]
-    # the last axis stays serial within a task: its last tile overlaps the one before
+    # the last axis stays serial within a task: its last tile may overlap the one before
     with image_box(k, bufs[1].dims[0], inner[:-1]) as (n, ps):
+        _row_tiles(k, bufs, g, part, ([n, *ps], inner[-1], rows), checked=False)
+
+
+def _row_tiles(
+    k: Kernel,
+    bufs: Bufs,
+    g: Geometry,
+    part: Part,
+    line: tuple[list[SSAValue], Range, int],
+    checked: bool,
+) -> None:
+    """Tiles of `rows` positions along the last axis over [lo, hi) at the leading
+    position `lead`. With one part, the last tile is shifted back to end at hi and
+    recomputes a few positions; a later part adds to the output, which would add those
+    twice, so with several parts the positions past the last whole tile take
+    one-position tiles instead."""
+    lead, (lo, hi), rows = line
+
+    def tile(p: DimV, count: int) -> None:
+        pos = [*lead, k.index(p)]
+        corner = _corner(k, g, bufs[1], pos)
+        at = pos if checked else None
+        _tile(k, bufs, part, pos, _interior(k, bufs, g, part, (corner, count), at), count)
+
+    if part.first is None:
         with k.loop(hi, lb=lo, step=rows) as p:
-            pos = [n, *ps, k.min(p, k.sub(hi, rows))]
-            corner = _corner(k, g, bufs[1], pos)
-            _tile(k, bufs, part, pos, _interior(k, bufs, g, part, (corner, rows)), rows)
+            tile(k.min(p, k.sub(hi, rows)), rows)
+        return
+    whole = k.add(lo, k.mul(k.div(k.sub(hi, lo), rows), rows))
+    with k.loop(whole, lb=lo, step=rows) as p:
+        tile(p, rows)
+    with k.loop(hi, lb=whole) as p:
+        tile(p, 1)
 
 
 def _parts(k: Kernel, bufs: Bufs) -> Iterator[Part]:
@@ -189,13 +242,48 @@ def _channels(
                 new[r * part.nvec + v] = mk.vfma(k, xs, ws[v], accs[r * part.nvec + v])
         return new
 
-    return list(k.fold_loop(part.c1, accs, step, lb=part.c0))
+    if count > 1:
+        return list(k.fold_loop(part.c1, accs, step, lb=part.c0))
+    return _split_channels(k, part, accs, step)
+
+
+def _split_channels(
+    k: Kernel, part: Part, accs: Values, step: Callable[[SSAValue, Values], list[SSAValue]]
+) -> list[SSAValue]:
+    """The channel fold of a one-position tile in SPLIT sets of accumulators taking turns:
+    its nvec chains of FMAs alone would each wait out the FMA latency."""
+    span = k.sub(part.c1, part.c0)
+    split_end = k.add(part.c0, k.mul(k.div(span, SPLIT), SPLIT))
+    zero = mk.splat(k, const(k.b, 0.0, part.vt.element_type), part.vt)
+    n = len(accs)
+
+    def split_step(c: SSAValue, sets: Values) -> list[SSAValue]:
+        out: list[SSAValue] = []
+        for s in range(SPLIT):
+            out += step(k.index(k.add(c, s)), sets[s * n : (s + 1) * n])
+        return out
+
+    sets = k.fold_loop(split_end, [*accs, *[zero] * (n * (SPLIT - 1))], split_step, part.c0, SPLIT)
+    total: list[SSAValue] = list(k.fold_loop(part.c1, sets[:n], step, lb=split_end))
+    for s in range(1, SPLIT):
+        total = [
+            k.b.insert(arith.AddfOp(a, b)).result
+            for a, b in zip(total, sets[s * n : (s + 1) * n], strict=True)
+        ]
+    return total
 
 
 def _interior(
-    k: Kernel, bufs: Bufs, g: Geometry, part: Part, rows: tuple[DimV, int]
+    k: Kernel,
+    bufs: Bufs,
+    g: Geometry,
+    part: Part,
+    rows: tuple[DimV, int],
+    checked_at: Sequence[SSAValue] | None = None,
 ) -> Callable[[Values], Values]:
-    """The reduction of `rows` positions whose x offset at tap 0 is `corner`."""
+    """The reduction of `rows` positions whose x offset at tap 0 is `corner`; with
+    `checked_at` (the first position), taps outside the input there are skipped, which
+    is right for all of them when only leading axes can leave the input."""
     _, x, w = bufs
     corner, count = rows
     xst, wst = k.strides(x.dims), k.strides(w.dims)
@@ -203,9 +291,15 @@ def _interior(
     steps = [k.mul(d, s) for d, s in zip(g.win.dilation, xst[1:-1], strict=True)]
 
     def tap(taps: Values, accs: Values) -> Values:
-        xo = k.add(corner, k.linear(taps, steps))
-        wo = k.add(k.linear(taps, wst[:-2]), part.o0)
-        return _channels(k, bufs, part, (xo, count, row_step), wo, accs)
+        def add() -> Values:
+            xo = k.add(corner, k.linear(taps, steps))
+            wo = k.add(k.linear(taps, wst[:-2]), part.o0)
+            return _channels(k, bufs, part, (xo, count, row_step), wo, accs)
+
+        if checked_at is None:
+            return add()
+        coords = tap_coords(k, g, checked_at[1:], taps)
+        return if_values(k, inside(k, g, coords), add, accs)
 
     return lambda accs: fold_nest(k, g.win.window, accs, tap)
 

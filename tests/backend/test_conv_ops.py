@@ -84,6 +84,22 @@ def test_conv2d_against_numpy():
             check(g, want, "float32", 64, f"conv2d {kw} {strides} {padding} {dil} {fmt}")
 
 
+@pytest.mark.parametrize("padding", ["same", "valid"])
+def test_conv2d_with_two_channel_blocks_against_numpy(padding):
+    """70 input channels: two channel blocks (64 + 6), the second adding to the first's
+    output; with 'same', the first and last rows take banded tiles and the first and last
+    columns one-position tiles, whose channels are split over several accumulator sets
+    (64 = 16 x 4, then 6 = 4 + a remainder of 2)."""
+    rng = np.random.default_rng(RNG_SEED)
+    x = K.placeholder((None, 8, 13, 70))
+    w = K.placeholder((3, 3, 70, 20))
+    f = fn([x, w], [K.conv2d(x, w, (1, 1), padding, "channels_last")])
+    wv = uniform(rng, (3, 3, 70, 20))
+    for xv in batches(rng, (None, 8, 13, 70)):
+        [got] = f(xv, wv)
+        check(got, ref_conv(xv, wv, (1, 1), padding, (1, 1)), "float32", 630, f"conv2d {padding}")
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float64"])
 def test_conv2d_dtypes(dtype):
     rng = np.random.default_rng(RNG_SEED)
