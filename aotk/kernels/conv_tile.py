@@ -4,18 +4,21 @@ A tile is `rows` consecutive positions along the last spatial axis times `nvec` 
 output channels. Its accumulators live in vector registers (scf.for iter_args) over every
 tap of the window and a block of input channels; per step, `nvec` contiguous loads of the
 kernel row, `rows` broadcasts of x and `rows * nvec` FMAs. Interior positions (whole
-window inside the input) take tiles of `rows` positions with no bounds checks; those
-outside on a leading axis only (a 'same' conv's first and last rows) take such tiles too,
-skipping the taps outside the input for the whole tile; the others (first and last
-columns) take one-position tiles that skip the taps outside the input.
+window inside the input) take tiles of `rows` positions with no bounds checks. Positions
+outside the box on one axis only take such tiles along another (a 'same' 2-D conv's first
+and last rows along the rows, its first and last columns down the columns), skipping the
+taps outside the input once per tile. The rest (corners; every border position of other
+ranks' last axis) take one-position tiles that skip the taps outside the input, their
+channels folded into `SPLIT` sets of accumulators.
 
 The work is split in parts, one per (output channel block, input channel block), looped
 outermost, so a part's slice of the kernel (window * 64 input channels * one block of
 outputs) stays in cache while every position of every image uses it; a part after the
 first adds to the output. Within a part, threads split the images and the rows of the
-first spatial axis (parts stay in order). The last tile of positions and the last block of output
-channels are shifted back to end at the box's (channels') end: they recompute a few
-values rather than needing smaller variants of the tile.
+first spatial axis (parts stay in order). The last tile of a line of positions and the
+last block of output channels are shifted back to end at the line's (channels') end:
+they recompute a few values rather than needing smaller variants of the tile. A later
+part would add those twice, so with several parts a line ends in one-position tiles.
 """
 
 from __future__ import annotations
@@ -87,18 +90,25 @@ def emit(k: Kernel, bufs: Bufs, g: Geometry, inner: Sequence[Range] | None, rows
     """out = conv(x, w): tiles of `rows` positions over the interior box `inner` (whose
     last axis holds at least `rows` positions, or none), checked tiles elsewhere."""
     full: list[Range] = [(0, d) for d in g.out_dims]
+    columns = inner is not None and len(full) == 2 and inner[-1] != full[-1]
     for part in _parts(k, bufs):
         if inner is None or list(inner) != full:
-            _border(k, bufs, g, part, inner)
+            _border(k, bufs, g, part, (inner, columns))
         if inner is not None:
             if list(inner[:-1]) != full[:-1]:
                 _band(k, bufs, g, part, (inner, rows))
+            if columns:
+                _columns(k, bufs, g, part, (inner, rows))
             _box(k, bufs, g, part, (inner, rows))
 
 
-def _border(k: Kernel, bufs: Bufs, g: Geometry, part: Part, inner: Sequence[Range] | None) -> None:
+def _border(
+    k: Kernel, bufs: Bufs, g: Geometry, part: Part, where: tuple[Sequence[Range] | None, bool]
+) -> None:
     """Checked one-position tiles for the positions whose window leaves the input along
-    the last axis (all positions outside `inner` when there is no interior box)."""
+    the last axis (and, when `columns` take the others, along the first too); all
+    positions when there is no interior box `inner`."""
+    inner, columns = where
     full: list[Range] = [(0, d) for d in g.out_dims]
     with image_box(k, bufs[1].dims[0], full) as (n, ps):
         pos = [n, *ps]
@@ -108,8 +118,11 @@ def _border(k: Kernel, bufs: Bufs, g: Geometry, part: Part, inner: Sequence[Rang
 
         if inner is None:
             checked()
-        else:
-            k.if_else(in_box(k, ps[-1:], inner[-1:]), lambda: None, checked)
+            return
+        skip = in_box(k, ps[-1:], inner[-1:])
+        if columns:
+            skip = k.b.insert(arith.OrIOp(skip, in_box(k, ps[:1], inner[:1]))).result
+        k.if_else(skip, lambda: None, checked)
 
 
 def _band(
@@ -119,13 +132,31 @@ def _band(
     first and last rows of a 'same' 2-D conv): the taps that leave the input do so for
     every position of the tile, so they are skipped per tap, not per position."""
     inner, rows = tiles
+    last = len(g.out_dims) - 1
     leading: list[Range] = [(0, d) for d in g.out_dims[:-1]]
     with image_box(k, bufs[1].dims[0], leading) as (n, ps):
-        k.if_else(
-            in_box(k, ps, inner[:-1]),
-            lambda: None,
-            lambda: _row_tiles(k, bufs, g, part, ([n, *ps], inner[-1], rows), checked=True),
-        )
+
+        def band() -> None:
+            line = _Line(lambda p: [n, *ps, p], inner[-1], rows, last)
+            _line_tiles(k, bufs, g, part, line, checked=True)
+
+        k.if_else(in_box(k, ps, inner[:-1]), lambda: None, band)
+
+
+def _columns(
+    k: Kernel, bufs: Bufs, g: Geometry, part: Part, tiles: tuple[Sequence[Range], int]
+) -> None:
+    """2-D convs: tiles of `rows` positions down the first axis for the positions outside
+    the box on the last axis only (a 'same' conv's first and last columns)."""
+    inner, rows = tiles
+    with image_box(k, bufs[1].dims[0], []) as (n, _):
+        with k.loop(g.out_dims[-1]) as q:
+
+            def column() -> None:
+                line = _Line(lambda p: [n, p, q], inner[0], rows, 0)
+                _line_tiles(k, bufs, g, part, line, checked=True)
+
+            k.if_else(in_box(k, [q], inner[-1:]), lambda: None, column)
 
 
 def _box(
@@ -133,33 +164,41 @@ def _box(
 ) -> None:
     """Unchecked tiles of `rows` positions over the interior box."""
     inner, rows = tiles
+    last = len(g.out_dims) - 1
     # the last axis stays serial within a task: its last tile may overlap the one before
     with image_box(k, bufs[1].dims[0], inner[:-1]) as (n, ps):
-        _row_tiles(k, bufs, g, part, ([n, *ps], inner[-1], rows), checked=False)
+        line = _Line(lambda p: [n, *ps, p], inner[-1], rows, last)
+        _line_tiles(k, bufs, g, part, line, checked=False)
 
 
-def _row_tiles(
-    k: Kernel,
-    bufs: Bufs,
-    g: Geometry,
-    part: Part,
-    line: tuple[list[SSAValue], Range, int],
-    checked: bool,
-) -> None:
-    """Tiles of `rows` positions along the last axis over [lo, hi) at the leading
-    position `lead`. With one part, the last tile is shifted back to end at hi and
-    recomputes a few positions; a later part adds to the output, which would add those
-    twice, so with several parts the positions past the last whole tile take
-    one-position tiles instead."""
-    lead, (lo, hi), rows = line
+@dataclass(frozen=True)
+class _Line:
+    """Positions along spatial `axis` over `span`, in tiles of `rows`; `at(p)` is the
+    full position (image first) of the one at p."""
+
+    at: Callable[[SSAValue], list[SSAValue]]
+    span: Range
+    rows: int
+    axis: int
+
+
+def _line_tiles(k: Kernel, bufs: Bufs, g: Geometry, part: Part, line: _Line, checked: bool) -> None:
+    """Tiles of `line.rows` positions along the line. With one part, the last tile is
+    shifted back to end at the span's end and recomputes a few positions; a later part
+    adds to the output, which would add those twice (and a span shorter than a tile has
+    nowhere to shift), so then the positions past the last whole tile take one-position
+    tiles instead."""
+    lo, hi = line.span
+    rows = line.rows
 
     def tile(p: DimV, count: int) -> None:
-        pos = [*lead, k.index(p)]
+        pos = line.at(k.index(p))
         corner = _corner(k, g, bufs[1], pos)
-        at = pos if checked else None
-        _tile(k, bufs, part, pos, _interior(k, bufs, g, part, (corner, count), at), count)
+        reduce = _interior(k, bufs, g, part, (corner, count, line.axis), pos if checked else None)
+        _tile(k, bufs, part, pos, reduce, (count, line.axis))
 
-    if part.first is None:
+    long_enough = isinstance(lo, int) and isinstance(hi, int) and hi - lo >= rows
+    if part.first is None and (line.axis == len(g.out_dims) - 1 or long_enough):
         with k.loop(hi, lb=lo, step=rows) as p:
             tile(k.min(p, k.sub(hi, rows)), rows)
         return
@@ -199,16 +238,17 @@ def _tile(
     part: Part,
     pos: Sequence[DimV],
     reduce: Callable[[Values], Values],
-    rows: int = 1,
+    rows: tuple[int, int] = (1, 0),
 ) -> None:
-    """Start the accumulators of `rows` positions (zero, or the output after the first
-    part), run `reduce(accs) -> accs` and store them."""
+    """Start the accumulators of `rows` = (count, spatial axis) positions from `pos` on
+    (zero, or the output after the first part), run `reduce(accs) -> accs`, store them."""
     out = bufs[0]
-    n_out = out.dims[-1]
-    base = k.add(k.linear(pos, k.strides(out.dims)[:-1]), part.o0)
+    count, axis = rows
+    strides = k.strides(out.dims)
+    base = k.add(k.linear(pos, strides[:-1]), part.o0)
     offsets = [
-        k.add(base, k.add(k.mul(r, n_out), v * part.lanes))
-        for r in range(rows)
+        k.add(base, k.add(k.mul(r, strides[1 + axis]), v * part.lanes))
+        for r in range(count)
         for v in range(part.nvec)
     ]
 
@@ -278,16 +318,17 @@ def _interior(
     bufs: Bufs,
     g: Geometry,
     part: Part,
-    rows: tuple[DimV, int],
+    rows: tuple[DimV, int, int],
     checked_at: Sequence[SSAValue] | None = None,
 ) -> Callable[[Values], Values]:
-    """The reduction of `rows` positions whose x offset at tap 0 is `corner`; with
-    `checked_at` (the first position), taps outside the input there are skipped, which
-    is right for all of them when only leading axes can leave the input."""
+    """The reduction of `rows` = (corner, count, spatial axis): count positions along the
+    axis whose x offset at tap 0 is `corner`; with `checked_at` (the first position),
+    taps outside the input there are skipped, right for all of them when only the other
+    axes can leave the input."""
     _, x, w = bufs
-    corner, count = rows
+    corner, count, axis = rows
     xst, wst = k.strides(x.dims), k.strides(w.dims)
-    row_step = k.mul(g.win.strides[-1], xst[-2])
+    row_step = k.mul(g.win.strides[axis], xst[1 + axis])
     steps = [k.mul(d, s) for d, s in zip(g.win.dilation, xst[1:-1], strict=True)]
 
     def tap(taps: Values, accs: Values) -> Values:
