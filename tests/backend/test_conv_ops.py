@@ -100,6 +100,20 @@ def test_conv2d_with_two_channel_blocks_against_numpy(padding):
         check(got, ref_conv(xv, wv, (1, 1), padding, (1, 1)), "float32", 630, f"conv2d {padding}")
 
 
+@pytest.mark.parametrize("height", [3, 6, 11])
+def test_conv2d_same_columns_of_any_height(height):
+    """'same' 3x3 on H x 12 images: the first and last columns take tiles of 5 positions
+    down the H - 2 interior rows, whatever is left over (1, 4 or 9 rows) included."""
+    rng = np.random.default_rng(RNG_SEED)
+    x = K.placeholder((None, height, 12, 8))
+    w = K.placeholder((3, 3, 8, 16))
+    f = fn([x, w], [K.conv2d(x, w, (1, 1), "same", "channels_last")])
+    wv = uniform(rng, (3, 3, 8, 16))
+    for xv in batches(rng, (None, height, 12, 8)):
+        [got] = f(xv, wv)
+        check(got, ref_conv(xv, wv, (1, 1), "same", (1, 1)), "float32", 72, f"H={height}")
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float64"])
 def test_conv2d_dtypes(dtype):
     rng = np.random.default_rng(RNG_SEED)
