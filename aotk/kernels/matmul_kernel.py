@@ -144,8 +144,8 @@ def _rows_of_tiles(
         with _blocks(k, (0, k_hi), tiles.packed_kc) as k_range:
             if ops.a_t:
                 packed.pack_transposed_a(k, ops, tiles, scratch, (0, m_pack), k_range)
-            with _blocks(k, (0, n_main), tiles.packed_nc) as cols:
-                packed.emit_packed(k, ops, tiles, scratch, (0, m_pack), cols, (k_range, cols))
+            with _blocks(k, (0, n_main), packed.panel_cols(tiles)) as cols:
+                packed.emit_packed(k, ops, tiles, scratch, (0, m_pack), (k_range, cols))
     m_tiled = m_pack
     if not ops.b_t:
         m_direct = _direct_rows(k, m, tiles)
@@ -190,7 +190,7 @@ def scratch_elems(
     if not isinstance(elem, Float32Type | Float64Type):
         return 0
     tiles = heuristics.matmul_tiles(dtypes.byte_size(elem), *mnk)
-    return packed.scratch_elems(k, tiles, mnk[0], a_t)
+    return packed.scratch_elems(k, tiles, (mnk[0], mnk[1]), a_t)
 
 
 def _panels(

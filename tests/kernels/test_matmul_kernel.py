@@ -185,7 +185,6 @@ def _packed_kernel(dtype: str, static: tuple[int | None, int | None, int | None]
     dims = [k.b.insert(arith.IndexCastOp(v, IndexType())).result for v in body.args[4:]]
     m, n, kd = (d if d is not None else v for d, v in zip(static, dims, strict=True))
     count = matmul_kernel.scratch_elems(k, elem, (m, n, kd))
-    assert isinstance(count, int)
     vt = VectorType(elem, [heuristics.matmul_tiles(elem.bitwidth // 8, m, n, kd).lanes])
     bufs = Buf(c, (m, n), elem), Buf(a, (m, kd), elem), Buf(b, (kd, n), elem)
     ops = Operands(*bufs, m, n, kd, vt)
@@ -195,13 +194,24 @@ def _packed_kernel(dtype: str, static: tuple[int | None, int | None, int | None]
     library.declare_called(module)  # the runtime's aotk_parallel_width
     module.verify()
     pipeline.lower(module, "llvm", start_after="loops")
-    return jit.compile_module(module), count
+    return jit.compile_module(module)
+
+
+def _scratch_count(dtype: str, m: int, n: int, kd: int) -> int:
+    """Scratch elements the kernel needs for this call (a K block of a panel of B)."""
+    elem = {"float32": f32, "float64": f64}[dtype]
+    count = matmul_kernel.scratch_elems(
+        Kernel(Builder(InsertPoint.at_end(Block()))), elem, (m, n, kd)
+    )
+    assert isinstance(count, int)
+    return count
 
 
 def _run_packed(a: np.ndarray, b: np.ndarray, static: tuple[int | None, ...]) -> np.ndarray:
     """C = A @ B by the kernel with scratch; checks that B was packed exactly when it should."""
     (m, kd), n = a.shape, b.shape[1]
-    compiled, count = _packed_kernel(a.dtype.name, static)
+    compiled = _packed_kernel(a.dtype.name, static)
+    count = _scratch_count(a.dtype.name, m, n, kd)
     c = runtime.aligned_empty((m, n), a.dtype)
     scratch = runtime.aligned_empty((count,), a.dtype)
     scratch[:] = np.nan
