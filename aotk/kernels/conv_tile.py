@@ -51,9 +51,10 @@ from aotk.kernels.scalar import const
 # Input channels per part. Kernel rows are O elements apart, so for power-of-two O a
 # pass's slice of the kernel lands in few cache sets; 64 channels keep it resident.
 CHANNEL_BLOCK = 64
-# Accumulator sets of a one-position tile (border positions): 4 x 2 vectors of FMAs in
-# flight cover the FMA latency that 2 alone wait on.
-SPLIT = 4
+# Accumulator sets of a one-position tile (corners, remainders): 2 x 2 vectors of FMAs
+# in flight instead of 2. 4 sets measured no faster on W5's second conv (one-position
+# tiles are its corners only) and cost 0.1-0.3 s of compile per CNN.
+SPLIT = 2
 
 Bufs = tuple[Buf, Buf, Buf]  # out, x, kernel
 
