@@ -148,10 +148,11 @@ def _rows_of_tiles(
                 packed.emit_packed(k, ops, tiles, scratch, (0, m_pack), (k_range, cols))
     m_tiled = m_pack
     if not ops.b_t:
-        m_direct = _direct_rows(k, m, tiles)
+        # whole row tiles that packing left (M below its threshold) read B in place
+        m_tiled = k.mul(k.div(m, tiles.mr), tiles.mr)
+        m_direct = k.sub(m_tiled, m_pack)
         if not _known_empty(0, m_direct) and not _known_empty(0, n_main):
             packed.emit_direct(k, ops, tiles, (0, m_direct), (0, n_main))
-        m_tiled = k.add(m_pack, m_direct)  # one of the two is 0
     _panels(k, ops, tiles, (0, m_tiled), (n_main, n))
     _panels(k, ops, tiles, (m_tiled, m), (0, n))
 
@@ -165,16 +166,6 @@ def _packed_rows(k: Kernel, m: DimV, tiles: heuristics.MatmulTiles, b_t: bool) -
         return m_main if m >= min_rows else 0
     enough = k.b.insert(arith.CmpiOp(m, k.index(min_rows), "sge")).result
     return k.b.insert(arith.SelectOp(enough, k.index(m_main), k.index(0))).result
-
-
-def _direct_rows(k: Kernel, m: DimV, tiles: heuristics.MatmulTiles) -> DimV:
-    """Rows done by register tiles reading B in place: whole tiles when M is below
-    packing's threshold (above it, packed tiles take them), else none."""
-    m_main = k.mul(k.div(m, tiles.mr), tiles.mr)
-    if isinstance(m, int):
-        return m_main if m < tiles.packed_min_rows else 0
-    few = k.b.insert(arith.CmpiOp(m, k.index(tiles.packed_min_rows), "slt")).result
-    return k.b.insert(arith.SelectOp(few, k.index(m_main), k.index(0))).result
 
 
 def _select_if_positive(k: Kernel, flag: SSAValue, value: DimV) -> SSAValue:
