@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import arith, math
+from xdsl.dialects import math
 from xdsl.dialects.builtin import Float32Type, Float64Type
 from xdsl.ir import SSAValue
 
@@ -26,13 +26,11 @@ from aotk.kernels.conv_geometry import (
     Geometry,
     Range,
     Values,
-    cmp,
     fold_nest,
     if_values,
     image_box,
     inside,
     interior,
-    known_empty,
     tap_coords,
 )
 from aotk.kernels.kernel import Buf, DimV, Kernel
@@ -50,17 +48,9 @@ def emit(k: Kernel, out: Buf, x: Buf, w: Buf, g: Geometry) -> None:
         _row_order(k, out, x, w, g, full)
         return
     inner = [interior(k, g, d) for d in range(g.win.rank)]
-    if any(known_empty(r) for r in inner):
-        conv_tile.emit(k, (out, x, w), g, None, rows)
-        return
-    lo, hi = inner[-1]
-    length = k.sub(hi, lo)
-    if isinstance(length, int):
-        rows = min(rows, length)
-    else:
-        # a last axis too short for one tile leaves every position to the checked tiles
-        enough = cmp(k, "sge", length, rows)
-        inner[-1] = (lo, k.b.insert(arith.SelectOp(enough, k.index(hi), k.index(lo))).result)
+    length = k.sub(inner[-1][1], inner[-1][0])
+    if isinstance(length, int) and length > 0:
+        rows = min(rows, length)  # narrow inputs: lines as long as the interior
     conv_tile.emit(k, (out, x, w), g, inner, rows)
 
 

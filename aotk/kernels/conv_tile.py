@@ -1,24 +1,27 @@
 """Register-tiled float32/float64 convolution (no groups, no input dilation).
 
-A tile is `rows` consecutive positions along the last spatial axis times `nvec` vectors of
-output channels. Its accumulators live in vector registers (scf.for iter_args) over every
-tap of the window and a block of input channels; per step, `nvec` contiguous loads of the
-kernel row, `rows` broadcasts of x and `rows * nvec` FMAs. Interior positions (whole
-window inside the input) take tiles of `rows` positions with no bounds checks. Positions
-outside the box on one axis only take such tiles along another (a 'same' 2-D conv's first
-and last rows along the rows, its first and last columns down the columns), skipping the
-taps outside the input once per tile. The rest (corners; every border position of other
-ranks' last axis) take one-position tiles that skip the taps outside the input, their
-channels folded into `SPLIT` sets of accumulators.
+A tile is `rows` consecutive positions along one spatial axis times `nvec` vectors of
+output channels. Its accumulators live in vector registers (scf.for iter_args) over the
+taps of the window and a block of input channels; per step, `nvec` contiguous loads of
+the kernel row, `rows` broadcasts of x and `rows * nvec` FMAs.
+
+The output is cut into lines whose positions all have the same taps inside the input:
+along the last axis, every line over the interior columns (the window inside the input
+on that axis); a 2-D conv's border columns, down the interior rows; and the remaining
+positions (a 2-D conv's corners; the border columns of other ranks) as lines of one. A
+line's taps are a box of tap ranges worked out once from its first position, so a single
+tile body serves the interior and the borders with no per-tap checks: one body of `rows`
+positions, and one of a single position (short lines, remainders) whose channels are
+folded into `SPLIT` sets of accumulators.
 
 The work is split in parts, one per (output channel block, input channel block), looped
 outermost, so a part's slice of the kernel (window * 64 input channels * one block of
 outputs) stays in cache while every position of every image uses it; a part after the
-first adds to the output. Within a part, threads split the images and the rows of the
-first spatial axis (parts stay in order). The last tile of a line of positions and the
-last block of output channels are shifted back to end at the line's (channels') end:
-they recompute a few values rather than needing smaller variants of the tile. A later
-part would add those twice, so with several parts a line ends in one-position tiles.
+first adds to the output. Within a part, threads split (image, line) pairs. The last
+tile of a line and the last block of output channels are shifted back to end at the
+line's (channels') end: they recompute a few values rather than needing smaller variants
+of the tile. A later part would add those twice, so with several parts a line ends in
+one-position tiles.
 """
 
 from __future__ import annotations
@@ -33,18 +36,7 @@ from xdsl.ir import SSAValue
 from aotk import dtypes
 from aotk.kernels import heuristics
 from aotk.kernels import matmul_microkernel as mk
-from aotk.kernels.conv_geometry import (
-    Geometry,
-    Range,
-    Values,
-    cmp,
-    fold_nest,
-    if_values,
-    image_box,
-    in_box,
-    inside,
-    tap_coords,
-)
+from aotk.kernels.conv_geometry import Geometry, Range, Values, cmp, fold_nest, if_values
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 
@@ -55,6 +47,8 @@ CHANNEL_BLOCK = 64
 # in flight instead of 2. 4 sets measured no faster on W5's second conv (one-position
 # tiles are its corners only) and cost 0.1-0.3 s of compile per CNN.
 SPLIT = 2
+# Input channels a tile step unrolls instead of looping over.
+UNROLL_CHANNELS = 4
 
 Bufs = tuple[Buf, Buf, Buf]  # out, x, kernel
 
@@ -76,6 +70,28 @@ class Part:
         return self.vt.get_shape()[0]
 
 
+@dataclass(frozen=True)
+class _Kind:
+    """`count` lines per image; the j-th starts at spatial position `start(j)` and runs
+    `length` positions along spatial axis `axis`."""
+
+    count: DimV
+    start: Callable[[DimV], list[DimV]]
+    length: DimV
+    axis: int
+
+
+@dataclass(frozen=True)
+class _Line:
+    """`length` positions from spatial position `start`, `steps` = (output, x) elements
+    apart, all with the taps [lo, hi) per axis inside the input."""
+
+    start: list[DimV]
+    length: DimV
+    steps: tuple[DimV, DimV]
+    taps: list[Range]
+
+
 def tile_shape(elem_bytes: int, n_out: int) -> tuple[int, int, int]:
     """(lanes, rows, vectors) of a tile: rows * vectors accumulators fit the registers;
     vectors is 0 when the output channels do not fill one vector."""
@@ -87,126 +103,133 @@ def tile_shape(elem_bytes: int, n_out: int) -> tuple[int, int, int]:
     return lanes, rows, min(most, n_out // lanes)
 
 
-def emit(k: Kernel, bufs: Bufs, g: Geometry, inner: Sequence[Range] | None, rows: int) -> None:
-    """out = conv(x, w): tiles of `rows` positions over the interior box `inner` (whose
-    last axis holds at least `rows` positions, or none), checked tiles elsewhere."""
-    full: list[Range] = [(0, d) for d in g.out_dims]
-    columns = inner is not None and len(full) == 2 and inner[-1] != full[-1]
+def emit(k: Kernel, bufs: Bufs, g: Geometry, inner: Sequence[Range], rows: int) -> None:
+    """out = conv(x, w), given the interior range `inner` of each spatial axis."""
+    kinds = _line_kinds(k, g, inner)
+    count = k.add(kinds[0].count, 0)
+    for kind in kinds[1:]:
+        count = k.add(count, kind.count)
     for part in _parts(k, bufs):
-        if inner is None or list(inner) != full:
-            _border(k, bufs, g, part, (inner, columns))
-        if inner is not None:
-            if list(inner[:-1]) != full[:-1]:
-                _band(k, bufs, g, part, (inner, rows))
-            if columns:
-                _columns(k, bufs, g, part, (inner, rows))
-            _box(k, bufs, g, part, (inner, rows))
+        with k.loop(k.mul(bufs[1].dims[0], count), parallel=True) as i:
+            n, e = k.index(k.div(i, count)), k.index(k.rem(i, count))
+            _line_tiles(k, (bufs, g), part, (n, _line(k, (bufs, g), kinds, e)), rows)
 
 
-def _border(
-    k: Kernel, bufs: Bufs, g: Geometry, part: Part, where: tuple[Sequence[Range] | None, bool]
+def _line_kinds(k: Kernel, g: Geometry, inner: Sequence[Range]) -> list[_Kind]:
+    """The lines of an image, in order: one per leading position along the last axis over
+    its interior; a 2-D conv's border columns down the interior rows, then its corners;
+    other ranks' border columns, one per leading position. The last kind are lines of
+    one. Kinds known to be empty (a 'valid' conv's borders) are left out."""
+    dims, last = g.out_dims, len(g.out_dims) - 1
+    leading = dims[:-1]
+    edges = [k.sub(d, _span(k, r)) for d, r in zip(dims, inner, strict=True)]
+    across = k.max(edges[-1], 1)  # a division is emitted even when no line needs it
+
+    def column(j: DimV) -> DimV:
+        return _edge(k, j, inner[-1])
+
+    kinds = [
+        _Kind(
+            k.product(leading),
+            lambda j: [*_unravel(k, j, leading), inner[-1][0]],
+            _span(k, inner[-1]),
+            last,
+        )
+    ]
+    if last == 1:
+        kinds.append(_Kind(edges[1], lambda j: [inner[0][0], column(j)], _span(k, inner[0]), 0))
+        corner = lambda j: [_edge(k, k.div(j, across), inner[0]), column(k.rem(j, across))]  # noqa: E731
+        kinds.append(_Kind(k.mul(edges[0], edges[1]), corner, 1, last))
+    else:
+        end = lambda j: [*_unravel(k, k.div(j, across), leading), column(k.rem(j, across))]  # noqa: E731
+        kinds.append(_Kind(k.mul(k.product(leading), edges[-1]), end, 1, last))
+    return [kinds[0], *(kind for kind in kinds[1:] if kind.count != 0)]
+
+
+def _span(k: Kernel, r: Range) -> DimV:
+    return k.sub(r[1], r[0])
+
+
+def _edge(k: Kernel, j: DimV, r: Range) -> DimV:
+    """The j-th position outside [lo, hi) along an axis."""
+    return k.select(cmp(k, "slt", j, r[0]), j, k.add(j, _span(k, r)))
+
+
+def _unravel(k: Kernel, j: DimV, dims: Sequence[DimV]) -> list[DimV]:
+    """Row-major coordinates of flat index j in `dims`."""
+    coords: list[DimV] = []
+    for d in reversed(dims[1:]):
+        coords.insert(0, k.rem(j, d))
+        j = k.div(j, d)
+    return [j, *coords] if dims else []
+
+
+def _line(k: Kernel, where: tuple[Bufs, Geometry], kinds: Sequence[_Kind], e: SSAValue) -> _Line:
+    """Line e of an image: each kind's candidate, picked by the range e falls in."""
+    (out, x, _), g = where
+    ost, xst = k.strides(out.dims), k.strides(x.dims)
+
+    def steps(axis: int) -> tuple[DimV, DimV]:
+        return ost[1 + axis], k.mul(g.win.strides[axis], xst[1 + axis])
+
+    first: DimV = 0
+    candidates: list[tuple[SSAValue | bool, _Kind, list[DimV]]] = []
+    for kind in kinds:
+        start = kind.start(k.sub(e, first))
+        first = k.add(first, kind.count)
+        candidates.append((cmp(k, "slt", e, first) if kind is not kinds[-1] else True, kind, start))
+    _, kind, start = candidates[-1]
+    length, step = kind.length, steps(kind.axis)
+    for cond, kind, kind_start in reversed(candidates[:-1]):
+        start = [k.select(cond, a, b) for a, b in zip(kind_start, start, strict=True)]
+        length = k.select(cond, kind.length, length)
+        here = steps(kind.axis)
+        step = (k.select(cond, here[0], step[0]), k.select(cond, here[1], step[1]))
+    return _Line(start, length, step, _tap_ranges(k, g, start))
+
+
+def _tap_ranges(k: Kernel, g: Geometry, start: Sequence[DimV]) -> list[Range]:
+    """Per axis, the taps [lo, hi) of the window at `start` that land inside the input:
+    0 <= p * stride + t * dilation - pad < size."""
+    ranges: list[Range] = []
+    for d, p in enumerate(start):
+        base = k.sub(k.mul(p, g.win.strides[d]), g.pad_before[d])
+        dil = g.win.dilation[d]
+        lo = k.div(k.add(k.max(k.sub(0, base), 0), dil - 1), dil)
+        hi = k.div(k.max(k.add(k.sub(g.dilated[d], base), dil - 1), 0), dil)
+        ranges.append((lo, k.min(hi, g.win.window[d])))
+    return ranges
+
+
+def _line_tiles(
+    k: Kernel, where: tuple[Bufs, Geometry], part: Part, line: tuple[SSAValue, _Line], rows: int
 ) -> None:
-    """Checked one-position tiles for the positions whose window leaves the input along
-    the last axis (and, when `columns` take the others, along the first too); all
-    positions when there is no interior box `inner`."""
-    inner, columns = where
-    full: list[Range] = [(0, d) for d in g.out_dims]
-    with image_box(k, bufs[1].dims[0], full) as (n, ps):
-        pos = [n, *ps]
-
-        def checked() -> None:
-            _tile(k, bufs, part, pos, _checked(k, bufs, g, part, pos))
-
-        if inner is None:
-            checked()
-            return
-        skip = in_box(k, ps[-1:], inner[-1:])
-        if columns:
-            skip = k.b.insert(arith.OrIOp(skip, in_box(k, ps[:1], inner[:1]))).result
-        k.if_else(skip, lambda: None, checked)
-
-
-def _band(
-    k: Kernel, bufs: Bufs, g: Geometry, part: Part, tiles: tuple[Sequence[Range], int]
-) -> None:
-    """Tiles of `rows` positions for those outside the box on a leading axis only (the
-    first and last rows of a 'same' 2-D conv): the taps that leave the input do so for
-    every position of the tile, so they are skipped per tap, not per position."""
-    inner, rows = tiles
-    last = len(g.out_dims) - 1
-    leading: list[Range] = [(0, d) for d in g.out_dims[:-1]]
-    with image_box(k, bufs[1].dims[0], leading) as (n, ps):
-
-        def band() -> None:
-            line = _Line(lambda p: [n, *ps, p], inner[-1], rows, last)
-            _line_tiles(k, bufs, g, part, line, checked=True)
-
-        k.if_else(in_box(k, ps, inner[:-1]), lambda: None, band)
-
-
-def _columns(
-    k: Kernel, bufs: Bufs, g: Geometry, part: Part, tiles: tuple[Sequence[Range], int]
-) -> None:
-    """2-D convs: tiles of `rows` positions down the first axis for the positions outside
-    the box on the last axis only (a 'same' conv's first and last columns)."""
-    inner, rows = tiles
-    with image_box(k, bufs[1].dims[0], []) as (n, _):
-        with k.loop(g.out_dims[-1]) as q:
-
-            def column() -> None:
-                line = _Line(lambda p: [n, p, q], inner[0], rows, 0)
-                _line_tiles(k, bufs, g, part, line, checked=True)
-
-            k.if_else(in_box(k, [q], inner[-1:]), lambda: None, column)
-
-
-def _box(
-    k: Kernel, bufs: Bufs, g: Geometry, part: Part, tiles: tuple[Sequence[Range], int]
-) -> None:
-    """Unchecked tiles of `rows` positions over the interior box."""
-    inner, rows = tiles
-    last = len(g.out_dims) - 1
-    # the last axis stays serial within a task: its last tile may overlap the one before
-    with image_box(k, bufs[1].dims[0], inner[:-1]) as (n, ps):
-        line = _Line(lambda p: [n, *ps, p], inner[-1], rows, last)
-        _line_tiles(k, bufs, g, part, line, checked=False)
-
-
-@dataclass(frozen=True)
-class _Line:
-    """Positions along spatial `axis` over `span`, in tiles of `rows`; `at(p)` is the
-    full position (image first) of the one at p."""
-
-    at: Callable[[SSAValue], list[SSAValue]]
-    span: Range
-    rows: int
-    axis: int
-
-
-def _line_tiles(k: Kernel, bufs: Bufs, g: Geometry, part: Part, line: _Line, checked: bool) -> None:
-    """Tiles of `line.rows` positions along the line. With one part, the last tile is
-    shifted back to end at the span's end and recomputes a few positions; a later part
-    adds to the output, which would add those twice (and a span shorter than a tile has
-    nowhere to shift), so then the positions past the last whole tile take one-position
-    tiles instead."""
-    lo, hi = line.span
-    rows = line.rows
+    """Tiles of `rows` positions along the line of image n, then one-position tiles for
+    what is left. With one part, a line of at least `rows` positions ends in a tile
+    shifted back to end at its end, which recomputes a few positions; a later part adds
+    to the output and would add those twice."""
+    (out, x, _), g = where
+    n, ln = line
+    at = k.add(k.linear([n, *ln.start], k.strides(out.dims)[:-1]), part.o0)
+    corner = _corner(k, g, x, [n, *ln.start])
 
     def tile(p: DimV, count: int) -> None:
-        pos = line.at(k.index(p))
-        corner = _corner(k, g, bufs[1], pos)
-        reduce = _interior(k, bufs, g, part, (corner, count, line.axis), pos if checked else None)
-        _tile(k, bufs, part, pos, reduce, (count, line.axis))
+        reduce = _reduction(
+            k, where, part, (k.add(corner, k.mul(p, ln.steps[1])), count, ln.steps[1]), ln.taps
+        )
+        _tile(k, out, part, (k.add(at, k.mul(p, ln.steps[0])), count, ln.steps[0]), reduce)
 
-    long_enough = isinstance(lo, int) and isinstance(hi, int) and hi - lo >= rows
-    if part.first is None and (line.axis == len(g.out_dims) - 1 or long_enough):
-        with k.loop(hi, lb=lo, step=rows) as p:
-            tile(k.min(p, k.sub(hi, rows)), rows)
-        return
-    whole = k.add(lo, k.mul(k.div(k.sub(hi, lo), rows), rows))
-    with k.loop(whole, lb=lo, step=rows) as p:
-        tile(p, rows)
-    with k.loop(hi, lb=whole) as p:
+    whole = k.div(ln.length, rows)
+    tiles, done = whole, k.mul(whole, rows)
+    if part.first is None:
+        shift = (
+            cmp(k, "sge", ln.length, rows) if not isinstance(ln.length, int) else ln.length >= rows
+        )
+        tiles = k.select(shift, k.div(k.add(ln.length, rows - 1), rows), whole)
+        done = k.select(shift, ln.length, done)
+    with k.loop(tiles) as t:
+        tile(k.min(k.mul(t, rows), k.sub(ln.length, rows)), rows)
+    with k.loop(ln.length, lb=done) as p:
         tile(p, 1)
 
 
@@ -235,20 +258,17 @@ def _corner(k: Kernel, g: Geometry, x: Buf, pos: Sequence[DimV]) -> DimV:
 
 def _tile(
     k: Kernel,
-    bufs: Bufs,
+    out: Buf,
     part: Part,
-    pos: Sequence[DimV],
+    rows: tuple[DimV, int, DimV],
     reduce: Callable[[Values], Values],
-    rows: tuple[int, int] = (1, 0),
 ) -> None:
-    """Start the accumulators of `rows` = (count, spatial axis) positions from `pos` on
-    (zero, or the output after the first part), run `reduce(accs) -> accs`, store them."""
-    out = bufs[0]
-    count, axis = rows
-    strides = k.strides(out.dims)
-    base = k.add(k.linear(pos, strides[:-1]), part.o0)
+    """Start the accumulators of `rows` = (offset, count, step): count positions `step`
+    elements apart in `out` from `offset` on (zero, or the output after the first part),
+    run `reduce(accs) -> accs`, store them."""
+    at, count, step = rows
     offsets = [
-        k.add(base, k.add(k.mul(r, strides[1 + axis]), v * part.lanes))
+        k.add(at, k.add(k.mul(r, step), v * part.lanes))
         for r in range(count)
         for v in range(part.nvec)
     ]
@@ -257,11 +277,11 @@ def _tile(
         return [mk.splat(k, const(k.b, 0.0, out.elem), part.vt)] * len(offsets)
 
     def loads() -> Values:
-        return [mk.vload(k, out, at, part.vt) for at in offsets]
+        return [mk.vload(k, out, o, part.vt) for o in offsets]
 
     accs = zeros() if part.first is None else if_values(k, part.first, zeros, loads)
-    for at, value in zip(offsets, reduce(accs), strict=True):
-        mk.vstore(k, out, at, value)
+    for o, value in zip(offsets, reduce(accs), strict=True):
+        mk.vstore(k, out, o, value)
 
 
 def _channels(
@@ -283,6 +303,12 @@ def _channels(
                 new[r * part.nvec + v] = mk.vfma(k, xs, ws[v], accs[r * part.nvec + v])
         return new
 
+    span = k.sub(part.c1, part.c0)
+    if isinstance(span, int) and span <= UNROLL_CHANNELS:
+        # an RGB input's 3 channels: a loop of 3 trips costs as much as its FMAs
+        for c in range(span):
+            accs = step(k.index(k.add(part.c0, c)), accs)
+        return list(accs)
     if count > 1:
         return list(k.fold_loop(part.c1, accs, step, lb=part.c0))
     return _split_channels(k, part, accs, step)
@@ -314,53 +340,25 @@ def _split_channels(
     return total
 
 
-def _interior(
+def _reduction(
     k: Kernel,
-    bufs: Bufs,
-    g: Geometry,
+    where: tuple[Bufs, Geometry],
     part: Part,
-    rows: tuple[DimV, int, int],
-    checked_at: Sequence[SSAValue] | None = None,
+    rows: tuple[DimV, int, DimV],
+    taps: Sequence[Range],
 ) -> Callable[[Values], Values]:
-    """The reduction of `rows` = (corner, count, spatial axis): count positions along the
-    axis whose x offset at tap 0 is `corner`; with `checked_at` (the first position),
-    taps outside the input there are skipped, right for all of them when only the other
-    axes can leave the input."""
+    """The reduction over `taps` (a range per axis) of `rows` = (corner, count, step):
+    count positions whose x offsets at tap 0 are `corner`, `corner + step`, ..."""
+    bufs, g = where
     _, x, w = bufs
-    corner, count, axis = rows
+    corner, count, row_step = rows
     xst, wst = k.strides(x.dims), k.strides(w.dims)
-    row_step = k.mul(g.win.strides[axis], xst[1 + axis])
     steps = [k.mul(d, s) for d, s in zip(g.win.dilation, xst[1:-1], strict=True)]
 
-    def tap(taps: Values, accs: Values) -> Values:
-        def add() -> Values:
-            xo = k.add(corner, k.linear(taps, steps))
-            wo = k.add(k.linear(taps, wst[:-2]), part.o0)
-            return _channels(k, bufs, part, (xo, count, row_step), wo, accs)
+    def tap(ts: Values, accs: Values) -> Values:
+        xo = k.add(corner, k.linear(ts, steps))
+        wo = k.add(k.linear(ts, wst[:-2]), part.o0)
+        return _channels(k, bufs, part, (xo, count, row_step), wo, accs)
 
-        if checked_at is None:
-            return add()
-        coords = tap_coords(k, g, checked_at[1:], taps)
-        return if_values(k, inside(k, g, coords), add, accs)
-
-    return lambda accs: fold_nest(k, g.win.window, accs, tap)
-
-
-def _checked(
-    k: Kernel, bufs: Bufs, g: Geometry, part: Part, pos: list[SSAValue]
-) -> Callable[[Values], Values]:
-    """The reduction of one position over the taps of its window inside the input."""
-    _, x, w = bufs
-    xst, wst = k.strides(x.dims), k.strides(w.dims)
-
-    def tap(taps: Values, accs: Values) -> Values:
-        coords = tap_coords(k, g, pos[1:], taps)
-
-        def add() -> Values:
-            xo = k.linear([pos[0], *coords], xst[:-1])
-            wo = k.add(k.linear(taps, wst[:-2]), part.o0)
-            return _channels(k, bufs, part, (xo, 1, 0), wo, accs)
-
-        return if_values(k, inside(k, g, coords), add, accs)
-
-    return lambda accs: fold_nest(k, g.win.window, accs, tap)
+    lows, highs = [lo for lo, _ in taps], [hi for _, hi in taps]
+    return lambda accs: fold_nest(k, highs, accs, tap, lows=lows)

@@ -132,6 +132,14 @@ class Kernel:
             return max(a, c)
         return self.b.insert(arith.MaxSIOp(self.index(a), self.index(c))).result
 
+    def select(self, cond: SSAValue | bool, a: DimV, c: DimV) -> DimV:
+        """`a` where `cond` holds, else `c` (folded when `cond` is a Python bool)."""
+        if isinstance(cond, bool):
+            return a if cond else c
+        if a is c or (isinstance(a, int) and a == c):
+            return a
+        return self.b.insert(arith.SelectOp(cond, self.index(a), self.index(c))).result
+
     def accumulate(self, total: DimV, size: DimV) -> DimV:
         """`total + size` for a running total of buffer sizes (see `SizeKernel`)."""
         return self.add(total, size)

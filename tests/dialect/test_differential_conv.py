@@ -110,6 +110,15 @@ CONV_CASES = [
     # more input channels than one part of the tiled kernel takes (64)
     _conv("two_channel_parts", (1, 4, 5, 70), (3, 3, 70, 8), padding="same"),
     _conv("conv_3d", (1, 4, 5, 3, 2), (2, 2, 2, 2, 8), padding="same"),
+    # the tiles' lines: border columns and corners of a strided, dilated 2-D conv; the
+    # one-position lines of other ranks across two channel parts; pads wider than the
+    # window (rows with no tap inside the input)
+    _conv(
+        "lines_2d", (2, 11, 13, 3), (3, 3, 3, 16), strides=(2, 3), dilation=(2, 1), padding="same"
+    ),
+    _conv("lines_1d_parts", (2, 11, 70), (5, 70, 8), dilation=(2,), padding="same"),
+    _conv("lines_3d_parts", (1, 3, 4, 6, 70), (3, 3, 3, 70, 16), padding="same"),
+    _conv("pads_past_window", (1, 3, 7, 2), (2, 2, 2, 8), pad_before=(3, 1), pad_after=(2, 3)),
     _conv(
         "few_channels_1d",
         (None, 6, 3),
