@@ -28,6 +28,7 @@ from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.shape import ReshapeOp, TransposeOp
 from aotk.dialect.unary import NegOp
 from aotk.transforms.join_unslices import JoinUnslices
+from aotk.transforms.pool_first import MaxPoolFirst
 
 
 def _constant_value(v: SSAValue) -> float | None:
@@ -168,5 +169,6 @@ class AotkSimplifyPass(ModulePass):
             FoldTransposeChain(),
             FoldTransposeIntoMatmul(),
             JoinUnslices(),
+            MaxPoolFirst(),
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)

@@ -116,3 +116,21 @@ func.func @unslices_not_tiling(%a: tensor<2x4xf32>, %b: tensor<2x8xf32>, %z: ten
   %out = "aotk.add"(%gap, %half) : (tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
   func.return %all, %out : tensor<2x16xf32>, tensor<2x16xf32>
 }
+
+// -----
+
+// relu then a max pool: the pool reads x and relu runs on the pooled quarter. An average
+// pool of the same relu keeps its order.
+// CHECK-LABEL: func.func @relu_max_pool
+// CHECK:         %[[POOLED:.*]] = aotk.pool %x window [2, 2] strides [2, 2] padding valid mode max
+// CHECK-NEXT:    %[[RELU:.*]] = "aotk.maximum"(%[[POOLED]], %zero) : (tensor<?x2x2x3xf32>, tensor<f32>) -> tensor<?x2x2x3xf32>
+// CHECK:         %[[R:.*]] = "aotk.maximum"(%y, %zero)
+// CHECK-NEXT:    %{{.*}} = aotk.pool %[[R]] window [2, 2] strides [2, 2] padding valid mode avg
+func.func @relu_max_pool(%x: tensor<?x4x4x3xf32>, %y: tensor<?x4x4x3xf32>) -> (tensor<?x2x2x3xf32>, tensor<?x2x2x3xf32>) {
+  %zero = "aotk.constant"() <{value = 0.000000e+00 : f64, dtype = f32}> : () -> tensor<f32>
+  %r = "aotk.maximum"(%x, %zero) : (tensor<?x4x4x3xf32>, tensor<f32>) -> tensor<?x4x4x3xf32>
+  %p = aotk.pool %r window [2, 2] strides [2, 2] padding valid mode max : (tensor<?x4x4x3xf32>) -> tensor<?x2x2x3xf32>
+  %s = "aotk.maximum"(%y, %zero) : (tensor<?x4x4x3xf32>, tensor<f32>) -> tensor<?x4x4x3xf32>
+  %q = aotk.pool %s window [2, 2] strides [2, 2] padding valid mode avg : (tensor<?x4x4x3xf32>) -> tensor<?x2x2x3xf32>
+  func.return %p, %q : tensor<?x2x2x3xf32>, tensor<?x2x2x3xf32>
+}

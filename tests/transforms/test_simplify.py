@@ -11,6 +11,7 @@ from conftest import assert_close, emit, placeholder
 from test_fuse import top_ops
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import BlockArgument, Operation
 
 from aotk import interp
 from aotk.context import make_context
@@ -18,6 +19,7 @@ from aotk.dialect import arithmetic as ar
 from aotk.dialect import elementwise as ew
 from aotk.dialect import shape, trace
 from aotk.dialect import unary as un
+from aotk.dialect.pool import PoolOp
 from aotk.transforms.simplify import AotkSimplifyPass
 
 
@@ -41,6 +43,11 @@ def returned_args(module: ModuleOp) -> list[int | None]:
     assert isinstance(ret, func.ReturnOp)
     args = list(fn.body.block.args)
     return [args.index(v) if v in args else None for v in ret.arguments]
+
+
+def _main_ops(module: ModuleOp) -> list[Operation]:
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    return [op for op in fn.body.block.ops if not isinstance(op, func.ReturnOp)]
 
 
 def const(value: float, dtype: str = "float32") -> trace.KTensor:
@@ -162,3 +169,42 @@ def test_the_gradient_of_slices_tiling_an_axis_is_one_concatenation(rng):
     [got] = interp.run_module(module, [data])
     want = np.concatenate([np.cos(data[:, :2]), 2 * data[:, 2:5], np.exp(data[:, 5:])], axis=1)
     assert_close(got, want)
+
+
+def _max_pool(x: trace.KTensor, mode: str = "max") -> trace.KTensor:
+    return emit(PoolOp, x, window=(2, 2), strides=(2, 2), padding="same", mode=mode)
+
+
+MONOTONE = {
+    "relu": lambda x: emit(ar.MaximumOp, x, const(0.0)),
+    "clip_first": lambda x: emit(ar.MinimumOp, const(0.5), x),
+    "tanh": lambda x: emit(un.TanhOp, x),
+    "exp": lambda x: emit(un.ExpOp, x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MONOTONE))
+def test_max_pool_runs_before_a_non_decreasing_op(rng, name):
+    x = placeholder((None, 5, 7, 3), "float32", "x")
+    arrays = [rng.standard_normal((2, 5, 7, 3), np.float32)]
+    module = simplify([x], [_max_pool(MONOTONE[name](x))], arrays)
+    ops = _main_ops(module)
+    pool = next(op for op in ops if isinstance(op, PoolOp))
+    assert isinstance(pool.x, BlockArgument), "the pool reads x itself"
+    assert ops.index(pool) < len(ops) - 1 and ops[-1].name != "aotk.pool"
+
+
+def test_max_pool_stays_after_other_ops(rng):
+    x = placeholder((None, 4, 4, 2), "float32", "x")
+    relu = emit(ar.MaximumOp, x, const(0.0))
+    outputs = [
+        _max_pool(relu, mode="avg"),  # an average does not commute with relu
+        _max_pool(relu),  # relu is an output too: it is written anyway
+        relu,
+        _max_pool(emit(un.NegOp, x)),  # decreasing
+        _max_pool(emit(ar.MaximumOp, x, emit(un.AbsOp, x))),  # a bound that is a tensor
+    ]
+    module = simplify([x], outputs, [rng.standard_normal((2, 4, 4, 2), np.float32)])
+    pools = [op for op in _main_ops(module) if isinstance(op, PoolOp)]
+    assert len(pools) == 4
+    assert not any(isinstance(pool.x, BlockArgument) for pool in pools)
