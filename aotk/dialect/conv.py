@@ -53,6 +53,13 @@ class WindowedOp(AotkOp):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_list(self.operands, printer.print_operand)
+        self.print_window(printer)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_function_type(self.operand_types, self.result_types)
+
+    def print_window(self, printer: Printer) -> None:
+        """Each property as ` name value`."""
         for name in self.get_irdl_definition().properties:
             printer.print_string(f" {name} ")
             value = self.properties[name]
@@ -62,9 +69,6 @@ class WindowedOp(AotkOp):
                 printer.print_string(str(value.value.data))
             else:
                 value.print_parameter(printer)  # pyright: ignore[reportAttributeAccessIssue]
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_function_type(self.operand_types, self.result_types)
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
@@ -72,10 +76,7 @@ class WindowedOp(AotkOp):
         args = parser.parse_comma_separated_list(
             parser.Delimiter.NONE, parser.parse_unresolved_operand
         )
-        props: dict[str, Attribute] = {}
-        for name, prop in cls.get_irdl_definition().properties.items():
-            parser.parse_keyword(name)
-            props[name] = _parse_prop(parser, prop.constr)
+        props = cls.parse_window(parser)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         fn = parser.parse_function_type()
@@ -86,6 +87,15 @@ class WindowedOp(AotkOp):
             properties=props,
             attributes=attrs,
         )
+
+    @classmethod
+    def parse_window(cls, parser: Parser) -> dict[str, Attribute]:
+        """What `print_window` prints."""
+        props: dict[str, Attribute] = {}
+        for name, prop in cls.get_irdl_definition().properties.items():
+            parser.parse_keyword(name)
+            props[name] = _parse_prop(parser, prop.constr)
+        return props
 
 
 def _parse_prop(parser: Parser, constr: Any) -> Attribute:

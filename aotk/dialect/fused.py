@@ -14,7 +14,7 @@ from typing import Self
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -143,17 +143,19 @@ def _lower(low: BodyLowering, op: FusedOp, targets: dict[SSAValue, Buf]) -> None
     dims = elementwise_nest.broadcast_dims(low.k, static, ins)
     outs = low.bind_results(op, dims, targets)
     if low.code:
-        elementwise_nest.emit(low.k, outs, ins, lambda k, xs: _scalar_body(k, op, xs))
+        elementwise_nest.emit(low.k, outs, ins, lambda k, xs: scalar_body(k, op.body.block, xs))
 
 
-def _scalar_body(k: Kernel, op: FusedOp, xs: Sequence[SSAValue]) -> list[SSAValue]:
-    env: dict[SSAValue, SSAValue] = dict(zip(op.body.block.args, xs, strict=True))
-    for inner in op.body.block.ops:
+def scalar_body(k: Kernel, block: Block, xs: Sequence[SSAValue]) -> list[SSAValue]:
+    """Lower an elementwise body (`aotk.fused`'s, `aotk.conv_fused`'s epilogue) on the
+    scalars `xs` of its arguments; the scalars it yields."""
+    env: dict[SSAValue, SSAValue] = dict(zip(block.args, xs, strict=True))
+    for inner in block.ops:
         if isinstance(inner, YieldOp):
             return [env[v] for v in inner.values]
         assert isinstance(inner, AotkOp)
         env[inner.results[0]] = lower_scalar(k, inner, [env[v] for v in inner.operands])
-    raise AssertionError("aotk.fused body without aotk.yield")
+    raise AssertionError("elementwise body without aotk.yield")
 
 
 register(OpDef(ir=FusedOp, kind=Kind.REGION, infer=_infer, numpy=_numpy, lower=_lower))

@@ -10,14 +10,48 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, scf, vector
+from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from aotk.kernels.kernel import DimV, Kernel
+from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.window import Window
 
 Range = tuple[DimV, DimV]
+
+
+Body = Callable[[Kernel, list[SSAValue]], SSAValue]
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """out = body(k, [out, *extras]) per output element once its value is final; each
+    extra holds one value, or one per output channel. `vector`, when the body lowers on
+    vectors too (arith ops and constants), takes vectors of consecutive channels."""
+
+    body: Body
+    extras: tuple[Buf, ...]
+    vector: Body | None = None
+
+    def apply(self, k: Kernel, out: Buf, at: DimV, channel: DimV) -> None:
+        """Apply it to out[at], an element of output channel `channel`."""
+        xs = [k.load_flat(b, 0 if k.product(b.dims) == 1 else channel) for b in self.extras]
+        k.store_flat(out, at, self.body(k, [k.load_flat(out, at), *xs]))
+
+    def vector_extras(self, k: Kernel, vt: VectorType, channel: DimV) -> list[SSAValue]:
+        """The extras as vectors of type `vt` for the channels from `channel` on, for
+        `vector`'s arguments after the accumulator."""
+        return [
+            _splat(k, k.load_flat(b, 0), vt)
+            if k.product(b.dims) == 1
+            else k.b.insert(vector.LoadOp(b.mem, [k.index(channel)], vt)).result
+            for b in self.extras
+        ]
+
+
+def _splat(k: Kernel, scalar: SSAValue, vt: VectorType) -> SSAValue:
+    return k.b.insert(vector.BroadcastOp(scalar, vt)).vector
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from xdsl.ir import SSAValue
 from aotk import dtypes
 from aotk.kernels import conv_tile
 from aotk.kernels.conv_geometry import (
+    Epilogue,
     Geometry,
     Range,
     Values,
@@ -37,21 +38,39 @@ from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import compute_type, const
 
 
-def emit(k: Kernel, out: Buf, x: Buf, w: Buf, g: Geometry) -> None:
-    """out = conv(x, w) over every output position."""
+def emit(
+    k: Kernel, out: Buf, x: Buf, w: Buf, g: Geometry, epilogue: Epilogue | None = None
+) -> None:
+    """out = conv(x, w) over every output position, then `epilogue` on each element."""
     full: list[Range] = [(0, d) for d in g.out_dims]
+    _, rows, nvec = conv_tile.tile_shape(dtypes.byte_size(out.elem), w.dims[-1])  # type: ignore[arg-type]
     if not isinstance(out.elem, Float32Type | Float64Type):
         _register_order(k, out, x, w, g, full)
-        return
-    _, rows, nvec = conv_tile.tile_shape(dtypes.byte_size(out.elem), w.dims[-1])  # type: ignore[arg-type]
-    if g.win.groups != 1 or any(v != 1 for v in g.win.lhs_dilation) or nvec == 0:
+    elif g.win.groups != 1 or any(v != 1 for v in g.win.lhs_dilation) or nvec == 0:
         _row_order(k, out, x, w, g, full)
+    else:
+        _tiled(k, (out, x, w), g, rows, epilogue)
         return
+    if epilogue is not None:
+        _epilogue_pass(k, out, epilogue)
+
+
+def _tiled(
+    k: Kernel, bufs: tuple[Buf, Buf, Buf], g: Geometry, rows: int, epilogue: Epilogue | None
+) -> None:
+    """`conv_tile`'s register tiles, their lines cut around the interior of each axis."""
     inner = [interior(k, g, d) for d in range(g.win.rank)]
     length = k.sub(inner[-1][1], inner[-1][0])
     if isinstance(length, int) and length > 0:
         rows = min(rows, length)  # narrow inputs: lines as long as the interior
-    conv_tile.emit(k, (out, x, w), g, inner, rows)
+    conv_tile.emit(k, bufs, g, (inner, rows), epilogue)
+
+
+def _epilogue_pass(k: Kernel, out: Buf, epilogue: Epilogue) -> None:
+    """The epilogue as a pass over the finished output (the untiled orders)."""
+    channels = out.dims[-1]
+    with k.loop(k.product(out.dims[:-1]), parallel=True) as p, k.loop(channels) as c:
+        epilogue.apply(k, out, k.add(k.mul(p, channels), c), c)
 
 
 def _fma(k: Kernel, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:

@@ -5,14 +5,14 @@ output channels. Its accumulators live in vector registers (scf.for iter_args) o
 taps of the window and a block of input channels; per step, `nvec` contiguous loads of
 the kernel row, `rows` broadcasts of x and `rows * nvec` FMAs.
 
-The output is cut into lines whose positions all have the same taps inside the input:
-along the last axis, every line over the interior columns (the window inside the input
-on that axis); a 2-D conv's border columns, down the interior rows; and the remaining
-positions (a 2-D conv's corners; the border columns of other ranks) as lines of one. A
-line's taps are a box of tap ranges worked out once from its first position, so a single
-tile body serves the interior and the borders with no per-tap checks: one body of `rows`
-positions, and one of a single position (short lines, remainders) whose channels are
-folded into `SPLIT` sets of accumulators.
+The output is cut into lines (`conv_lines`) whose positions all have the same taps inside
+the input, so a single tile body serves the interior and the borders with no per-tap
+checks: one body of `rows` positions, and one of a single position (short lines,
+remainders) whose channels are folded into `SPLIT` sets of accumulators.
+
+An epilogue (`aotk.conv_fused`: a bias, an activation) applies to the accumulators
+before they are stored when its body lowers on vectors, else to each line's outputs
+right after its tiles, while they are in cache; with several parts, in the last.
 
 The work is split in parts, one per (output channel block, input channel block), looped
 outermost, so a part's slice of the kernel (window * 64 input channels * one block of
@@ -36,7 +36,16 @@ from xdsl.ir import SSAValue
 from aotk import dtypes
 from aotk.kernels import heuristics
 from aotk.kernels import matmul_microkernel as mk
-from aotk.kernels.conv_geometry import Geometry, Range, Values, cmp, fold_nest, if_values
+from aotk.kernels.conv_geometry import (
+    Epilogue,
+    Geometry,
+    Range,
+    Values,
+    cmp,
+    fold_nest,
+    if_values,
+)
+from aotk.kernels.conv_lines import Line, line_at, line_kinds
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 
@@ -64,32 +73,11 @@ class Part:
     c0: DimV
     c1: DimV
     first: SSAValue | None  # whether this is the first part; None: the only one
+    last: SSAValue | None  # whether this is the last part; None: the only one
 
     @property
     def lanes(self) -> int:
         return self.vt.get_shape()[0]
-
-
-@dataclass(frozen=True)
-class _Kind:
-    """`count` lines per image; the j-th starts at spatial position `start(j)` and runs
-    `length` positions along spatial axis `axis`."""
-
-    count: DimV
-    start: Callable[[DimV], list[DimV]]
-    length: DimV
-    axis: int
-
-
-@dataclass(frozen=True)
-class _Line:
-    """`length` positions from spatial position `start`, `steps` = (output, x) elements
-    apart, all with the taps [lo, hi) per axis inside the input."""
-
-    start: list[DimV]
-    length: DimV
-    steps: tuple[DimV, DimV]
-    taps: list[Range]
 
 
 def tile_shape(elem_bytes: int, n_out: int) -> tuple[int, int, int]:
@@ -103,113 +91,65 @@ def tile_shape(elem_bytes: int, n_out: int) -> tuple[int, int, int]:
     return lanes, rows, min(most, n_out // lanes)
 
 
-def emit(k: Kernel, bufs: Bufs, g: Geometry, inner: Sequence[Range], rows: int) -> None:
-    """out = conv(x, w), given the interior range `inner` of each spatial axis."""
-    kinds = _line_kinds(k, g, inner)
+def emit(
+    k: Kernel,
+    bufs: Bufs,
+    g: Geometry,
+    tiles: tuple[Sequence[Range], int],
+    epilogue: Epilogue | None = None,
+) -> None:
+    """out = conv(x, w) in tiles = (the interior range of each spatial axis, positions
+    per tile), then `epilogue` on each element (per line, while it is in cache)."""
+    inner, rows = tiles
+    kinds = line_kinds(k, g, inner)
     count = k.add(kinds[0].count, 0)
     for kind in kinds[1:]:
         count = k.add(count, kind.count)
     for part in _parts(k, bufs):
         with k.loop(k.mul(bufs[1].dims[0], count), parallel=True) as i:
             n, e = k.index(k.div(i, count)), k.index(k.rem(i, count))
-            _line_tiles(k, (bufs, g), part, (n, _line(k, (bufs, g), kinds, e)), rows)
+            line = line_at(k, (bufs, g), kinds, e)
+            _line_tiles(k, (bufs, g), part, (n, line), (rows, epilogue))
+            if epilogue is not None and epilogue.vector is None:
+                _finish(k, bufs[0], part, (n, line), epilogue)
 
 
-def _line_kinds(k: Kernel, g: Geometry, inner: Sequence[Range]) -> list[_Kind]:
-    """The lines of an image, in order: one per leading position along the last axis over
-    its interior; a 2-D conv's border columns down the interior rows, then its corners;
-    other ranks' border columns, one per leading position. The last kind are lines of
-    one. Kinds known to be empty (a 'valid' conv's borders) are left out."""
-    dims, last = g.out_dims, len(g.out_dims) - 1
-    leading = dims[:-1]
-    edges = [k.sub(d, _span(k, r)) for d, r in zip(dims, inner, strict=True)]
-    across = k.max(edges[-1], 1)  # a division is emitted even when no line needs it
+def _finish(
+    k: Kernel, out: Buf, part: Part, line: tuple[SSAValue, Line], epilogue: Epilogue
+) -> None:
+    """The epilogue on the line's outputs of the part's channels, once the last part has
+    added to them."""
+    n, ln = line
+    at = k.add(k.linear([n, *ln.start], k.strides(out.dims)[:-1]), part.o0)
 
-    def column(j: DimV) -> DimV:
-        return _edge(k, j, inner[-1])
+    def apply() -> None:
+        with k.loop(ln.length) as p, k.loop(part.nvec * part.lanes) as c:
+            epilogue.apply(k, out, k.add(k.add(at, k.mul(p, ln.steps[0])), c), k.add(part.o0, c))
 
-    kinds = [
-        _Kind(
-            k.product(leading),
-            lambda j: [*_unravel(k, j, leading), inner[-1][0]],
-            _span(k, inner[-1]),
-            last,
-        )
-    ]
-    if last == 1:
-        kinds.append(_Kind(edges[1], lambda j: [inner[0][0], column(j)], _span(k, inner[0]), 0))
-        corner = lambda j: [_edge(k, k.div(j, across), inner[0]), column(k.rem(j, across))]  # noqa: E731
-        kinds.append(_Kind(k.mul(edges[0], edges[1]), corner, 1, last))
+    if part.last is None:
+        apply()
     else:
-        end = lambda j: [*_unravel(k, k.div(j, across), leading), column(k.rem(j, across))]  # noqa: E731
-        kinds.append(_Kind(k.mul(k.product(leading), edges[-1]), end, 1, last))
-    return [kinds[0], *(kind for kind in kinds[1:] if kind.count != 0)]
-
-
-def _span(k: Kernel, r: Range) -> DimV:
-    return k.sub(r[1], r[0])
-
-
-def _edge(k: Kernel, j: DimV, r: Range) -> DimV:
-    """The j-th position outside [lo, hi) along an axis."""
-    return k.select(cmp(k, "slt", j, r[0]), j, k.add(j, _span(k, r)))
-
-
-def _unravel(k: Kernel, j: DimV, dims: Sequence[DimV]) -> list[DimV]:
-    """Row-major coordinates of flat index j in `dims`."""
-    coords: list[DimV] = []
-    for d in reversed(dims[1:]):
-        coords.insert(0, k.rem(j, d))
-        j = k.div(j, d)
-    return [j, *coords] if dims else []
-
-
-def _line(k: Kernel, where: tuple[Bufs, Geometry], kinds: Sequence[_Kind], e: SSAValue) -> _Line:
-    """Line e of an image: each kind's candidate, picked by the range e falls in."""
-    (out, x, _), g = where
-    ost, xst = k.strides(out.dims), k.strides(x.dims)
-
-    def steps(axis: int) -> tuple[DimV, DimV]:
-        return ost[1 + axis], k.mul(g.win.strides[axis], xst[1 + axis])
-
-    first: DimV = 0
-    candidates: list[tuple[SSAValue | bool, _Kind, list[DimV]]] = []
-    for kind in kinds:
-        start = kind.start(k.sub(e, first))
-        first = k.add(first, kind.count)
-        candidates.append((cmp(k, "slt", e, first) if kind is not kinds[-1] else True, kind, start))
-    _, kind, start = candidates[-1]
-    length, step = kind.length, steps(kind.axis)
-    for cond, kind, kind_start in reversed(candidates[:-1]):
-        start = [k.select(cond, a, b) for a, b in zip(kind_start, start, strict=True)]
-        length = k.select(cond, kind.length, length)
-        here = steps(kind.axis)
-        step = (k.select(cond, here[0], step[0]), k.select(cond, here[1], step[1]))
-    return _Line(start, length, step, _tap_ranges(k, g, start))
-
-
-def _tap_ranges(k: Kernel, g: Geometry, start: Sequence[DimV]) -> list[Range]:
-    """Per axis, the taps [lo, hi) of the window at `start` that land inside the input:
-    0 <= p * stride + t * dilation - pad < size."""
-    ranges: list[Range] = []
-    for d, p in enumerate(start):
-        base = k.sub(k.mul(p, g.win.strides[d]), g.pad_before[d])
-        dil = g.win.dilation[d]
-        lo = k.div(k.add(k.max(k.sub(0, base), 0), dil - 1), dil)
-        hi = k.div(k.max(k.add(k.sub(g.dilated[d], base), dil - 1), 0), dil)
-        ranges.append((lo, k.min(hi, g.win.window[d])))
-    return ranges
+        k.if_else(part.last, apply, lambda: None)
 
 
 def _line_tiles(
-    k: Kernel, where: tuple[Bufs, Geometry], part: Part, line: tuple[SSAValue, _Line], rows: int
+    k: Kernel,
+    where: tuple[Bufs, Geometry],
+    part: Part,
+    line: tuple[SSAValue, Line],
+    plan: tuple[int, Epilogue | None],
 ) -> None:
     """Tiles of `rows` positions along the line of image n, then one-position tiles for
-    what is left. With one part, a line of at least `rows` positions ends in a tile
-    shifted back to end at its end, which recomputes a few positions; a later part adds
-    to the output and would add those twice."""
+    what is left; a vector epilogue applies to their accumulators. With one part, a line
+    of at least `rows` positions ends in a tile shifted back to end at its end, which
+    recomputes a few positions; a later part adds to the output and would add those
+    twice."""
     (out, x, _), g = where
     n, ln = line
+    rows, epilogue = plan
+    finish = None
+    if epilogue is not None and epilogue.vector is not None:
+        finish = _finisher(k, part, epilogue)
     at = k.add(k.linear([n, *ln.start], k.strides(out.dims)[:-1]), part.o0)
     corner = _corner(k, g, x, [n, *ln.start])
 
@@ -217,7 +157,7 @@ def _line_tiles(
         reduce = _reduction(
             k, where, part, (k.add(corner, k.mul(p, ln.steps[1])), count, ln.steps[1]), ln.taps
         )
-        _tile(k, out, part, (k.add(at, k.mul(p, ln.steps[0])), count, ln.steps[0]), reduce)
+        _tile(k, out, part, (k.add(at, k.mul(p, ln.steps[0])), count, ln.steps[0]), reduce, finish)
 
     whole = k.div(ln.length, rows)
     tiles, done = whole, k.mul(whole, rows)
@@ -243,11 +183,11 @@ def _parts(k: Kernel, bufs: Bufs) -> Iterator[Part]:
     with k.loop(n_out, step=width) as o:
         o0 = k.min(o, n_out - width)
         if cin <= CHANNEL_BLOCK:
-            yield Part(o0, nvec, vt, 0, cin, None)
+            yield Part(o0, nvec, vt, 0, cin, None, None)
             return
         with k.loop(cin, step=CHANNEL_BLOCK) as c:
             c1 = k.min(k.add(c, CHANNEL_BLOCK), cin)
-            yield Part(o0, nvec, vt, c, c1, cmp(k, "eq", c, 0))
+            yield Part(o0, nvec, vt, c, c1, cmp(k, "eq", c, 0), cmp(k, "eq", c1, cin))
 
 
 def _corner(k: Kernel, g: Geometry, x: Buf, pos: Sequence[DimV]) -> DimV:
@@ -256,16 +196,35 @@ def _corner(k: Kernel, g: Geometry, x: Buf, pos: Sequence[DimV]) -> DimV:
     return k.linear([pos[0], *coords], k.strides(x.dims)[:-1])
 
 
+def _finisher(k: Kernel, part: Part, epilogue: Epilogue) -> Callable[[Values], Values]:
+    """The vector epilogue on a tile's accumulators (row-major: position, then vector),
+    in the last part only."""
+
+    def finish(accs: Values) -> Values:
+        def apply() -> Values:
+            assert epilogue.vector is not None
+            extras = [
+                epilogue.vector_extras(k, part.vt, k.add(part.o0, v * part.lanes))
+                for v in range(part.nvec)
+            ]
+            return [epilogue.vector(k, [acc, *extras[i % part.nvec]]) for i, acc in enumerate(accs)]
+
+        return apply() if part.last is None else if_values(k, part.last, apply, accs)
+
+    return finish
+
+
 def _tile(
     k: Kernel,
     out: Buf,
     part: Part,
     rows: tuple[DimV, int, DimV],
     reduce: Callable[[Values], Values],
+    finish: Callable[[Values], Values] | None = None,
 ) -> None:
     """Start the accumulators of `rows` = (offset, count, step): count positions `step`
     elements apart in `out` from `offset` on (zero, or the output after the first part),
-    run `reduce(accs) -> accs`, store them."""
+    run `reduce(accs) -> accs`, `finish` them, store them."""
     at, count, step = rows
     offsets = [
         k.add(at, k.add(k.mul(r, step), v * part.lanes))
@@ -280,7 +239,8 @@ def _tile(
         return [mk.vload(k, out, o, part.vt) for o in offsets]
 
     accs = zeros() if part.first is None else if_values(k, part.first, zeros, loads)
-    for o, value in zip(offsets, reduce(accs), strict=True):
+    values = reduce(accs)
+    for o, value in zip(offsets, values if finish is None else finish(values), strict=True):
         mk.vstore(k, out, o, value)
 
 

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    VectorType,
     i64,
 )
 from xdsl.ir import Attribute, Operation
@@ -34,6 +35,9 @@ def _width(t: Attribute) -> int:
 
 
 def _suffix(t: Attribute) -> str:
+    """An overloaded intrinsic's type suffix: f32, i64, v8f32 ..."""
+    if isinstance(t, VectorType):
+        return f"v{t.get_shape()[0]}{_suffix(t.element_type)}"
     return (
         f"f{_width(t)}"
         if isinstance(t, Float16Type | Float32Type | Float64Type)

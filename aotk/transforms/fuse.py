@@ -3,7 +3,9 @@
 Each elementwise op is wrapped in a one-op `aotk.fused`; then a producer kernel is merged
 into a consumer over the same shape (a result read elsewhere too becomes one more result
 of the merged kernel); rank-0 constants are folded into the bodies that use them, and
-duplicate inputs are read once. One-op kernels are unwrapped again at the end. Afterwards every
+duplicate inputs are read once. A kernel over a conv's output (a bias and an activation)
+then becomes the conv's epilogue (`aotk.conv_fused`). One-op kernels are unwrapped again
+at the end. Afterwards every
 elementwise op outside a fused body is alone in its loop nest for a reason.
 """
 
@@ -26,6 +28,8 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from aotk.dialect.base import AotkOp, elem_of, shape_of, tensor
+from aotk.dialect.conv import ConvOp
+from aotk.dialect.conv_fused import ConvFusedOp, per_channel
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.fused import FusedOp, YieldOp
 from aotk.dialect.registry import REGISTRY, Kind
@@ -190,6 +194,37 @@ class FoldConstantInputs(RewritePattern):
         )
 
 
+class MergeConvEpilogue(RewritePattern):
+    """A kernel of one result over a conv's output (read by nothing else), of its shape
+    and dtype, whose other inputs are scalars or per-channel values (a bias), becomes
+    the conv's epilogue: applied as its tiles finish, not in a pass over the output."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: FusedOp, rewriter: PatternRewriter, /) -> None:
+        conv = next((v for v in op.inputs if isinstance(v.owner, ConvOp)), None)
+        if conv is None or len(op.results) != 1 or op.results[0].type != conv.type:
+            return
+        producer = conv.owner
+        assert isinstance(producer, ConvOp)
+        if not conv.has_one_use() or producer.parent_block() is not op.parent_block():
+            return
+        extras = [v for v in op.inputs if v is not conv]
+        channels = shape_of(conv.type)[-1]
+        if not all(per_channel(shape_of(v.type), channels) for v in extras):
+            return
+        block = _scalar_block([conv, *extras])
+        by_input = dict(zip([conv, *extras], block.args, strict=True))
+        block.add_op(YieldOp(*_inline_body(op, [by_input[v] for v in op.inputs], block)))
+        fused = ConvFusedOp.create(
+            operands=[producer.x, producer.kernel, *extras],
+            result_types=[op.results[0].type],
+            properties=dict(producer.properties),
+            regions=[Region(block)],
+        )
+        rewriter.replace(op, fused)
+        rewriter.erase(producer)
+
+
 class UnwrapSingleton(RewritePattern):
     """A kernel of one op on distinct inputs is just that op."""
 
@@ -216,4 +251,5 @@ class AotkFusePass(ModulePass):
         PatternRewriteWalker(
             GreedyRewritePatternApplier([MergeProducer(), FoldConstantInputs()])
         ).rewrite_module(op)
+        PatternRewriteWalker(MergeConvEpilogue(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(UnwrapSingleton(), apply_recursively=False).rewrite_module(op)

@@ -28,3 +28,30 @@ func.func @conv_same(%x: tensor<?x8x10x3xf32>, %w: tensor<3x3x3x16xf32>) -> tens
   %y = aotk.conv %x, %w strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 : (tensor<?x8x10x3xf32>, tensor<3x3x3x16xf32>) -> tensor<?x8x10x16xf32>
   func.return %y : tensor<?x8x10x16xf32>
 }
+
+// The epilogue (a bias and relu) applies to each tile's accumulators before they are
+// stored: the bias as one vector per 8 channels, then add and relu on vectors. No pass
+// over the output is left.
+// CHECK-LABEL: func.func @conv_bias_relu(
+// CHECK-SAME:      %x: memref<?xf32>, %w: memref<432xf32>, %b: memref<16xf32>, %out0: memref<?xf32>
+// CHECK:           %[[A0:[0-9]+]], {{.*}} = scf.for {{.*}} -> ({{(vector<8xf32>, ){9}vector<8xf32>}}) {
+// CHECK:           %[[B0:.*]] = vector.load %b[%{{.*}}] : memref<16xf32>, vector<8xf32>
+// CHECK:           %[[B1:.*]] = vector.load %b[%{{.*}}] : memref<16xf32>, vector<8xf32>
+// CHECK:           %[[S:.*]] = arith.addf %[[A0]], %[[B0]] : vector<8xf32>
+// CHECK-NEXT:      %[[R:.*]] = arith.maximumf %[[S]], %{{.*}} : vector<8xf32>
+// CHECK-COUNT-9:   arith.maximumf {{.*}} : vector<8xf32>
+// CHECK:           vector.store %[[R]], %out0
+// CHECK:           scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>) {
+// CHECK-COUNT-2:   arith.maximumf {{.*}} : vector<8xf32>
+// CHECK:         } {aotk.parallel = 2 : i64}
+// CHECK-NOT:     arith.maximumf
+// CHECK:         func.return
+func.func @conv_bias_relu(%x: tensor<?x8x10x3xf32>, %w: tensor<3x3x3x16xf32>, %b: tensor<16xf32>) -> tensor<?x8x10x16xf32> {
+  %r = aotk.conv_fused %x, %w strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 epilogue(%acc, %bias = %b) : (tensor<?x8x10x3xf32>, tensor<3x3x3x16xf32>, tensor<16xf32>) -> tensor<?x8x10x16xf32> {
+    %zero = "aotk.constant"() <{value = 0.000000e+00 : f64, dtype = f32}> : () -> tensor<f32>
+    %s = "aotk.add"(%acc, %bias) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %v = "aotk.maximum"(%s, %zero) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    aotk.yield %v : tensor<f32>
+  }
+  func.return %r : tensor<?x8x10x16xf32>
+}

@@ -52,3 +52,18 @@ func.func @scan(%xs: tensor<5x2x3xf32>, %h0: tensor<2x3xf32>, %w: tensor<3xf32>)
   }
   func.return %h, %ys : tensor<2x3xf32>, tensor<5x2x3xf32>
 }
+
+// aotk.conv_fused: the conv's operands and window, then its epilogue: the accumulator's
+// block argument, then each epilogue input bound to its own.
+// CHECK-LABEL: func.func @conv_fused
+// CHECK-NEXT:    %y = aotk.conv_fused %x, %w strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 epilogue(%[[ACC:.*]], %[[B:.*]] = %b) : (tensor<?x4x4x2xf32>, tensor<3x3x2x8xf32>, tensor<8xf32>) -> tensor<?x4x4x8xf32> {
+// CHECK-NEXT:      %[[S:.*]] = "aotk.add"(%[[ACC]], %[[B]]) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// CHECK-NEXT:      aotk.yield %[[S]] : tensor<f32>
+// CHECK-NEXT:    }
+func.func @conv_fused(%x: tensor<?x4x4x2xf32>, %w: tensor<3x3x2x8xf32>, %b: tensor<8xf32>) -> tensor<?x4x4x8xf32> {
+  %y = aotk.conv_fused %x, %w strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 epilogue(%acc, %bias = %b) : (tensor<?x4x4x2xf32>, tensor<3x3x2x8xf32>, tensor<8xf32>) -> tensor<?x4x4x8xf32> {
+    %s = "aotk.add"(%acc, %bias) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    aotk.yield %s : tensor<f32>
+  }
+  func.return %y : tensor<?x4x4x8xf32>
+}

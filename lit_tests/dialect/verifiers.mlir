@@ -92,3 +92,27 @@ func.func @exp_of_int(%x: tensor<4xi32>) -> tensor<4xi32> {
   %y = "aotk.exp"(%x) : (tensor<4xi32>) -> tensor<4xi32>
   func.return %y : tensor<4xi32>
 }
+
+// -----
+
+// CHECK:      verifiers.mlir:[[# @LINE + 3]]:3
+// CHECK:      error: 'aotk.conv_fused' op does not verify: epilogue input tensor<4x8xf32> must be a scalar or hold one value per output channel (8)
+func.func @conv_fused_input_not_per_channel(%x: tensor<1x4x4x2xf32>, %w: tensor<3x3x2x8xf32>, %b: tensor<4x8xf32>) -> tensor<1x4x4x8xf32> {
+  %y = aotk.conv_fused %x, %w strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 epilogue(%acc, %bias = %b) : (tensor<1x4x4x2xf32>, tensor<3x3x2x8xf32>, tensor<4x8xf32>) -> tensor<1x4x4x8xf32> {
+    %s = "aotk.add"(%acc, %bias) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    aotk.yield %s : tensor<f32>
+  }
+  func.return %y : tensor<1x4x4x8xf32>
+}
+
+// -----
+
+// CHECK:      verifiers.mlir:[[# @LINE + 3]]:3
+// CHECK:      error: 'aotk.conv_fused' op does not verify: aotk.reduce_sum is not an elementwise aotk op
+func.func @conv_fused_body_not_elementwise(%x: tensor<1x4x4x2xf32>, %w: tensor<3x3x2x8xf32>) -> tensor<1x4x4x8xf32> {
+  %y = aotk.conv_fused %x, %w strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 epilogue(%acc) : (tensor<1x4x4x2xf32>, tensor<3x3x2x8xf32>) -> tensor<1x4x4x8xf32> {
+    %s = "aotk.reduce_sum"(%acc) <{axes = array<i64>, keepdims = false}> : (tensor<f32>) -> tensor<f32>
+    aotk.yield %s : tensor<f32>
+  }
+  func.return %y : tensor<1x4x4x8xf32>
+}

@@ -15,12 +15,17 @@ import numpy as np
 import pytest
 from conftest import FLOATS, INTS, emit, placeholder, random_array, run_both
 
+from aotk.dialect.arithmetic import AddOp, MaximumOp, MulOp
 from aotk.dialect.conv import ConvOp
 from aotk.dialect.conv_backprop import ConvBackpropOp
+from aotk.dialect.conv_fused import ConvFusedOp
+from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.pool import PoolOp
 from aotk.dialect.pool_grad import PoolGradOp
+from aotk.dialect.unary import TanhOp
+from aotk.lowering import pipeline
 
-COVERED_OPS = {ConvOp, ConvBackpropOp, PoolOp, PoolGradOp}
+COVERED_OPS = {ConvOp, ConvBackpropOp, ConvFusedOp, PoolOp, PoolGradOp}
 
 Shape = tuple[int | None, ...]
 
@@ -273,3 +278,46 @@ def test_covered_ops_reject_what_they_do_not_accept():
         emit(PoolOp, y, window=(2, 2), strides=(1, 1), padding="valid", mode="min")
     with pytest.raises(ValueError, match="smaller than the window 6"):
         emit(PoolOp, y, window=(6, 1), strides=(1, 1), padding="valid", mode="max")
+
+
+EPILOGUE_CASES = [
+    (CONV_CASES[0], "relu"),  # tiled, 'same', dynamic batch
+    (CONV_CASES[1], "tanh"),  # tiled, strided, dilated, explicit pads; a shifted block
+    (_conv("epilogue_parts", (1, 5, 6, 70), (3, 3, 70, 20), padding="same"), "relu"),
+    (_conv("epilogue_parts_tanh", (1, 5, 6, 70), (3, 3, 70, 20), padding="same"), "tanh"),
+    (CONV_CASES[4], "relu"),  # grouped: the row order, then a pass
+]
+
+
+def _epilogue(conv: Any, bias: Any, activation: str, dtype: str) -> Any:
+    """relu(conv + bias) * 0.5 (the tiles apply it to their registers) or tanh(conv +
+    bias) (applied per line from memory)."""
+    biased = emit(AddOp, conv, bias)
+    if activation == "tanh":
+        return emit(TanhOp, biased)
+    zero, half = (emit(ConstantOp, value=v, dtype=dtype) for v in (0.0, 0.5))
+    return emit(MulOp, emit(MaximumOp, biased, zero), half)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_conv_epilogue_compiled_matches_interpreted(dtype):
+    """An epilogue with a per-channel bias, fused into the conv (aotk-fuse): in registers
+    or per line, in the last part of several; the untiled orders take it in a pass."""
+    cases = EPILOGUE_CASES if dtype == "float32" else EPILOGUE_CASES[:2]
+    rng = np.random.default_rng(1)
+    xs, ys, calls = [], [], [[], []]
+    for i, (case, activation) in enumerate(cases):
+        x, w = (placeholder(s, dtype, f"in{i}_{j}") for j, s in enumerate(case.decl))
+        channels = case.decl[1][-1]
+        bias = placeholder((channels,), dtype, f"bias{i}")
+        xs += [x, w, bias]
+        ys.append(_epilogue(emit(ConvOp, x, w, **case.attrs), bias, activation, dtype))
+        for k in range(2):
+            calls[k] += [random_array(rng, s, dtype) for s in case.calls[k]]
+            calls[k].append(random_array(rng, (channels,), dtype))
+    scales = [1.0 if dtype == "float16" else 10.0 * _terms(c) for c, _ in cases]
+    f = run_both(xs, ys, calls, scales=scales, labels=[c.name for c, _ in cases])
+    graph = f.module.clone()
+    pipeline.lower(graph, stop_after="graph")
+    fused = [op for op in graph.walk() if isinstance(op, ConvFusedOp)]
+    assert len(fused) == len(cases), "each conv takes its epilogue"

@@ -31,9 +31,11 @@ from aotk import backend as K
 from aotk.context import make_context
 from aotk.dialect import REGISTRY, ctc, ctc_decode, ctc_grad, trace
 from aotk.dialect import arithmetic as ar
+from aotk.dialect import elementwise as ew
 from aotk.dialect import unary as un
 from aotk.dialect.conv import ConvOp
 from aotk.dialect.conv_backprop import ConvBackpropOp
+from aotk.dialect.conv_fused import ConvFusedOp
 from aotk.dialect.debug import PrintTensorOp
 from aotk.dialect.fused import FusedOp
 from aotk.dialect.pool import PoolOp
@@ -162,6 +164,16 @@ def _fused() -> Traced:
     return [x, y], [emit(ar.AddOp, emit(ar.MulOp, emit(un.ExpOp, x), y), x)]
 
 
+def _conv_fused() -> Traced:
+    """A conv, a per-channel bias and relu, left for aotk-fuse to join."""
+    case = conv.CONV_CASES[0]
+    xs = _ins([(s, "float32") for s in case.decl])
+    bias = placeholder((case.decl[1][-1],), "float32", "bias")
+    biased = emit(ar.AddOp, emit(ConvOp, *xs, **case.attrs), bias)
+    zero = emit(ew.ConstantOp, value=0.0, dtype="float32")
+    return [*xs, bias], [emit(ar.MaximumOp, biased, zero)]
+
+
 BUILDERS: dict[type, Builder] = {
     **{op: _from_spec(op) for op in SPECS},
     **{op: _from_table(data, op) for op in data.COVERED_OPS},
@@ -183,9 +195,10 @@ BUILDERS: dict[type, Builder] = {
     SparseToDenseOp: _sparse_to_dense,
     ScanOp: _scan,
     FusedOp: _fused,
+    ConvFusedOp: _conv_fused,
 }
-GRAPH_STAGE = {FusedOp}  # ops that only the graph stage creates
-OPS = sorted({*REGISTRY, ScanOp, FusedOp}, key=lambda op: op.name)
+GRAPH_STAGE = {FusedOp, ConvFusedOp}  # ops that only the graph stage creates
+OPS = sorted({*REGISTRY, ScanOp, FusedOp, ConvFusedOp}, key=lambda op: op.name)
 
 
 def test_every_registered_op_has_a_round_trip_case() -> None:

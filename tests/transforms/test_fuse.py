@@ -17,6 +17,8 @@ from aotk.dialect import compare as cmp
 from aotk.dialect import elementwise as ew
 from aotk.dialect import reduce, trace
 from aotk.dialect import unary as un
+from aotk.dialect.conv import ConvOp
+from aotk.dialect.conv_fused import ConvFusedOp
 from aotk.dialect.fused import FusedOp
 from aotk.dialect.scan import ScanOp
 from aotk.lowering import pipeline
@@ -219,3 +221,49 @@ def test_a_producer_outside_a_loop_is_not_pulled_into_its_body(rng):
     in_loop = [op.name for op in scan.body.walk()]
     assert names.count("aotk.exp") == 1 and "aotk.exp" not in in_loop
     assert_close(interp.run_module(module, [xs, *(c.storage for c in captures)])[0], want)
+
+
+def _conv(x: trace.KTensor, w: trace.KTensor) -> trace.KTensor:
+    same = {"strides": (1, 1), "dilation": (1, 1), "lhs_dilation": (1, 1), "groups": 1}
+    return emit(ConvOp, x, w, pad_before=(0, 0), pad_after=(0, 0), padding="same", **same)
+
+
+def _conv_inputs(rng) -> tuple[list[trace.KTensor], list[np.ndarray]]:
+    x, w = placeholder((None, 5, 6, 3), "float32", "x"), placeholder((3, 3, 3, 8), "float32", "w")
+    bias = placeholder((8,), "float32", "bias")
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in [(2, 5, 6, 3), (3, 3, 3, 8), (8,)]]
+    return [x, w, bias], arrays
+
+
+def test_a_bias_and_relu_become_the_convs_epilogue(rng):
+    (x, w, bias), arrays = _conv_inputs(rng)
+    zero = emit(ew.ConstantOp, value=0.0, dtype="float32")
+    module = fuse(
+        [x, w, bias], [emit(ar.MaximumOp, emit(ar.AddOp, _conv(x, w), bias), zero)], arrays
+    )
+    assert top_ops(module) == ["aotk.conv_fused"]
+    op = next(iter(_main(module).body.block.ops))
+    assert isinstance(op, ConvFusedOp)
+    assert [v.name_hint for v in op.operands] == ["x", "w", "bias"]
+    assert [inner.name for inner in op.body.block.ops] == [
+        "aotk.constant",
+        "aotk.add",
+        "aotk.maximum",
+        "aotk.yield",
+    ]
+
+
+def test_a_conv_keeps_its_own_output_when_it_must(rng):
+    """Read elsewhere too, or joined with a full-size tensor (not one value per channel)."""
+    (x, w, bias), arrays = _conv_inputs(rng)
+    read_twice = _conv(x, w)
+    other = placeholder((None, 5, 6, 8), "float32", "other")
+    outputs = [
+        emit(ar.AddOp, read_twice, bias),
+        read_twice,
+        emit(ar.AddOp, _conv(x, w), other),
+    ]
+    arrays.append(rng.standard_normal((2, 5, 6, 8)).astype(np.float32))
+    module = fuse([x, w, bias, other], outputs, arrays)
+    assert top_ops(module).count("aotk.conv") == 2
+    assert "aotk.conv_fused" not in top_ops(module)

@@ -1,0 +1,228 @@
+"""`aotk.conv_fused`: a convolution whose output goes through an elementwise epilogue.
+
+    %y = aotk.conv_fused %x, %w strides [1, 1] ... groups 1 epilogue(%acc, %b = %bias)
+           : (tensor<?x8x8x3xf32>, tensor<3x3x3x16xf32>, tensor<16xf32>) -> tensor<?x8x8x16xf32> {
+      %s = "aotk.add"(%acc, %b) : ...
+      ...
+      aotk.yield %r : tensor<f32>
+    }
+
+The body is an `aotk.fused` body: block argument %acc is an element of the convolution,
+the others an element of each epilogue input, each a scalar or one value per output
+channel (every dim but the last 1). It yields the result element, of the conv's dtype.
+Only `aotk-fuse` builds it, after autodiff (a conv followed by a bias and an activation):
+the conv's tiles apply it while their output is still in cache, instead of a pass over
+the whole output.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+import numpy as np
+from xdsl.dialects import vector
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, VectorType
+from xdsl.dialects.utils.format import parse_assignment, print_assignment
+from xdsl.ir import Block, SSAValue
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove, Pure
+from xdsl.utils.exceptions import VerifyException
+
+from aotk.dialect.arithmetic import AddOp, DivOp, MaximumOp, MinimumOp, MulOp, SubOp
+from aotk.dialect.base import AotkOp, Shape, elem_of, shape_of, tensor, types_compatible
+from aotk.dialect.conv import ConvPaddingAttr, WindowedOp, conv_shape, infer_conv, np_conv
+from aotk.dialect.elementwise import ConstantOp, lower_scalar
+from aotk.dialect.fused import YieldOp, scalar_body
+from aotk.dialect.registry import REGISTRY, BodyLowering, Kind, OpDef, register
+from aotk.kernels import conv_kernel
+from aotk.kernels.conv_geometry import Body, Epilogue, geometry
+from aotk.kernels.kernel import Buf, Kernel
+from aotk.kernels.window import Window
+
+
+@irdl_op_definition
+class ConvFusedOp(WindowedOp):
+    """`aotk.conv` followed by an elementwise body applied to each output element."""
+
+    name = "aotk.conv_fused"
+    x = operand_def(TensorType)
+    kernel = operand_def(TensorType)
+    extras = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    strides = prop_def(DenseArrayBase)
+    dilation = prop_def(DenseArrayBase)
+    lhs_dilation = prop_def(DenseArrayBase)
+    pad_before = prop_def(DenseArrayBase)
+    pad_after = prop_def(DenseArrayBase)
+    padding = prop_def(ConvPaddingAttr)
+    groups = prop_def(IntegerAttr)
+    body = region_def("single_block")
+    traits = traits_def(Pure(), IsolatedFromAbove())
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list([self.x, self.kernel], printer.print_operand)
+        self.print_window(printer)
+        acc, *args = self.body.block.args
+        printer.print_string(" epilogue(")
+        printer.print_block_argument(acc, print_type=False)
+        for arg, value in zip(args, self.extras, strict=True):
+            printer.print_string(", ")
+            print_assignment(printer, arg, value)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_function_type(self.operand_types, self.result_types)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        pos = parser.pos
+        args = [parser.parse_unresolved_operand()]
+        parser.parse_punctuation(",")
+        args.append(parser.parse_unresolved_operand())
+        props = cls.parse_window(parser)
+        parser.parse_keyword("epilogue")
+        parser.parse_punctuation("(")
+        acc = parser.parse_argument(expect_type=False)
+        bindings = []
+        while parser.parse_optional_punctuation(","):
+            bindings.append(parse_assignment(parser))
+        parser.parse_punctuation(")")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        fn = parser.parse_function_type()
+        types = list(fn.inputs.data)
+        if len(types) != 2 + len(bindings):
+            parser.raise_error(
+                f"{2 + len(bindings)} operands but the type lists {len(types)}", pos, parser.pos
+            )
+        operands = parser.resolve_operands([*args, *(o for _, o in bindings)], types, pos)
+        block_args = [acc.resolve(_element(types[0]))]
+        for (arg, _), t in zip(bindings, types[2:], strict=True):
+            block_args.append(arg.resolve(_element(t)))
+        body = parser.parse_region(block_args)
+        return cls.create(
+            operands=list(operands),
+            result_types=list(fn.outputs.data),
+            properties=props,
+            attributes=attrs,
+            regions=[body],
+        )
+
+    def verify_(self) -> None:
+        try:
+            conv = infer_conv(self.x.type, self.kernel.type, **self.attrs())
+        except (ValueError, TypeError) as err:
+            raise VerifyException(f"{self.name}: {err}") from None
+        if not types_compatible(conv, self.result.type):
+            raise VerifyException(
+                f"{self.name}: result type should be {conv}, got {self.result.type}"
+            )
+        channels = shape_of(conv)[-1]
+        for value in self.extras:
+            if not per_channel(shape_of(value.type), channels):
+                raise VerifyException(
+                    f"{self.name}: epilogue input {value.type} must be a scalar or hold one "
+                    f"value per output channel ({channels})"
+                )
+        _verify_body(self)
+
+
+def per_channel(shape: Shape, channels: int | None) -> bool:
+    """A shape that broadcasts along every axis but the last, holding 1 or `channels`."""
+    if any(d != 1 for d in shape[:-1]):
+        return False
+    return not shape or shape[-1] == 1 or (channels is not None and shape[-1] == channels)
+
+
+def _element(t: Any) -> TensorType:
+    return tensor(elem_of(t), ())
+
+
+def _verify_body(op: ConvFusedOp) -> None:
+    block = op.body.block
+    expected = [_element(op.x.type), *(_element(v.type) for v in op.extras)]
+    if [a.type for a in block.args] != expected:
+        raise VerifyException(f"{op.name}: block arguments should be {expected}")
+    for inner in block.ops:
+        kind = REGISTRY.get(type(inner))  # type: ignore[arg-type]
+        if not isinstance(inner, YieldOp) and (kind is None or kind.kind is not Kind.ELEMENTWISE):
+            raise VerifyException(f"{op.name}: {inner.name} is not an elementwise aotk op")
+    last = block.last_op
+    if not isinstance(last, YieldOp) or len(last.values) != 1:
+        raise VerifyException(f"{op.name}: body must end with aotk.yield of one value")
+    if elem_of(last.values[0].type) != elem_of(op.result.type):
+        raise VerifyException(
+            f"{op.name}: body yields {last.values[0].type}, not the result's dtype"
+        )
+
+
+def _infer(op: ConvFusedOp, shapes: list[Shape], body_shapes: Any) -> list[Shape]:
+    x, w = (tensor(elem_of(v.type), s) for v, s in zip(op.operands[:2], shapes, strict=False))
+    return [shape_of(infer_conv(x, w, **op.attrs()))]
+
+
+def _numpy(op: ConvFusedOp, inputs: list[np.ndarray], run_body: Any) -> list[np.ndarray]:
+    """The conv's oracle, then the body on whole arrays (its ops are elementwise)."""
+    conv = np_conv(inputs[0], inputs[1], **op.attrs())
+    extras = [np.broadcast_to(v, conv.shape) for v in inputs[2:]]
+    (value,) = run_body([conv, *extras])
+    return [np.ascontiguousarray(np.broadcast_to(value, conv.shape))]
+
+
+def _lower(low: BodyLowering, op: ConvFusedOp, targets: dict[SSAValue, Buf]) -> None:
+    x, w, *extras = (low.bufs[v] for v in op.operands)
+    attrs = op.attrs()
+    (out,) = low.bind_results(op, conv_shape(low.k, [x.dims, w.dims], **attrs), targets)
+    if low.code:
+        g = geometry(low.k, Window.of_conv(w.dims[:-2], **attrs), x.dims[1:-1])
+        block = op.body.block
+        body = Epilogue(
+            lambda k, xs: scalar_body(k, block, xs)[0],
+            tuple(extras),
+            _vector_body(block),
+        )
+        conv_kernel.emit(low.k, out, x, w, g, body)
+
+
+# Ops whose scalar rule is one arith op on its operands, so it applies to vectors as is.
+_VECTOR_SAFE = (AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp)
+
+
+def _vector_body(block: Block) -> Body | None:
+    """The body on vectors, when it is built from `_VECTOR_SAFE` ops and constants (a
+    bias and relu): the tiles then apply it to their accumulators before storing them."""
+    ops = [op for op in block.ops if not isinstance(op, YieldOp)]
+    if not all(isinstance(op, (*_VECTOR_SAFE, ConstantOp)) for op in ops):
+        return None
+
+    def body(k: Kernel, xs: list[SSAValue]) -> SSAValue:
+        vt = xs[0].type
+        assert isinstance(vt, VectorType)
+        env: dict[SSAValue, SSAValue] = dict(zip(block.args, xs, strict=True))
+        for op in ops:
+            assert isinstance(op, AotkOp)
+            value = lower_scalar(k, op, [env[v] for v in op.operands])
+            if isinstance(op, ConstantOp):
+                value = k.b.insert(vector.BroadcastOp(value, vt)).vector
+            env[op.results[0]] = value
+        last = block.last_op
+        assert isinstance(last, YieldOp)
+        return env[last.values[0]]
+
+    return body
+
+
+register(OpDef(ir=ConvFusedOp, kind=Kind.REGION, infer=_infer, numpy=_numpy, lower=_lower))
