@@ -22,7 +22,7 @@ from xdsl.pattern_rewriter import (
 
 from aotk.dialect.arithmetic import AddOp, MulOp, SubOp
 from aotk.dialect.base import shape_of
-from aotk.dialect.elementwise import CastOp, ConstantOp
+from aotk.dialect.elementwise import CastOp, ConstantOp, FillLikeOp
 from aotk.dialect.identity import StopGradientOp
 from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.shape import ReshapeOp, TransposeOp
@@ -32,8 +32,9 @@ from aotk.transforms.pool_first import MaxPoolFirst
 
 
 def _constant_value(v: SSAValue) -> float | None:
+    """The value of a constant or of a tensor filled with one (autodiff's zero seeds)."""
     owner = v.owner
-    return owner.attrs()["value"] if isinstance(owner, ConstantOp) else None
+    return owner.attrs()["value"] if isinstance(owner, ConstantOp | FillLikeOp) else None
 
 
 def _forward(rewriter: PatternRewriter, op, value: SSAValue) -> bool:
@@ -44,7 +45,7 @@ def _forward(rewriter: PatternRewriter, op, value: SSAValue) -> bool:
 
 
 class FoldAddZero(RewritePattern):
-    """x + 0 -> x, 0 + x -> x, x - 0 -> x."""
+    """x + 0 -> x, 0 + x -> x, x - 0 -> x (0 a constant or a zero-filled tensor)."""
 
     def match_and_rewrite(self, op, rewriter: PatternRewriter, /) -> None:
         if isinstance(op, AddOp) and _constant_value(op.lhs) == 0:

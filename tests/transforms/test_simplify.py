@@ -67,6 +67,19 @@ def test_adding_zero_and_multiplying_by_one_forward_the_operand(rng, op, zero_fi
     assert "aotk.add" not in top_ops(module) and "aotk.mul" not in top_ops(module)
 
 
+def test_a_zero_filled_tensor_added_and_a_one_filled_multiplied_are_dropped(rng):
+    """Autodiff seeds sums with fill_like(0): the SGD update bodies read it otherwise."""
+    g, like = placeholder((None, 3), "float32", "g"), placeholder((None, 3), "float32", "like")
+    zeros = emit(ew.FillLikeOp, like, value=0.0, dtype="float32")
+    ones = emit(ew.FillLikeOp, like, value=1.0, dtype="float32")
+    twos = emit(ew.FillLikeOp, like, value=2.0, dtype="float32")
+    outputs = [emit(ar.AddOp, zeros, g), emit(ar.MulOp, g, ones), emit(ar.AddOp, g, twos)]
+    arrays = [rng.standard_normal((4, 3), np.float32) for _ in range(2)]
+    module = simplify([g, like], outputs, arrays)
+    assert returned_args(module) == [0, 0, None]
+    assert top_ops(module).count("aotk.add") == 1 and "aotk.mul" not in top_ops(module)
+
+
 def test_zero_minus_x_is_not_x(rng):
     x = placeholder((3,), "int32", "x")
     module = simplify(
