@@ -110,14 +110,9 @@ def _parse_prop(parser: Parser, constr: Any) -> Attribute:
     parser.raise_error(f"no custom syntax for properties of type {constr}")
 
 
-@irdl_op_definition
-class ConvOp(WindowedOp):
-    """N-d convolution (a correlation, as in TF) of channels_last `x` with `kernel`."""
+class ConvWindowOp(WindowedOp):
+    """The window of a convolution, shared by `aotk.conv` and `aotk.conv_fused`."""
 
-    name = "aotk.conv"
-    x = operand_def(TensorType)
-    kernel = operand_def(TensorType)
-    result = result_def(TensorType)
     strides = prop_def(DenseArrayBase)
     dilation = prop_def(DenseArrayBase)
     lhs_dilation = prop_def(DenseArrayBase)
@@ -125,6 +120,16 @@ class ConvOp(WindowedOp):
     pad_after = prop_def(DenseArrayBase)
     padding = prop_def(ConvPaddingAttr)  # explicit (pad_before/pad_after) or same
     groups = prop_def(IntegerAttr)
+
+
+@irdl_op_definition
+class ConvOp(ConvWindowOp):
+    """N-d convolution (a correlation, as in TF) of channels_last `x` with `kernel`."""
+
+    name = "aotk.conv"
+    x = operand_def(TensorType)
+    kernel = operand_def(TensorType)
+    result = result_def(TensorType)
     traits = traits_def(Pure())
 
 

@@ -21,13 +21,12 @@ from typing import Any, Self
 
 import numpy as np
 from xdsl.dialects import vector
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, VectorType
+from xdsl.dialects.builtin import TensorType, VectorType
 from xdsl.dialects.utils.format import parse_assignment, print_assignment
 from xdsl.ir import Block, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
-    prop_def,
     region_def,
     result_def,
     traits_def,
@@ -40,7 +39,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from aotk.dialect.arithmetic import AddOp, DivOp, MaximumOp, MinimumOp, MulOp, SubOp
 from aotk.dialect.base import AotkOp, Shape, elem_of, shape_of, tensor, types_compatible
-from aotk.dialect.conv import ConvPaddingAttr, WindowedOp, conv_shape, infer_conv, np_conv
+from aotk.dialect.conv import ConvWindowOp, conv_shape, infer_conv, np_conv
 from aotk.dialect.elementwise import ConstantOp, lower_scalar
 from aotk.dialect.fused import YieldOp, scalar_body
 from aotk.dialect.registry import REGISTRY, BodyLowering, Kind, OpDef, register
@@ -51,7 +50,7 @@ from aotk.kernels.window import Window
 
 
 @irdl_op_definition
-class ConvFusedOp(WindowedOp):
+class ConvFusedOp(ConvWindowOp):
     """`aotk.conv` followed by an elementwise body applied to each output element."""
 
     name = "aotk.conv_fused"
@@ -59,13 +58,6 @@ class ConvFusedOp(WindowedOp):
     kernel = operand_def(TensorType)
     extras = var_operand_def(TensorType)
     result = result_def(TensorType)
-    strides = prop_def(DenseArrayBase)
-    dilation = prop_def(DenseArrayBase)
-    lhs_dilation = prop_def(DenseArrayBase)
-    pad_before = prop_def(DenseArrayBase)
-    pad_after = prop_def(DenseArrayBase)
-    padding = prop_def(ConvPaddingAttr)
-    groups = prop_def(IntegerAttr)
     body = region_def("single_block")
     traits = traits_def(Pure(), IsolatedFromAbove())
 
