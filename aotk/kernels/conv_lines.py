@@ -56,21 +56,24 @@ def line_kinds(k: Kernel, g: Geometry, inner: Sequence[Range]) -> list[LineKind]
     def column(j: DimV) -> DimV:
         return _edge(k, j, inner[-1])
 
-    kinds = [
-        LineKind(
-            k.product(leading),
-            lambda j: [*_unravel(k, j, leading), inner[-1][0]],
-            _span(k, inner[-1]),
-            last,
-        )
-    ]
+    def row_line(j: DimV) -> list[DimV]:
+        return [*_unravel(k, j, leading), inner[-1][0]]
+
+    def column_line(j: DimV) -> list[DimV]:
+        return [inner[0][0], column(j)]
+
+    def corner(j: DimV) -> list[DimV]:
+        return [_edge(k, k.div(j, across), inner[0]), column(k.rem(j, across))]
+
+    def row_end(j: DimV) -> list[DimV]:
+        return [*_unravel(k, k.div(j, across), leading), column(k.rem(j, across))]
+
+    kinds = [LineKind(k.product(leading), row_line, _span(k, inner[-1]), last)]
     if last == 1:
-        kinds.append(LineKind(edges[1], lambda j: [inner[0][0], column(j)], _span(k, inner[0]), 0))
-        corner = lambda j: [_edge(k, k.div(j, across), inner[0]), column(k.rem(j, across))]  # noqa: E731
+        kinds.append(LineKind(edges[1], column_line, _span(k, inner[0]), 0))
         kinds.append(LineKind(k.mul(edges[0], edges[1]), corner, 1, last))
     else:
-        end = lambda j: [*_unravel(k, k.div(j, across), leading), column(k.rem(j, across))]  # noqa: E731
-        kinds.append(LineKind(k.mul(k.product(leading), edges[-1]), end, 1, last))
+        kinds.append(LineKind(k.mul(k.product(leading), edges[-1]), row_end, 1, last))
     return [kinds[0], *(kind for kind in kinds[1:] if kind.count != 0)]
 
 
@@ -115,10 +118,10 @@ def line_at(
         length = k.select(cond, kind.length, length)
         here = steps(kind.axis)
         step = (k.select(cond, here[0], step[0]), k.select(cond, here[1], step[1]))
-    return Line(start, length, step, tap_ranges(k, g, start))
+    return Line(start, length, step, _tap_ranges(k, g, start))
 
 
-def tap_ranges(k: Kernel, g: Geometry, start: Sequence[DimV]) -> list[Range]:
+def _tap_ranges(k: Kernel, g: Geometry, start: Sequence[DimV]) -> list[Range]:
     """Per axis, the taps [lo, hi) of the window at `start` that land inside the input:
     0 <= p * stride + t * dilation - pad < size."""
     ranges: list[Range] = []

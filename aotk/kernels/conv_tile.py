@@ -45,7 +45,7 @@ from aotk.kernels.conv_geometry import (
     fold_nest,
     if_values,
 )
-from aotk.kernels.conv_lines import Line, line_at, line_kinds
+from aotk.kernels.conv_lines import Bufs, Line, line_at, line_kinds
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 
@@ -58,8 +58,6 @@ CHANNEL_BLOCK = 64
 SPLIT = 2
 # Input channels a tile step unrolls instead of looping over.
 UNROLL_CHANNELS = 4
-
-Bufs = tuple[Buf, Buf, Buf]  # out, x, kernel
 
 
 @dataclass(frozen=True)
@@ -99,11 +97,11 @@ def emit(
     epilogue: Epilogue | None = None,
 ) -> None:
     """out = conv(x, w) in tiles = (the interior range of each spatial axis, positions
-    per tile), then `epilogue` on each element (per line, while it is in cache)."""
+    per tile), then `epilogue` on each element: in the tiles' registers, or per line."""
     inner, rows = tiles
     kinds = line_kinds(k, g, inner)
-    count = k.add(kinds[0].count, 0)
-    for kind in kinds[1:]:
+    count: DimV = 0
+    for kind in kinds:
         count = k.add(count, kind.count)
     for part in _parts(k, bufs):
         with k.loop(k.mul(bufs[1].dims[0], count), parallel=True) as i:
