@@ -29,6 +29,7 @@ from aotk.dialect.shape import ReshapeOp, TransposeOp
 from aotk.dialect.unary import NegOp
 from aotk.transforms.join_unslices import JoinUnslices
 from aotk.transforms.pool_first import MaxPoolFirst
+from aotk.transforms.scan_last_step import LastStepIsCarry
 
 
 def _constant_value(v: SSAValue) -> float | None:
@@ -171,5 +172,6 @@ class AotkSimplifyPass(ModulePass):
             FoldTransposeIntoMatmul(),
             JoinUnslices(),
             MaxPoolFirst(),
+            LastStepIsCarry(),
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)

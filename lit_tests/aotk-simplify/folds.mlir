@@ -134,3 +134,24 @@ func.func @relu_max_pool(%x: tensor<?x4x4x3xf32>, %y: tensor<?x4x4x3xf32>) -> (t
   %q = aotk.pool %s window [2, 2] strides [2, 2] padding valid mode avg : (tensor<?x4x4x3xf32>) -> tensor<?x2x2x3xf32>
   func.return %p, %q : tensor<?x2x2x3xf32>, tensor<?x2x2x3xf32>
 }
+
+// -----
+
+// K.rnn's last output, outputs[-1:], when the step yields its output as its new state:
+// the scan's final carry, reshaped (the two reshapes then cancel). The stacked outputs
+// are unread (the scan still lists them here; aotk-scan-accumulations drops them).
+// CHECK-LABEL: func.func @rnn_last_output
+// CHECK:         %h, %hs = aotk.scan
+// CHECK-NOT:     aotk.slice
+// CHECK-NOT:     aotk.reshape
+// CHECK:         func.return %h : tensor<?x2xf32>
+func.func @rnn_last_output(%x: tensor<3x?x2xf32>, %h0: tensor<?x2xf32>) -> tensor<?x2xf32> {
+  %h, %hs = aotk.scan seqs(%xt = %x) carries(%c = %h0) : (tensor<3x?x2xf32>, tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<3x?x2xf32>) {
+    %s = "aotk.add"(%xt, %c) : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+    %t = "aotk.tanh"(%s) : (tensor<?x2xf32>) -> tensor<?x2xf32>
+    aotk.yield %t, %t : tensor<?x2xf32>, tensor<?x2xf32>
+  }
+  %last = "aotk.slice"(%hs) <{start = array<i64: -1, 0, 0>, stop = array<i64: 9223372036854775807, 9223372036854775807, 9223372036854775807>, step = array<i64: 1, 1, 1>}> : (tensor<3x?x2xf32>) -> tensor<1x?x2xf32>
+  %y = "aotk.reshape"(%last) <{shape = array<i64: -1, 2>}> : (tensor<1x?x2xf32>) -> tensor<?x2xf32>
+  func.return %y : tensor<?x2xf32>
+}

@@ -20,6 +20,7 @@ from aotk.dialect import elementwise as ew
 from aotk.dialect import shape, trace
 from aotk.dialect import unary as un
 from aotk.dialect.pool import PoolOp
+from aotk.dialect.scan import ScanOp
 from aotk.transforms.simplify import AotkSimplifyPass
 
 
@@ -221,3 +222,29 @@ def test_max_pool_stays_after_other_ops(rng):
     pools = [op for op in _main_ops(module) if isinstance(op, PoolOp)]
     assert len(pools) == 4
     assert not any(isinstance(pool.x, BlockArgument) for pool in pools)
+
+
+def _rnn(carried_output: bool) -> tuple[list[trace.KTensor], trace.KTensor]:
+    """K.rnn over 5 steps whose step output is its new state (or twice it), returning
+    the last output as K.rnn does: outputs[-1]."""
+    from aotk import backend as K
+
+    x, h0 = placeholder((None, 5, 4), "float32", "x"), placeholder((None, 4), "float32", "h0")
+
+    def step(x_t, states):
+        h = K.tanh(x_t + states[0])
+        return (h if carried_output else h * 2.0), [h]
+
+    last, _, _ = K.rnn(step, x, [h0])
+    return [x, h0], last
+
+
+@pytest.mark.parametrize("carried_output", [True, False])
+def test_the_last_output_of_a_scan_is_its_final_carry(rng, carried_output):
+    inputs, last = _rnn(carried_output)
+    arrays = [rng.standard_normal((3, 5, 4), np.float32), rng.standard_normal((3, 4), np.float32)]
+    module = simplify(inputs, [last], arrays)
+    scan = next(op for op in module.walk() if isinstance(op, ScanOp))
+    stacked_read = any(r.uses for r in list(scan.results)[scan.num_carries :])
+    assert stacked_read is not carried_output
+    assert ("aotk.slice" in top_ops(module)) is not carried_output
