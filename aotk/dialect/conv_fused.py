@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any, Self
 
 import numpy as np
-from xdsl.dialects import vector
 from xdsl.dialects.builtin import TensorType, VectorType
 from xdsl.dialects.utils.format import parse_assignment, print_assignment
 from xdsl.ir import Block, SSAValue
@@ -38,12 +37,13 @@ from xdsl.traits import IsolatedFromAbove, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from aotk.dialect.arithmetic import AddOp, DivOp, MaximumOp, MinimumOp, MulOp, SubOp
-from aotk.dialect.base import AotkOp, Shape, elem_of, shape_of, tensor, types_compatible
+from aotk.dialect.base import Shape, elem_of, shape_of, tensor, types_compatible
 from aotk.dialect.conv import ConvWindowOp, conv_shape, infer_conv, np_conv
-from aotk.dialect.elementwise import ConstantOp, lower_scalar
+from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.fused import YieldOp, scalar_body
 from aotk.dialect.registry import REGISTRY, BodyLowering, Kind, OpDef, register
 from aotk.kernels import conv_kernel
+from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.conv_geometry import Body, Epilogue, geometry
 from aotk.kernels.kernel import Buf, Kernel
 from aotk.kernels.window import Window
@@ -203,16 +203,7 @@ def _vector_body(block: Block) -> Body | None:
     def body(k: Kernel, xs: list[SSAValue]) -> SSAValue:
         vt = xs[0].type
         assert isinstance(vt, VectorType)
-        env: dict[SSAValue, SSAValue] = dict(zip(block.args, xs, strict=True))
-        for op in ops:
-            assert isinstance(op, AotkOp)
-            value = lower_scalar(k, op, [env[v] for v in op.operands])
-            if isinstance(op, ConstantOp):
-                value = k.b.insert(vector.BroadcastOp(value, vt)).vector
-            env[op.results[0]] = value
-        last = block.last_op
-        assert isinstance(last, YieldOp)
-        return env[last.values[0]]
+        return scalar_body(k, block, xs, lambda scalar: mk.splat(k, scalar, vt))[0]
 
     return body
 

@@ -37,7 +37,7 @@ from aotk.dialect.base import (
     tensor,
     types_compatible,
 )
-from aotk.dialect.elementwise import lower_scalar
+from aotk.dialect.elementwise import ConstantOp, lower_scalar
 from aotk.dialect.region_syntax import parse_region_op, print_region_op
 from aotk.dialect.registry import REGISTRY, BodyLowering, Kind, OpDef, register
 from aotk.kernels import elementwise_nest
@@ -146,15 +146,24 @@ def _lower(low: BodyLowering, op: FusedOp, targets: dict[SSAValue, Buf]) -> None
         elementwise_nest.emit(low.k, outs, ins, lambda k, xs: scalar_body(k, op.body.block, xs))
 
 
-def scalar_body(k: Kernel, block: Block, xs: Sequence[SSAValue]) -> list[SSAValue]:
+def scalar_body(
+    k: Kernel,
+    block: Block,
+    xs: Sequence[SSAValue],
+    constant: Callable[[SSAValue], SSAValue] | None = None,
+) -> list[SSAValue]:
     """Lower an elementwise body (`aotk.fused`'s, `aotk.conv_fused`'s epilogue) on the
-    scalars `xs` of its arguments; the scalars it yields."""
+    values `xs` of its arguments; the values it yields. `constant` maps each constant's
+    scalar (to a vector, when `xs` are vectors)."""
     env: dict[SSAValue, SSAValue] = dict(zip(block.args, xs, strict=True))
     for inner in block.ops:
         if isinstance(inner, YieldOp):
             return [env[v] for v in inner.values]
         assert isinstance(inner, AotkOp)
-        env[inner.results[0]] = lower_scalar(k, inner, [env[v] for v in inner.operands])
+        value = lower_scalar(k, inner, [env[v] for v in inner.operands])
+        if constant is not None and isinstance(inner, ConstantOp):
+            value = constant(value)
+        env[inner.results[0]] = value
     raise AssertionError("elementwise body without aotk.yield")
 
 

@@ -10,11 +10,12 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, scf, vector
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
+from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.window import Window
 
@@ -36,22 +37,25 @@ class Epilogue:
 
     def apply(self, k: Kernel, out: Buf, at: DimV, channel: DimV) -> None:
         """Apply it to out[at], an element of output channel `channel`."""
-        xs = [k.load_flat(b, 0 if k.product(b.dims) == 1 else channel) for b in self.extras]
+        xs = [k.load_flat(b, _at(k, b, channel)) for b in self.extras]
         k.store_flat(out, at, self.body(k, [k.load_flat(out, at), *xs]))
 
     def vector_extras(self, k: Kernel, vt: VectorType, channel: DimV) -> list[SSAValue]:
         """The extras as vectors of type `vt` for the channels from `channel` on, for
         `vector`'s arguments after the accumulator."""
         return [
-            _splat(k, k.load_flat(b, 0), vt)
-            if k.product(b.dims) == 1
-            else k.b.insert(vector.LoadOp(b.mem, [k.index(channel)], vt)).result
+            mk.splat(k, k.load_flat(b, 0), vt) if _single(k, b) else mk.vload(k, b, channel, vt)
             for b in self.extras
         ]
 
 
-def _splat(k: Kernel, scalar: SSAValue, vt: VectorType) -> SSAValue:
-    return k.b.insert(vector.BroadcastOp(scalar, vt)).vector
+def _single(k: Kernel, extra: Buf) -> bool:
+    """An extra of one value (a scalar), not one per channel."""
+    return k.product(extra.dims) == 1
+
+
+def _at(k: Kernel, extra: Buf, channel: DimV) -> DimV:
+    return 0 if _single(k, extra) else channel
 
 
 @dataclass(frozen=True)

@@ -108,17 +108,12 @@ def emit(
             n, e = k.index(k.div(i, count)), k.index(k.rem(i, count))
             line = line_at(k, (bufs, g), kinds, e)
             _line_tiles(k, (bufs, g), part, (n, line), (rows, epilogue))
-            if epilogue is not None and epilogue.vector is None:
-                _finish(k, bufs[0], part, (n, line), epilogue)
 
 
-def _finish(
-    k: Kernel, out: Buf, part: Part, line: tuple[SSAValue, Line], epilogue: Epilogue
-) -> None:
-    """The epilogue on the line's outputs of the part's channels, once the last part has
-    added to them."""
-    n, ln = line
-    at = k.add(k.linear([n, *ln.start], k.strides(out.dims)[:-1]), part.o0)
+def _finish(k: Kernel, out: Buf, part: Part, line: tuple[DimV, Line], epilogue: Epilogue) -> None:
+    """The epilogue on the line's outputs of the part's channels (from offset `at` in
+    `out`), once the last part has added to them."""
+    at, ln = line
 
     def apply() -> None:
         with k.loop(ln.length) as p, k.loop(part.nvec * part.lanes) as c:
@@ -138,7 +133,8 @@ def _line_tiles(
     plan: tuple[int, Epilogue | None],
 ) -> None:
     """Tiles of `rows` positions along the line of image n, then one-position tiles for
-    what is left; a vector epilogue applies to their accumulators. With one part, a line
+    what is left; a vector epilogue applies to their accumulators, another to the line
+    after them. With one part, a line
     of at least `rows` positions ends in a tile shifted back to end at its end, which
     recomputes a few positions; a later part adds to the output and would add those
     twice."""
@@ -169,6 +165,8 @@ def _line_tiles(
         tile(k.min(k.mul(t, rows), k.sub(ln.length, rows)), rows)
     with k.loop(ln.length, lb=done) as p:
         tile(p, 1)
+    if epilogue is not None and epilogue.vector is None:
+        _finish(k, out, part, (at, ln), epilogue)
 
 
 def _parts(k: Kernel, bufs: Bufs) -> Iterator[Part]:

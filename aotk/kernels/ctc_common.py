@@ -31,9 +31,7 @@ def fcmp(k: Kernel, pred: str, a: SSAValue, c: SSAValue) -> SSAValue:
 
 
 def sel(k: Kernel, cond: SSAValue, a: SSAValue | DimV, c: SSAValue | DimV) -> SSAValue:
-    a_v = a if isinstance(a, SSAValue) else k.index(a)
-    c_v = c if isinstance(c, SSAValue) else k.index(c)
-    return k.b.insert(arith.SelectOp(cond, a_v, c_v)).result
+    return k.index(k.select(cond, a, c))
 
 
 def both(k: Kernel, a: SSAValue, c: SSAValue) -> SSAValue:
