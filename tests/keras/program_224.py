@@ -10,6 +10,7 @@ from keras import layers
 from keras.models import Sequential, load_model
 
 rng = np.random.default_rng(0)
+np.random.seed(0)  # Keras's initializers and dropout draw their seeds from it
 model = Sequential(
     [
         layers.Dense(16, activation="relu", input_shape=(8,)),
