@@ -137,6 +137,23 @@ def test_softmax_rows_with_extreme_and_nan_values() -> None:
     assert np.isnan(got[1][:, 0]).all() and not np.isnan(got[1][:, 2]).any()
 
 
+def test_long_rows_with_nan_and_inf_in_softmax_and_logsumexp() -> None:
+    # rows long enough for the vectorized passes, the special value mid-vector
+    x = K.placeholder((None, 70))
+    f = _fn([x], [K.softmax(x), K.logsumexp(x, axis=1)])
+    xv = np.random.default_rng(5).normal(size=(4, 70)).astype(np.float32)
+    xv[0, 37] = np.nan
+    xv[1, 37] = np.inf
+    xv[2, :] = -np.inf
+    xv[3, 37] = 30.0  # a plain row with one large entry
+    soft, lse = f(xv)
+    assert np.isnan(soft[:3]).all() and np.isnan(lse[0])
+    assert lse[1] == np.inf and lse[2] == -np.inf
+    _close(soft[3], ref_softmax(xv[3].astype(np.float64)), "float32", msg="plain row")
+    want = 30.0 + np.log(np.exp(xv[3].astype(np.float64) - 30.0).sum())
+    _close(lse[3], want, "float32", msg="logsumexp")
+
+
 def test_round_is_half_to_even_and_keeps_integers() -> None:
     ties = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999998, 1e8, 3.7, -3.7, np.nan, np.inf])
     want = [0, 2, 2, -0.0, -2, -2, 2, 1e8, 4, -4, np.nan, np.inf]
