@@ -19,7 +19,7 @@ from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp
 
-VECTOR_INTERLEAVE = 2  # vectors of a vectorized loop in flight, see _initialize
+VECTOR_INTERLEAVE = 4  # vectors of a vectorized loop in flight, see _initialize
 
 
 @functools.cache
@@ -29,9 +29,10 @@ def _initialize() -> None:
     # The loop vectorizer interleaves a loop only while its body is cheap and its live
     # values fit the registers, counting each splat constant as one. A polynomial exp
     # or tanh is neither, so it ran one vector at a time, bound by its FMA chain's
-    # latency. Two vectors in flight: W1 -5%, the LSTM forward -14% at two threads, no
-    # compile time. Four won W1 and softmax a little more, lost the LSTM part of that,
-    # and cost 7% more compile time on the LSTM step. (LLVM options are process-wide.)
+    # latency. Four, what it already chose for short loops and reductions: W1 -9%, the
+    # softmax rows -3%, the LSTM within noise; the LLVM stage of the LSTM's graphs takes
+    # 0.04-0.05 s longer. Two cut the short loops' four to two: softmax 4% slower.
+    # (LLVM options are process-wide.)
     llvm_binding.set_option("aotk", f"-force-vector-interleave={VECTOR_INTERLEAVE}")
 
 
