@@ -3,10 +3,10 @@
 Softmax is three passes over a row that stays in L1: its maximum; exp(x - max) stored and
 summed; a scale by 1 / sum. Logsumexp is two: the maximum, then the sum of exp(x - shift),
 whose log plus the shift is the result (the shift is the maximum when it is finite, else
-0, so rows of -inf give -inf and a +inf or NaN propagates). Each inner loop is a plain
-loop LLVM vectorizes: the maximum and the sum are reductions it may reassociate, the
-exponentials are `vecmath`'s polynomials; softmax's is `exp_nonpositive`, a quarter
-cheaper, as x - max <= 0.
+0, so rows of -inf give -inf and a +inf or NaN propagates). The maximum is read in
+vectors here (`_row_max`); the other loops are plain loops LLVM vectorizes: the sum is a
+reduction it may reassociate, the exponentials are `vecmath`'s polynomials; softmax's is
+`exp_nonpositive`, a quarter cheaper, as x - max <= 0.
 
 Against the compositions (max, sub+exp, sum, then div or log+add: each a kernel streaming
 the whole tensor through memory, the exponentials written out and read back), the input
@@ -17,13 +17,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from xdsl.dialects import arith, math
+from xdsl.dialects import arith, math, vector
+from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType
 from xdsl.ir import SSAValue
 
+from aotk import dtypes
+from aotk.kernels import heuristics, vecmath
 from aotk.kernels import transcendental as tr
-from aotk.kernels import vecmath
 from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.matmul_microkernel import splat, vload
 from aotk.kernels.scalar import compute_type, const, insert, reassociating_add
+
+ROW_MAX_ACCUMULATORS = 4  # vmaxps has a latency of 3-4 cycles and issues 1-2 a cycle
+_MAXNUMF = vector.CombiningKindAttr(vector.CombiningKindFlag.MAXNUMF)
 
 
 def emit_softmax(k: Kernel, out: Buf, x: Buf) -> None:
@@ -68,13 +74,54 @@ def emit_logsumexp(k: Kernel, out: Buf, x: Buf) -> None:
 
 
 def _row_max(k: Kernel, x: Buf, start: DimV, width: DimV) -> SSAValue:
-    """The maximum of x[start:start + width] (-inf for an empty row)."""
+    """The maximum of x[start:start + width] without its NaNs (-inf for an empty row).
 
-    def step(acc: SSAValue, i: SSAValue) -> SSAValue:
-        # maximumf propagates NaN, as NumPy's max does
-        return insert(k.b, arith.MaximumfOp(acc, k.load_flat(x, k.add(start, i))))
+    The NaNs need not reach it: a NaN element's exp is NaN, so is the sum, and with it
+    every output of the row, as in NumPy's. Without them the maximum is `x > m ? x : m`,
+    which x86 does in one vmaxps. LLVM vectorizes no such reduction, so f32 and f64 rows
+    are read in vectors here: ROW_MAX_ACCUMULATORS registers in flight, then the rest.
+    """
+    lowest = const(k.b, float("-inf"), compute_type(x.elem))
+    if not isinstance(x.elem, Float32Type | Float64Type):
+        return _fold(k, width, lowest, lambda m, i: _max(k, m, k.load_flat(x, k.add(start, i))))
+    vt = VectorType(x.elem, [heuristics.VECTOR_BYTES // dtypes.byte_size(x.elem)])
+    chunk = ROW_MAX_ACCUMULATORS * vt.get_shape()[0]
+    chunks = k.div(width, chunk)
+    peak = _vector_max(k, x, start, chunks, splat(k, lowest, vt))
+    if isinstance(width, int) and width % chunk == 0:
+        return peak
 
-    return _fold(k, width, const(k.b, float("-inf"), compute_type(x.elem)), step)
+    def rest(i: SSAValue, ms: Sequence[SSAValue]) -> list[SSAValue]:
+        return [_max(k, ms[0], k.load_flat(x, k.add(start, i)))]
+
+    return k.fold_loop(width, [peak], rest, lb=k.mul(chunks, chunk))[0]
+
+
+def _vector_max(k: Kernel, x: Buf, start: DimV, chunks: DimV, lowest: SSAValue) -> SSAValue:
+    """The maximum of `chunks` steps of ROW_MAX_ACCUMULATORS vectors from x[start]."""
+    vt = lowest.type
+    assert isinstance(vt, VectorType)
+    lanes = vt.get_shape()[0]
+
+    def step(c: SSAValue, ms: Sequence[SSAValue]) -> list[SSAValue]:
+        at = k.add(start, k.mul(c, lanes * len(ms)))
+        return [_max(k, m, vload(k, x, k.add(at, j * lanes), vt)) for j, m in enumerate(ms)]
+
+    accs = list(k.fold_loop(chunks, [lowest] * ROW_MAX_ACCUMULATORS, step))
+    while len(accs) > 1:
+        accs = [_max(k, a, b) for a, b in zip(accs[::2], accs[1::2], strict=True)]
+    # ReductionOp's constructor types its result as the vector: build it with the element
+    reduce = vector.ReductionOp.create(
+        operands=[accs[0]],
+        result_types=[vt.element_type],
+        properties={"kind": _MAXNUMF, "fastmath": arith.FastMathFlagsAttr("none")},
+    )
+    return insert(k.b, reduce)
+
+
+def _max(k: Kernel, m: SSAValue, v: SSAValue) -> SSAValue:
+    """`v > m ? v : m`: m where v is NaN."""
+    return insert(k.b, arith.SelectOp(insert(k.b, arith.CmpfOp(v, m, "ogt")), v, m))
 
 
 def _fold(

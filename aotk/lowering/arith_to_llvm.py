@@ -34,10 +34,10 @@ def _width(t: Attribute) -> int:
     return {Float16Type: 16, Float32Type: 32, Float64Type: 64}[type(t)]
 
 
-def _suffix(t: Attribute) -> str:
+def type_suffix(t: Attribute) -> str:
     """An overloaded intrinsic's type suffix: f32, i64, v8f32 ..."""
     if isinstance(t, VectorType):
-        return f"v{t.get_shape()[0]}{_suffix(t.element_type)}"
+        return f"v{t.get_shape()[0]}{type_suffix(t.element_type)}"
     return (
         f"f{_width(t)}"
         if isinstance(t, Float16Type | Float32Type | Float64Type)
@@ -54,7 +54,7 @@ def _intrinsic(name: str) -> Build:
 
     def build(op: Operation) -> list[Operation]:
         t = op.results[0].type
-        return [llvm.CallIntrinsicOp(f"{name}.{_suffix(t)}", list(op.operands), [t])]
+        return [llvm.CallIntrinsicOp(f"{name}.{type_suffix(t)}", list(op.operands), [t])]
 
     return build
 
@@ -63,7 +63,7 @@ def _fp_to_int(signed: bool) -> Build:
     # LLVM's saturating conversions: defined for NaN (0) and out-of-range values (clamped)
     def build(op: Operation) -> list[Operation]:
         src, dst = op.operands[0].type, op.results[0].type
-        name = f"llvm.fpto{'s' if signed else 'u'}i.sat.{_suffix(dst)}.{_suffix(src)}"
+        name = f"llvm.fpto{'s' if signed else 'u'}i.sat.{type_suffix(dst)}.{type_suffix(src)}"
         return [llvm.CallIntrinsicOp(name, [op.operands[0]], [dst])]
 
     return build

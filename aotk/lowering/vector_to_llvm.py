@@ -1,4 +1,4 @@
-"""Builders for the `vector` compute ops aotk kernels emit (broadcast, fma).
+"""Builders for the `vector` compute ops aotk kernels emit (broadcast, fma, reduction).
 
 Used by `convert-aotk-std-to-llvm`. vector.load/store are lowered earlier by
 `aotk-memory-to-llvm`; their alignment is `NaturalAlignment`'s job in `to_llvm`.
@@ -9,6 +9,11 @@ from __future__ import annotations
 from xdsl.dialects import llvm, vector
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, VectorType, i32
 from xdsl.ir import Operation
+
+from aotk.lowering.arith_to_llvm import type_suffix
+
+# vector.reduction kinds aotk emits -> LLVM's horizontal reduction intrinsic
+_REDUCTIONS = {vector.CombiningKindFlag.MAXNUMF: "llvm.vector.reduce.fmax"}
 
 
 def _broadcast(op: Operation) -> list[Operation]:
@@ -30,5 +35,22 @@ def _fma(op: Operation) -> list[Operation]:
     return [llvm.FMAOp(op.lhs, op.rhs, op.acc)]
 
 
+def _reduction(op: Operation) -> list[Operation]:
+    """vector.reduction <maxnumf> without an accumulator -> llvm.vector.reduce.fmax."""
+    assert isinstance(op, vector.ReductionOp)
+    kind = op.kind.data
+    if kind not in _REDUCTIONS or op.acc is not None:
+        raise ValueError(
+            f"convert-aotk-std-to-llvm: vector.reduction supports {sorted(_REDUCTIONS)} "
+            f"without an accumulator, got {kind}{' with one' if op.acc else ''}"
+        )
+    name = f"{_REDUCTIONS[kind]}.{type_suffix(op.vector.type)}"
+    return [llvm.CallIntrinsicOp(name, [op.vector], [op.dest.type])]
+
+
 # op type -> the llvm ops replacing it (the last one's result replaces the op's)
-VECTOR_BUILDERS = {vector.BroadcastOp: _broadcast, vector.FMAOp: _fma}
+VECTOR_BUILDERS = {
+    vector.BroadcastOp: _broadcast,
+    vector.FMAOp: _fma,
+    vector.ReductionOp: _reduction,
+}

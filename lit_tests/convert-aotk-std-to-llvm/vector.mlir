@@ -1,4 +1,4 @@
-// RUN: aotk-opt %s -p convert-aotk-std-to-llvm | filecheck %s
+// RUN: aotk-opt %s --split-input-file -p convert-aotk-std-to-llvm | filecheck %s
 
 // vector.broadcast becomes insertelement + a zero shuffle, vector.fma the llvm intrinsic,
 // and vector loads/stores get element alignment (their address may be any element's).
@@ -17,4 +17,15 @@ func.func @axpy_vector(%x: !llvm.ptr, %out0: !llvm.ptr, %a: f32) {
   %f = vector.fma %s, %v, %v : vector<8xf32>
   llvm.store %f, %out0 : vector<8xf32>, !llvm.ptr
   func.return
+}
+
+// -----
+
+// vector.reduction <maxnumf> becomes LLVM's horizontal fmax (softmax's row maximum).
+// CHECK-LABEL: llvm.func @row_peak(
+// CHECK-NEXT:    %[[M:.*]] = llvm.call_intrinsic "llvm.vector.reduce.fmax.v8f32"(%v) : (vector<8xf32>) -> f32
+// CHECK-NEXT:    llvm.return %[[M]] : f32
+func.func @row_peak(%v: vector<8xf32>) -> f32 {
+  %m = vector.reduction <maxnumf>, %v : vector<8xf32> into f32
+  func.return %m : f32
 }

@@ -1,15 +1,13 @@
 // RUN: aotk-opt %s -p convert-aotk-to-loops | filecheck %s
 
 // The fused row logsumexp: one parallel loop over the rows, and in it two passes over a
-// row: its maximum, then the sum of exp(x - shift), where the shift is the maximum if it
+// row: its maximum (in vectors, as softmax's), then the sum of exp(x - shift), where the shift is the maximum if it
 // is finite and 0 otherwise; the row's result is log(sum) + shift. Nothing but the
 // results is written.
 // CHECK-LABEL: func.func @logsumexp_rows(
 // CHECK:         scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK:           %[[MAX:.*]] = scf.for %{{.*}} iter_args(%[[M:.*]] = %{{.*}}) -> (f32) {
-// CHECK:             %[[X:.*]] = memref.load %x[
-// CHECK-NEXT:        %[[M2:.*]] = arith.maximumf %[[M]], %[[X]] : f32
-// CHECK-NEXT:        scf.yield %[[M2]] : f32
+// CHECK:           %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK:           %[[MAX:.*]] = vector.reduction <maxnumf>, %{{.*}} : vector<8xf32> into f32
 // CHECK:           %[[ABS:.*]] = math.absf %[[MAX]] : f32
 // CHECK:           %[[FINITE:.*]] = arith.cmpf olt, %[[ABS]], %{{.*}} : f32
 // CHECK:           %[[SHIFT:.*]] = arith.select %[[FINITE]], %[[MAX]], %{{.*}} : f32

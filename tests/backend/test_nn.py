@@ -154,6 +154,22 @@ def test_long_rows_with_nan_and_inf_in_softmax_and_logsumexp() -> None:
     _close(lse[3], want, "float32", msg="logsumexp")
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_and_logsumexp_rows_of_any_dynamic_width(dtype: str) -> None:
+    # widths around the row maximum's step of four vectors, and below one vector
+    x = K.placeholder((None, None), dtype=dtype)
+    f = _fn([x], [K.softmax(x), K.logsumexp(x, axis=1)])
+    for width in (1, 5, 31, 32, 33, 64, 100):
+        xv = 5 * np.random.default_rng(width).normal(size=(3, width)).astype(dtype)
+        xv[0, -1] = 1000.0  # exp overflows unless the maximum saw the row's last element
+        soft, lse = f(xv)
+        x64 = xv.astype(np.float64)
+        peak = x64.max(axis=1)
+        _close(soft, ref_softmax(x64), dtype, msg=f"softmax, width {width}")
+        want = peak + np.log(np.exp(x64 - peak[:, None]).sum(axis=1))
+        _close(lse, want, dtype, msg=f"logsumexp, width {width}")
+
+
 def test_round_is_half_to_even_and_keeps_integers() -> None:
     ties = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999998, 1e8, 3.7, -3.7, np.nan, np.inf])
     want = [0, 2, 2, -0.0, -2, -2, 2, 1e8, 4, -4, np.nan, np.inf]
