@@ -10,10 +10,15 @@ from xdsl.dialects import llvm, vector
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, VectorType, i32
 from xdsl.ir import Operation
 
+from aotk.dialect.base import located
 from aotk.lowering.arith_to_llvm import type_suffix
 
 # vector.reduction kinds aotk emits -> LLVM's horizontal reduction intrinsic
 _REDUCTIONS = {vector.CombiningKindFlag.MAXNUMF: "llvm.vector.reduce.fmax"}
+
+
+def _where(op: Operation, message: str) -> str:
+    return f"convert-aotk-std-to-llvm: {located(op, message)}"
 
 
 def _broadcast(op: Operation) -> list[Operation]:
@@ -21,7 +26,7 @@ def _broadcast(op: Operation) -> list[Operation]:
     assert isinstance(op, vector.BroadcastOp)
     vt = op.vector.type
     if isinstance(op.source.type, VectorType):
-        raise ValueError("convert-aotk-std-to-llvm: only scalar vector.broadcast is supported")
+        raise ValueError(_where(op, "only scalar vector.broadcast is supported"))
     undef = llvm.UndefOp(vt)
     lane0 = llvm.ConstantOp(IntegerAttr(0, i32), i32)
     ins = llvm.InsertElementOp(undef.res, op.source, lane0.result)
@@ -41,8 +46,11 @@ def _reduction(op: Operation) -> list[Operation]:
     kind = op.kind.data
     if kind not in _REDUCTIONS or op.acc is not None:
         raise ValueError(
-            f"convert-aotk-std-to-llvm: vector.reduction supports {sorted(_REDUCTIONS)} "
-            f"without an accumulator, got {kind}{' with one' if op.acc else ''}"
+            _where(
+                op,
+                f"vector.reduction supports {', '.join(_REDUCTIONS)} without an accumulator, "
+                f"got {kind}{' with one' if op.acc else ''}",
+            )
         )
     name = f"{_REDUCTIONS[kind]}.{type_suffix(op.vector.type)}"
     return [llvm.CallIntrinsicOp(name, [op.vector], [op.dest.type])]
