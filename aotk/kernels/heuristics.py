@@ -9,32 +9,44 @@ from aotk.kernels.kernel import DimV
 
 L1_BYTES = 32 * 1024
 L2_BYTES = 1024 * 1024
-# 256-bit vectors: LLVM's x86 tuning prefers them on AVX-512 hosts too (its vectorizers
-# split wider ones), and they avoid AVX-512 down-clocking. Used by the conv kernels.
+# 256-bit vectors for the row reductions: LLVM's x86 tuning prefers them on AVX-512 hosts
+# too (its vectorizers split wider ones), and memory-bound passes gain nothing wider.
 VECTOR_BYTES = 32
+# (bytes per vector register, registers) by instruction set
+VECTOR_SHAPES = {"avx2": (32, 16), "avx512": (64, 32)}
+_pinned: list[str] = []  # the instruction set kernels are tiled for, when not the host's
 
 
-@functools.cache
+def pin_vector_shape(isa: str | None) -> None:
+    """Tile kernels for `isa` (a key of VECTOR_SHAPES) rather than for this host; None:
+    for the host again. For printing IR that is the same on every machine (aotk-opt's
+    --aotk-tile-for, its lit tests): the code stays correct on any x86-64 host, where
+    LLVM splits or merges vectors, but only the host's shape is fast."""
+    if isa is not None and isa not in VECTOR_SHAPES:
+        raise ValueError(f"tiles for {isa!r}: expected one of {', '.join(VECTOR_SHAPES)}")
+    _pinned[:] = [] if isa is None else [isa]
+
+
 def vector_registers() -> int:
-    """256-bit vector registers of the host: AVX-512VL gives them 32, AVX2 16."""
-    from aotk.codegen import llvm_ir
-
-    return 32 if "+avx512vl" in llvm_ir.host_features().split(",") else 16
+    """Vector registers of the target: AVX-512VL gives 32 (also as ymm), AVX2 16."""
+    return vector_shape()[1]
 
 
-@functools.cache
 def vector_shape() -> tuple[int, int]:
-    """(bytes per vector register, registers) of the host that kernels are compiled for.
+    """(bytes per vector register, registers) of the target kernels are compiled for.
 
     LLVM emits explicit 512-bit vector ops as zmm code on AVX-512 hosts (its own loop
     vectorizer stays at 256 bits there), which has 32 of them; AVX2 has 16 of 32 bytes.
     """
+    return VECTOR_SHAPES[_pinned[0]] if _pinned else _host_vector_shape()
+
+
+@functools.cache
+def _host_vector_shape() -> tuple[int, int]:
     from aotk.codegen import llvm_ir
 
     features = set(llvm_ir.host_features().split(","))
-    if {"+avx512f", "+avx512vl"} <= features:
-        return 64, 32
-    return 32, 16
+    return VECTOR_SHAPES["avx512" if {"+avx512f", "+avx512vl"} <= features else "avx2"]
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@
 (from after `--aotk-input-stage`, default trace) to `-p`. Targets besides xDSL's `-t mlir`:
 `-t llvm` prints LLVM IR as aotk hands it to LLVM, `-t llvm-opt` after LLVM's O3 pipeline
 and `-t asm` assembly, all for the host CPU unless `{cpu=... features=...}` say otherwise;
-they expect the llvm dialect. Bad input (syntax, verifier, pass failure, missing file) prints a
+they expect the llvm dialect. `--aotk-tile-for=avx2|avx512` tiles the kernels for that
+instruction set's registers instead of the host's, so the IR printed is the same on any
+machine. Bad input (syntax, verifier, pass failure, missing file) prints a
 diagnostic, with file:line:column where the op came from the input, and exits with 1.
 """
 
@@ -43,6 +45,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from aotk import timing
 from aotk.dialect.base import source_location
+from aotk.kernels import heuristics
 from aotk.lowering import pipeline
 from aotk.tools.string_literals import first_malformed
 
@@ -201,6 +204,13 @@ class AotkOptMain(xDSLOptMain):
             help="the stage the input is at (default: %(default)s)",
         )
         arg_parser.add_argument(
+            "--aotk-tile-for",
+            choices=["host", *heuristics.VECTOR_SHAPES],
+            default="host",
+            help="tile kernels for this instruction set's vector registers (default: the "
+            "host's), so the printed IR is the same on every machine",
+        )
+        arg_parser.add_argument(
             "--traceback", action="store_true", help="show tracebacks of internal errors"
         )
         arg_parser.add_argument(
@@ -210,6 +220,8 @@ class AotkOptMain(xDSLOptMain):
         )
 
     def setup_pipeline(self) -> None:
+        tile_for = self.args.aotk_tile_for
+        heuristics.pin_vector_shape(None if tile_for == "host" else tile_for)
         stop, start = self.args.aotk_stage, self.args.aotk_input_stage
         if stop is not None:
             names = pipeline.stage_names()

@@ -36,9 +36,10 @@ def _cmd_stages(args: argparse.Namespace) -> int:
 def _cmd_kernels(args: argparse.Namespace) -> int:
     """List the micro-kernels, build them into the cache, or print one's IR."""
     from aotk import micro_kernels
-    from aotk.kernels import library
+    from aotk.kernels import heuristics, library
 
     if args.print is not None:
+        heuristics.pin_vector_shape(None if args.tile_for == "host" else args.tile_for)
         try:
             kernel = library.lookup(args.print)
         except KeyError as err:
@@ -77,6 +78,12 @@ def _parser() -> _Parser:
     kernels.add_argument("--print", metavar="NAME", help="print the IR of micro-kernel NAME")
     kernels.add_argument(
         "--stage", choices=("loops", "llvm"), default="loops", help="with --print: which stage"
+    )
+    kernels.add_argument(
+        "--tile-for",
+        choices=("host", "avx2", "avx512"),
+        default="host",
+        help="with --print: tile for this instruction set's registers (default: the host's)",
     )
     kernels.set_defaults(run=_cmd_kernels)
     ver = commands.add_parser("version", help="print the versions of aotk, xDSL and llvmlite")

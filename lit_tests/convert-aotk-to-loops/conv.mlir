@@ -1,4 +1,4 @@
-// RUN: aotk-opt %s -p convert-aotk-to-loops | filecheck %s
+// RUN: aotk-opt %s --aotk-tile-for=avx2 -p convert-aotk-to-loops | filecheck %s
 
 // A 'same' 3x3 conv on 8x10 images is cut into 14 lines per image: 8 rows over the
 // interior columns, 2 border columns down the interior rows, and 4 corners. Threads

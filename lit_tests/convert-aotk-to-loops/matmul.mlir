@@ -1,4 +1,4 @@
-// RUN: aotk-opt %s -p convert-aotk-to-loops | filecheck %s
+// RUN: aotk-opt %s --aotk-tile-for=avx2 -p convert-aotk-to-loops | filecheck %s
 
 // A float matmul at the loops stage is one call to the micro-kernel that computes it
 // (built once per target, see aotk/kernels), not an unrolled loop nest: pointers to C,

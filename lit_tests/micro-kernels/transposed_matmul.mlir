@@ -1,7 +1,7 @@
 // The matmul micro-kernels that read an operand transposed (`aotk.matmul` with
 // transpose_rhs / transpose_lhs), as `aotk kernels --print` shows them.
-// RUN: aotk kernels --print matmul_float32_packed_tb | filecheck %s --check-prefix=TB
-// RUN: aotk kernels --print matmul_float32_packed_ta | filecheck %s --check-prefix=TA
+// RUN: aotk kernels --tile-for avx2 --print matmul_float32_packed_tb | filecheck %s --check-prefix=TB
+// RUN: aotk kernels --tile-for avx2 --print matmul_float32_packed_ta | filecheck %s --check-prefix=TA
 
 // B stored [N, K]: each of its rows (one column of a packed sliver) is read contiguously
 // at j * K + kk and scattered into the scratch sliver, threads splitting the columns;

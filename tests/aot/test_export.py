@@ -19,7 +19,8 @@ pytestmark = pytest.mark.aot
 @pytest.fixture(scope="module")
 def exported_mlp(tmp_path_factory: pytest.TempPathFactory):
     rng = np.random.default_rng(1)
-    f = mlp(rng, (12, 32, 16, 5))
+    # 48 wide: a whole packed sliver of AVX2 tiles (2 x 8) and of AVX-512 ones (3 x 16)
+    f = mlp(rng, (12, 48, 16, 5))
     out = tmp_path_factory.mktemp("mlp")
     return f, aotk.export(f, out, "mlp"), out
 
@@ -40,7 +41,7 @@ def test_exported_files_and_header(exported_mlp) -> None:
     header = exported.header.read_text()
     assert "0  x                float32  [?, 12]" in header
     assert "0  out0             float32  [?, 5]" in header
-    assert "W0                       float32  [12, 32]" in header
+    assert "W0                       float32  [12, 48]" in header
     assert "aotk_status mlp_run(aotk_model *model, const float *x, int64_t x_dim0, " in header
     assert "may run from several threads at once" in header
 
