@@ -81,7 +81,14 @@ class Part:
 def tile_shape(elem_bytes: int, n_out: int) -> tuple[int, int, int]:
     """(lanes, rows, vectors) of a tile: rows * vectors accumulators fit the registers;
     vectors is 0 when the output channels do not fill one vector."""
-    lanes = heuristics.VECTOR_BYTES // elem_bytes
+    widest, _ = heuristics.vector_shape()
+    # zmm tiles on AVX-512 hosts (two 512-bit FMA pipes: twice the FLOPs of ymm); ymm
+    # when the output channels do not fill one zmm
+    lanes = (
+        widest // elem_bytes
+        if n_out * elem_bytes >= widest
+        else heuristics.VECTOR_BYTES // elem_bytes
+    )
     # AVX2: 5 x 2 accumulators, 10 independent FMAs, enough to cover two FMA pipes' 5
     # cycles of latency; on a Zen 1 host W5's second conv took 76 ms with 4 rows, 72 with
     # 5 and 75 with 6 (15 of the 16 registers taken)
