@@ -309,13 +309,16 @@ class Kernel:
         return loop.results
 
     def if_else(
-        self, cond: SSAValue, then_fn: Callable[[], None], else_fn: Callable[[], None]
+        self, cond: SSAValue, then_fn: Callable[[], None], else_fn: Callable[[], None] | None
     ) -> None:
-        """An scf.if whose branches `then_fn` and `else_fn` build at `self.b`."""
-        blocks = (Block(), Block())
-        self.b.insert(scf.IfOp(cond, [], Region(blocks[0]), Region(blocks[1])))
+        """An scf.if whose branches `then_fn` and `else_fn` build at `self.b`; without
+        `else_fn`, no else region."""
+        blocks = (Block(),) if else_fn is None else (Block(), Block())
+        otherwise = Region(blocks[1]) if len(blocks) > 1 else None
+        self.b.insert(scf.IfOp(cond, [], Region(blocks[0]), otherwise))
         outer = self.b
-        for block, fn in zip(blocks, (then_fn, else_fn), strict=True):
+        for block, fn in zip(blocks, (then_fn, else_fn), strict=False):
+            assert fn is not None
             self.b = Builder(InsertPoint.at_end(block))
             try:
                 fn()

@@ -6,7 +6,8 @@ tiles; the last rows by smaller panels) and updated by `matmul_microkernel.panel
 k_unroll rows of B per pass. With scratch (`scratch_elems` of it), the bulk of C is done
 by register tiles on packed blocks of B (`matmul_packed`), which write C without reading
 it first, and only the edges by panels (whose part of C alone is zeroed).
-Every dim may be dynamic; edges are smaller panels and scalar columns, never masked.
+Every dim may be dynamic; edges are smaller panels, and the last columns (fewer than a
+vector) one masked vector per row, kept in registers over each K block.
 Integers and float16 take a plain i-k-j nest that LLVM vectorizes along N.
 Either operand may be stored transposed (`a_t`: A as [K, M]; `b_t`: B as [N, K]), as the
 gradients of a dense layer want them: a transposed B is packed by columns, and its edges
@@ -198,16 +199,42 @@ def _panels(
     mk.zero_fill(k, ops, rows, cols)
     heights = tuple(r for r, _ in tiles.panels)
     unroll = dict(tiles.panels)
+    lo, hi = cols
+    j_vec = k.add(lo, k.mul(k.div(k.sub(hi, lo), ops.lanes), ops.lanes))
     k_block, n_block = _typical((0, ops.kdim), tiles.kc), _typical(cols, tiles.nc)
-    with _blocks(k, (0, ops.kdim), tiles.kc) as (k0, k1), _blocks(k, cols, tiles.nc) as j_range:
-        groups = {u: k.add(k0, k.mul(k.div(k.sub(k1, k0), u), u)) for u in set(unroll.values())}
-        for i0, height in _tiles(k, rows, heights):
-            ku = unroll[height]
-            with k.loop(groups[ku], lb=k0, step=ku, trips=k_block // ku) as kk:
-                mk.panel(k, ops, i0, height, kk, ku, j_range, n_block // ops.lanes)
-            if not _known_empty(groups[ku], k1):
-                with k.loop(k1, lb=groups[ku]) as kk:
-                    mk.panel(k, ops, i0, height, kk, 1, j_range)
+    with _blocks(k, (0, ops.kdim), tiles.kc) as (k0, k1):
+        if not _known_empty(lo, j_vec):
+            with _blocks(k, (lo, j_vec), tiles.nc) as j_range:
+                for i0, height in _tiles(k, rows, heights):
+                    ku = unroll[height]
+                    groups = k.add(k0, k.mul(k.div(k.sub(k1, k0), ku), ku))
+                    with k.loop(groups, lb=k0, step=ku, trips=k_block // ku) as kk:
+                        mk.panel(k, ops, i0, height, kk, ku, j_range, n_block // ops.lanes)
+                    if not _known_empty(groups, k1):
+                        with k.loop(k1, lb=groups) as kk:
+                            mk.panel(k, ops, i0, height, kk, 1, j_range)
+        _masked_edge(k, ops, (rows, heights), (k0, k1), (j_vec, k.sub(hi, j_vec)))
+
+
+def _masked_edge(
+    k: Kernel,
+    ops: mk.Operands,
+    rows: tuple[Range, tuple[int, ...]],
+    k_range: Range,
+    cols: tuple[DimV, DimV],
+) -> None:
+    """The last `count` < lanes columns, from `j`: a masked vector per row, row tiles of
+    `heights`; nothing when count is 0."""
+    (span, heights), (j, count) = rows, cols
+
+    def edge() -> None:
+        for i0, height in _tiles(k, span, heights):
+            mk.masked_columns(k, ops, i0, height, k_range, (j, count))
+
+    if not isinstance(count, int):
+        k.if_else(k.b.insert(arith.CmpiOp(count, k.index(0), "sgt")).result, edge, None)
+    elif count > 0:
+        edge()
 
 
 def _dot_panels(k: Kernel, ops: mk.Operands, rows: Range, cols: Range) -> None:

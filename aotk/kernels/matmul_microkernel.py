@@ -3,7 +3,8 @@
 A panel adds A[rows, kk:kk+ku] @ B[kk:kk+ku, j-range] to C[rows, j-range]. The rows * ku
 values of A are broadcast into vector registers once; then one pass along j loads a
 vector of C per row, streams ku rows of B (contiguous, so the hardware prefetchers
-follow them), does rows * ku FMAs and stores C. C stays in L1 across the passes.
+follow them), does rows * ku FMAs and stores C. C stays in L1 across the passes. The
+last columns, fewer than a vector, are one masked vector per row (`masked_columns`).
 Unlike an outer-product tile this needs no packed copy of B: power-of-two row lengths
 (N = 1024) put every row of an unpacked B column panel in the same cache set.
 """
@@ -13,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import arith, math, vector
+from xdsl.dialects import arith, vector
 from xdsl.dialects.arith import FastMathFlagsAttr
-from xdsl.dialects.builtin import VectorType
+from xdsl.dialects.builtin import VectorType, i1
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import SSAValue
 
@@ -66,16 +67,28 @@ def vstore(k: Kernel, buf: Buf, offset: DimV, value: SSAValue) -> None:
     k.b.insert(vector.StoreOp(value, buf.mem, [k.index(offset)]))
 
 
+def lane_mask(k: Kernel, count: DimV, vt: VectorType) -> SSAValue:
+    """The first `count` lanes of `vt` (an i1 vector): a masked edge of `count` elements."""
+    mask_type = VectorType(i1, vt.get_shape())
+    return k.b.insert(vector.CreateMaskOp([k.index(count)], mask_type)).mask_vector
+
+
+def vload_masked(k: Kernel, buf: Buf, offset: DimV, mask: SSAValue, zero: SSAValue) -> SSAValue:
+    """The lanes of `mask` from `buf` at `offset`; `zero` (a vector) in the others, which
+    are not read."""
+    return k.b.insert(vector.MaskedLoadOp(buf.mem, [k.index(offset)], mask, zero)).result
+
+
+def vstore_masked(k: Kernel, buf: Buf, offset: DimV, mask: SSAValue, value: SSAValue) -> None:
+    k.b.insert(vector.MaskedStoreOp(buf.mem, [k.index(offset)], mask, value))
+
+
 def splat(k: Kernel, scalar: SSAValue, vt: VectorType) -> SSAValue:
     return k.b.insert(vector.BroadcastOp(scalar, vt)).vector
 
 
 def vfma(k: Kernel, x: SSAValue, y: SSAValue, acc: SSAValue) -> SSAValue:
     return k.b.insert(vector.FMAOp(x, y, acc)).res
-
-
-def sfma(k: Kernel, x: SSAValue, y: SSAValue, acc: SSAValue) -> SSAValue:
-    return k.b.insert(math.FmaOp(x, y, acc)).result
 
 
 def zero_fill(k: Kernel, ops: Operands, rows: tuple[DimV, DimV], cols: tuple[DimV, DimV]) -> None:
@@ -104,8 +117,8 @@ def panel(
     vectors: int | None = None,
 ) -> None:
     """C[i0:i0+rows, j-range] += A[i0:i0+rows, kk:kk+ku] @ B[kk:kk+ku, j-range];
-    `vectors`: the typical number of vectors along j, for cost estimates. B is read by rows,
-    so it must not be transposed."""
+    the j-range is whole vectors (see `masked_columns` for the rest); `vectors`: their
+    typical number, for cost estimates. B is read by rows, so it must not be transposed."""
     lanes, vt = ops.lanes, ops.vt
     avals = [
         [k.load_flat(ops.a, ops.a_at(k, k.add(i0, r), k.add(kk, u))) for u in range(ku)]
@@ -115,23 +128,42 @@ def panel(
     b_rows = [k.mul(k.add(kk, u), ops.n) for u in range(ku)]
     c_rows = [k.mul(k.add(i0, r), ops.n) for r in range(rows)]
     j_lo, j_hi = j_range
-    j_vec = k.add(j_lo, k.mul(k.div(k.sub(j_hi, j_lo), lanes), lanes))
-    with k.loop(j_vec, lb=j_lo, step=lanes, trips=vectors) as j:
+    with k.loop(j_hi, lb=j_lo, step=lanes, trips=vectors) as j:
         accs = [vload(k, ops.c, k.add(c_rows[r], j), vt) for r in range(rows)]
         for u in range(ku):
             bv = vload(k, ops.b, k.add(b_rows[u], j), vt)
             accs = [vfma(k, asplat[r][u], bv, accs[r]) for r in range(rows)]
         for r in range(rows):
             vstore(k, ops.c, k.add(c_rows[r], j), accs[r])
-    if isinstance(j_vec, int) and isinstance(j_hi, int) and j_vec >= j_hi:
-        return
-    with k.loop(j_hi, lb=j_vec) as j:
-        saccs = [k.load_flat(ops.c, k.add(c_rows[r], j)) for r in range(rows)]
-        for u in range(ku):
-            bs = k.load_flat(ops.b, k.add(b_rows[u], j))
-            saccs = [sfma(k, avals[r][u], bs, saccs[r]) for r in range(rows)]
-        for r in range(rows):
-            k.store_flat(ops.c, k.add(c_rows[r], j), saccs[r])
+
+
+def masked_columns(
+    k: Kernel,
+    ops: Operands,
+    i0: DimV,
+    rows: int,
+    k_range: tuple[DimV, DimV],
+    cols: tuple[DimV, DimV],
+) -> None:
+    """C[i0:i0+rows, j:j+count] += A[rows, k-range] @ B[k-range, j:j+count] for cols =
+    (j, count), count < lanes: one masked vector per row, kept in registers over the K
+    range. A classifier's 10 outputs are all edge; a panel's round trip through C at
+    every step would stall there, as a masked store does not forward to the masked load
+    after it."""
+    vt = ops.vt
+    j, count = cols
+    mask, zero = lane_mask(k, count, vt), splat(k, const(k.b, 0.0, vt.element_type), vt)
+    c_at = [k.add(k.mul(k.add(i0, r), ops.n), j) for r in range(rows)]
+
+    def step(kk: SSAValue, accs: Sequence[SSAValue]) -> list[SSAValue]:
+        bv = vload_masked(k, ops.b, k.add(k.mul(kk, ops.n), j), mask, zero)
+        avals = [k.load_flat(ops.a, ops.a_at(k, k.add(i0, r), kk)) for r in range(rows)]
+        return [vfma(k, splat(k, av, vt), bv, acc) for av, acc in zip(avals, accs, strict=True)]
+
+    accs = [vload_masked(k, ops.c, at, mask, zero) for at in c_at]
+    accs = k.fold_loop(k_range[1], accs, step, lb=k_range[0])
+    for at, acc in zip(c_at, accs, strict=True):
+        vstore_masked(k, ops.c, at, mask, acc)
 
 
 def dot_panel(k: Kernel, ops: Operands, i: DimV, j0: DimV, cols: int) -> None:

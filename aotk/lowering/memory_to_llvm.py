@@ -24,7 +24,9 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     ModuleOp,
+    VectorType,
     i8,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
@@ -32,6 +34,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from aotk.dialect.base import source_location
+from aotk.lowering.arith_to_llvm import type_suffix
 from aotk.lowering.parallelize import erase_unused
 from aotk.lowering.rewrite_once import retype_values
 
@@ -148,6 +151,28 @@ def _store(low: _Lowering, op: Operation) -> None:
     Rewriter.insert_op(llvm.StoreOp(value, address), InsertPoint.before(op))
 
 
+def _masked_access(low: _Lowering, op: Operation) -> SSAValue | None:
+    """vector.maskedload/maskedstore -> llvm.masked.load/store at the element's address,
+    aligned to the element: lanes outside the mask are neither read nor written."""
+    assert isinstance(op, vector.MaskedLoadOp | vector.MaskedStoreOp)
+    address = low.element(op, op.base, tuple(op.indices))
+    vt = op.result.type if isinstance(op, vector.MaskedLoadOp) else op.value_to_store.type
+    assert isinstance(vt, VectorType)
+    width = vt.element_type
+    assert isinstance(width, FixedBitwidthType)
+    align = llvm.ConstantOp(IntegerAttr(width.size, i32), i32)
+    Rewriter.insert_op(align, InsertPoint.before(op))
+    name = f"{type_suffix(vt)}.p0"
+    if isinstance(op, vector.MaskedLoadOp):
+        args = [address, align.result, op.mask, op.pass_thru]
+        access = llvm.CallIntrinsicOp(f"llvm.masked.load.{name}", args, [vt])
+    else:
+        args = [op.value_to_store, address, align.result, op.mask]
+        access = llvm.CallIntrinsicOp(f"llvm.masked.store.{name}", args, [])
+    Rewriter.insert_op(access, InsertPoint.before(op))
+    return access.results[0] if access.results else None
+
+
 def _ptr_load(low: _Lowering, op: Operation) -> SSAValue:
     assert isinstance(op, ptr.LoadOp)
     load = llvm.LoadOp(op.addr, op.res.type)
@@ -184,6 +209,8 @@ _LOWER: dict[type[Operation], Callable[[_Lowering, Operation], SSAValue | None]]
     memref.StoreOp: _store,
     vector.LoadOp: _load,
     vector.StoreOp: _store,
+    vector.MaskedLoadOp: _masked_access,
+    vector.MaskedStoreOp: _masked_access,
     ptr.LoadOp: _ptr_load,
     ptr.StoreOp: _ptr_store,
     ptr.PtrAddOp: _ptradd,

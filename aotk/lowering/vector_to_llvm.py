@@ -1,13 +1,14 @@
-"""Builders for the `vector` compute ops aotk kernels emit (broadcast, fma, reduction).
+"""Builders for the `vector` compute ops aotk kernels emit (broadcast, fma, reduction,
+create_mask).
 
-Used by `convert-aotk-std-to-llvm`. vector.load/store are lowered earlier by
-`aotk-memory-to-llvm`; their alignment is `NaturalAlignment`'s job in `to_llvm`.
+Used by `convert-aotk-std-to-llvm`. vector.load/store and their masked forms are
+lowered earlier by `aotk-memory-to-llvm`; their alignment is `NaturalAlignment`'s job in `to_llvm`.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import llvm, vector
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, VectorType, i32
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, VectorType, i32, i64
 from xdsl.ir import Operation
 
 from aotk.dialect.base import located
@@ -56,9 +57,23 @@ def _reduction(op: Operation) -> list[Operation]:
     return [llvm.CallIntrinsicOp(name, [op.vector], [op.dest.type])]
 
 
+def _create_mask(op: Operation) -> list[Operation]:
+    """vector.create_mask %n of a 1-D mask -> llvm.get.active.lane.mask(0, n): lane i is
+    on when i < n (x86 builds it with a compare, or a bzhi into a mask register)."""
+    assert isinstance(op, vector.CreateMaskOp)
+    mt = op.mask_vector.type
+    assert isinstance(mt, VectorType)
+    if len(op.mask_dim_sizes) != 1:
+        raise ValueError(_where(op, f"only 1-D vector.create_mask is supported, got {mt}"))
+    zero = llvm.ConstantOp(IntegerAttr(0, i64), i64)
+    name = f"llvm.get.active.lane.mask.{type_suffix(mt)}.i64"
+    return [zero, llvm.CallIntrinsicOp(name, [zero.result, op.mask_dim_sizes[0]], [mt])]
+
+
 # op type -> the llvm ops replacing it (the last one's result replaces the op's)
 VECTOR_BUILDERS = {
     vector.BroadcastOp: _broadcast,
     vector.FMAOp: _fma,
     vector.ReductionOp: _reduction,
+    vector.CreateMaskOp: _create_mask,
 }

@@ -61,3 +61,21 @@ func.func @strided(%m: memref<4x5xf64>, %n: memref<5xf64, strided<[2], offset: 1
   memref.store %u, %s[] : memref<f64>
   func.return %v : f64
 }
+
+// -----
+
+// A masked load or store is LLVM's masked intrinsic at the element's GEP, aligned to one
+// element: the lanes off in the mask are neither read nor written.
+// CHECK-LABEL: func.func @masked_edge(
+// CHECK-SAME:      %t: !llvm.ptr, %i: index, %m: vector<16xi1>
+// CHECK:         %[[I:.*]] = arith.index_cast %i : index to i64
+// CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr inbounds %t[%[[I]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[A:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK-NEXT:    %[[V:.*]] = llvm.call_intrinsic "llvm.masked.load.v16f32.p0"(%[[P]], %[[A]], %m, %zero)
+// CHECK:         llvm.call_intrinsic "llvm.masked.store.v16f32.p0"(%[[V]], %{{.*}}, %{{.*}}, %m)
+// CHECK-NOT:     vector.masked
+func.func @masked_edge(%t: memref<?xf32>, %i: index, %m: vector<16xi1>, %zero: vector<16xf32>) {
+  %v = vector.maskedload %t[%i], %m, %zero : memref<?xf32>, vector<16xi1>, vector<16xf32> into vector<16xf32>
+  vector.maskedstore %t[%i], %m, %v : memref<?xf32>, vector<16xi1>, vector<16xf32>
+  func.return
+}

@@ -29,3 +29,16 @@ func.func @row_peak(%v: vector<8xf32>) -> f32 {
   %m = vector.reduction <maxnumf>, %v : vector<8xf32> into f32
   func.return %m : f32
 }
+
+// -----
+
+// vector.create_mask %n becomes LLVM's active lane mask from 0: lane i is on when i < n
+// (a matmul's last columns, fewer than a vector).
+// CHECK-LABEL: llvm.func @edge_mask(
+// CHECK-NEXT:    %[[Z:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[M:.*]] = llvm.call_intrinsic "llvm.get.active.lane.mask.v16i1.i64"(%[[Z]], %n) : (i64, i64) -> vector<16xi1>
+// CHECK-NEXT:    llvm.return %[[M]] : vector<16xi1>
+func.func @edge_mask(%n: index) -> vector<16xi1> {
+  %m = vector.create_mask %n : vector<16xi1>
+  func.return %m : vector<16xi1>
+}

@@ -1,7 +1,8 @@
 // The float32 matmul micro-kernel, as `aotk kernels --print` shows it (this file is only
 // the test: the kernel is generated, not read from here).
-// RUN: aotk kernels --print matmul_float32_packed | filecheck %s --check-prefix=LOOPS
-// RUN: aotk kernels --print matmul_float32_packed --stage llvm | filecheck %s --check-prefix=LLVM
+// RUN: aotk kernels --tile-for avx2 --print matmul_float32_packed | filecheck %s --check-prefix=LOOPS
+// RUN: aotk kernels --tile-for avx2 --print matmul_float32_packed --stage llvm | filecheck %s --check-prefix=LLVM
+// RUN: aotk kernels --tile-for avx2 --print matmul_float32 | filecheck %s --check-prefix=EDGE
 
 // Stage loops: pointers and i64 dims in, every dim dynamic; B packed into the scratch
 // buffer, then register tiles of vector FMAs run over the packed block. Nothing zeroes
@@ -34,3 +35,18 @@
 // LLVM-LABEL:  llvm.func @aotk_uk_matmul_float32_packed(%c: !llvm.ptr {llvm.noalias}, %a: !llvm.ptr {llvm.noalias}, %b: !llvm.ptr {llvm.noalias}, %scratch: !llvm.ptr {llvm.noalias}, %m: i64, %n: i64, %k: i64)
 // LLVM:          llvm.call @aotk_parallel_for(
 // LLVM:        llvm.func @aotk_uk_matmul_float32_packed_par0(
+
+// The last N mod 8 columns (all of a classifier's 10 outputs but one vector): after
+// the panels, each row tile loads one masked vector of C per row, keeps it in
+// registers over the K block with one masked vector of B per step, and stores it masked.
+// EDGE-LABEL: func.func @aotk_uk_matmul_float32(
+// EDGE:         } else {
+// EDGE:         vector.fma
+// EDGE:           %[[MASK:.*]] = vector.create_mask %{{.*}} : vector<8xi1>
+// EDGE-COUNT-4:   vector.maskedload %{{.*}}[%{{.*}}], %[[MASK]], %{{.*}} : memref<?xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+// EDGE-NEXT:      %{{.*}} = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// EDGE:             vector.maskedload %{{.*}}[%{{.*}}], %[[MASK]]
+// EDGE-COUNT-4:     vector.fma
+// EDGE:           }
+// EDGE-COUNT-4:   vector.maskedstore %{{.*}}[%{{.*}}], %[[MASK]], %{{.*}}
+// EDGE:         } {aotk.parallel =

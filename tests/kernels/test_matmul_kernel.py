@@ -1,6 +1,6 @@
 """Compiled `aotk.matmul` against NumPy over the shapes the tiling treats differently.
 
-Panels of 4, 2 and 1 rows, k-unroll remainders, scalar tail columns, several K and N
+Panels of 4, 2 and 1 rows, k-unroll remainders, masked tail columns, several K and N
 blocks, dynamic M/K/N, M = 1 (matrix-vector). float32/float64 errors are measured
 against |A| @ |B| (the scale a dot product's rounding error grows with); integers wrap
 exactly as NumPy's do.
@@ -8,7 +8,9 @@ exactly as NumPy's do.
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import mmap
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -271,3 +273,38 @@ def test_matrix_vector_products_give_the_same_values_on_any_pool_width(
         _check(one, a[:1], b, "one row")
         _check(two, a, b, "two rows")
         np.testing.assert_array_equal(one, results[0][0])
+
+
+def _before_unreadable_page(values: np.ndarray) -> np.ndarray:
+    """A copy of `values` whose last byte is followed by a page that cannot be read: a
+    kernel that reads past the end faults instead of passing by chance."""
+    page = mmap.PAGESIZE
+    pages = -(-values.nbytes // page) + 1
+    region = mmap.mmap(-1, pages * page)
+    start = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.mprotect(ctypes.c_void_p(start + (pages - 1) * page), page, 0) == 0  # PROT_NONE
+    offset = (pages - 1) * page - values.nbytes
+    guarded = np.frombuffer(region, values.dtype, values.size, offset).reshape(values.shape)
+    guarded[...] = values
+    return guarded
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_narrow_column_edges_touch_only_their_columns(rng: np.random.Generator, dtype: str) -> None:
+    """The last N mod lanes columns are one masked vector: exact values, no write outside
+    C (NaN sentinels around it stay NaN) and no read past B's end (an unreadable page
+    follows it), for every edge width, on the panel, tile and matrix-vector paths."""
+    lanes = heuristics.matmul_tiles(np.dtype(dtype).itemsize, 1, 1, 1).lanes
+    compiled = _packed_kernel(dtype, (None, None, None))
+    for n in [*range(1, lanes + 2), 2 * lanes - 1, 3 * lanes + 5]:
+        for m in (1, 2, 5, 70):
+            a, b = _inputs(rng, (m,), (23, n), dtype)
+            b = _before_unreadable_page(b)
+            pad = 2 * lanes
+            around = np.full(m * n + 2 * pad, np.nan, dtype)
+            scratch = runtime.aligned_empty((_scratch_count(dtype, m, n, 23),), a.dtype)
+            c_at = around.ctypes.data + pad * around.itemsize
+            compiled["mm"](a.ctypes.data, b.ctypes.data, c_at, scratch.ctypes.data, m, n, 23)
+            assert np.isnan(around[:pad]).all() and np.isnan(around[-pad:]).all(), (m, n)
+            _check(around[pad:-pad].reshape(m, n), a, b, f"{dtype} {m}x23x{n}")
