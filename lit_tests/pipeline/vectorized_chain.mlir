@@ -5,6 +5,7 @@
 // RUN: aotk-opt %s --aotk-stage=llvm -o %t.mlir
 // RUN: aotk-opt %t.mlir -t llvm-opt | filecheck %s --check-prefix=IR
 // RUN: aotk-opt %t.mlir -t asm | filecheck %s --check-prefix=ASM
+// RUN: aotk-opt %t.mlir -t 'asm{cpu=sapphirerapids features="+avx2,+fma,+avx512f,+avx512vl,+avx512bw,+avx512dq"}' | filecheck %s --check-prefix=ZMM
 
 // The dynamic version loads with gathers (a dim of 1 broadcasts, so strides are run-time
 // values); the static one has contiguous vector loads and stores.
@@ -23,6 +24,12 @@
 // ASM:         {{%[yz]mm[0-9]+}}
 // ASM-LABEL: chain_static:
 // ASM:         {{%[yz]mm[0-9]+}}
+
+// On an AVX-512 target LLVM's vectorizer is let to use zmm (its tuning for Intel's
+// AVX-512 CPUs caps it at 256 bits): the loop's FMAs and stores are 16 floats wide.
+// ZMM-LABEL: chain_static:
+// ZMM:         vfmadd{{[0-9]+}}ps {{.*}}%zmm
+// ZMM:         vmovups %zmm{{[0-9]+}}, (
 func.func @chain_dynamic(%x: tensor<?xf32>, %a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
   %xa = "aotk.mul"(%x, %a) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
   %xab = "aotk.add"(%xa, %b) : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
