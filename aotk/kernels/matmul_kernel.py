@@ -145,7 +145,7 @@ def _rows_of_tiles(
         with _blocks(k, (0, k_hi), tiles.packed_kc) as k_range:
             if ops.a_t:
                 packed.pack_transposed_a(k, ops, tiles, scratch, (0, m_pack), k_range)
-            with _blocks(k, (0, n_main), packed.panel_cols(tiles)) as cols:
+            with _blocks(k, (0, n_main), _even_panels(k, n_main, tiles)) as cols:
                 packed.emit_packed(k, ops, tiles, scratch, (0, m_pack), (k_range, cols))
     m_tiled = m_pack
     if not ops.b_t:
@@ -154,8 +154,47 @@ def _rows_of_tiles(
         m_direct = k.sub(m_tiled, m_pack)
         if not _known_empty(0, m_direct) and not _known_empty(0, n_main):
             packed.emit_direct(k, ops, tiles, (0, m_direct), (0, n_main))
-    _panels(k, ops, tiles, (0, m_tiled), (n_main, n))
+    if ops.b_t:
+        _panels(k, ops, tiles, (0, m_tiled), (n_main, n))
+    else:
+        _right_edge(k, ops, (tiles, scratch), (0, m_tiled), (n_main, n))
     _panels(k, ops, tiles, (m_tiled, m), (0, n))
+
+
+def _right_edge(
+    k: Kernel, ops: mk.Operands, plan: tuple[heuristics.MatmulTiles, Buf], rows: Range, cols: Range
+) -> None:
+    """C[rows, cols] for the columns right of the last whole sliver: packed and tiled
+    over all of K when N holds a sliver (scratch then has room for them), else panels."""
+    tiles, scratch = plan
+    if _known_empty(*rows) or _known_empty(*cols):
+        return
+    lo = cols[0]
+
+    def edge() -> None:
+        packed.emit_edge(k, ops, tiles, scratch, rows, cols)
+
+    def panels() -> None:
+        _panels(k, ops, tiles, rows, cols)
+
+    if not isinstance(lo, int):
+        k.if_else(k.b.insert(arith.CmpiOp(lo, k.index(0), "sgt")).result, edge, panels)
+    elif lo > 0:
+        edge()
+    else:
+        panels()
+
+
+def _even_panels(k: Kernel, n_main: DimV, tiles: heuristics.MatmulTiles) -> DimV:
+    """Columns per panel of packed B: as few panels as scratch allows, of even widths
+    in whole slivers (1008 columns as 528 + 480, not 960 + 48: a narrow last panel is
+    a pack and a parallel loop per K block with little work to share)."""
+    width, most = tiles.nr * tiles.lanes, packed.panel_cols(tiles)
+    if isinstance(n_main, int) and n_main <= most:
+        return most
+    panels = k.max(k.div(k.add(n_main, most - 1), most), 1)
+    slivers = k.div(k.add(k.div(n_main, width), k.sub(panels, 1)), panels)
+    return k.max(k.mul(slivers, width), width)
 
 
 def _packed_rows(k: Kernel, m: DimV, tiles: heuristics.MatmulTiles, b_t: bool) -> DimV:
@@ -182,7 +221,7 @@ def scratch_elems(
     if not isinstance(elem, Float32Type | Float64Type):
         return 0
     tiles = heuristics.matmul_tiles(dtypes.byte_size(elem), *mnk)
-    return packed.scratch_elems(k, tiles, (mnk[0], mnk[1]), a_t)
+    return packed.scratch_elems(k, tiles, mnk, a_t)
 
 
 def _panels(
@@ -229,7 +268,7 @@ def _masked_edge(
 
     def edge() -> None:
         for i0, height in _tiles(k, span, heights):
-            mk.masked_columns(k, ops, i0, height, k_range, (j, count))
+            mk.column_tile(k, ops, (i0, height), k_range, (j, count))
 
     if not isinstance(count, int):
         k.if_else(k.b.insert(arith.CmpiOp(count, k.index(0), "sgt")).result, edge, None)
@@ -251,10 +290,10 @@ def _dot_panels(k: Kernel, ops: mk.Operands, rows: Range, cols: Range) -> None:
 
 
 @contextmanager
-def _blocks(k: Kernel, span: Range, size: int) -> Iterator[Range]:
+def _blocks(k: Kernel, span: Range, size: DimV) -> Iterator[Range]:
     """Loop over [lo, hi) in blocks of `size`; no loop when one block is known to do."""
     lo, hi = span
-    if isinstance(lo, int) and isinstance(hi, int) and hi - lo <= size:
+    if isinstance(lo, int) and isinstance(hi, int) and isinstance(size, int) and hi - lo <= size:
         yield lo, hi
         return
     with k.loop(hi, lb=lo, step=size) as start:

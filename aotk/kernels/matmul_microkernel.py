@@ -4,7 +4,7 @@ A panel adds A[rows, kk:kk+ku] @ B[kk:kk+ku, j-range] to C[rows, j-range]. The r
 values of A are broadcast into vector registers once; then one pass along j loads a
 vector of C per row, streams ku rows of B (contiguous, so the hardware prefetchers
 follow them), does rows * ku FMAs and stores C. C stays in L1 across the passes. The
-last columns, fewer than a vector, are one masked vector per row (`masked_columns`).
+last columns, fewer than a vector, are one masked vector per row (`column_tile`).
 Unlike an outer-product tile this needs no packed copy of B: power-of-two row lengths
 (N = 1024) put every row of an unpacked B column panel in the same cache set.
 """
@@ -68,7 +68,8 @@ def vstore(k: Kernel, buf: Buf, offset: DimV, value: SSAValue) -> None:
 
 
 def lane_mask(k: Kernel, count: DimV, vt: VectorType) -> SSAValue:
-    """The first `count` lanes of `vt` (an i1 vector): a masked edge of `count` elements."""
+    """The first `count` lanes of `vt` (an i1 vector): a masked edge of `count` elements
+    (count must not be negative)."""
     mask_type = VectorType(i1, vt.get_shape())
     return k.b.insert(vector.CreateMaskOp([k.index(count)], mask_type)).mask_vector
 
@@ -117,7 +118,7 @@ def panel(
     vectors: int | None = None,
 ) -> None:
     """C[i0:i0+rows, j-range] += A[i0:i0+rows, kk:kk+ku] @ B[kk:kk+ku, j-range];
-    the j-range is whole vectors (see `masked_columns` for the rest); `vectors`: their
+    the j-range is whole vectors (see `column_tile` for the rest); `vectors`: their
     typical number, for cost estimates. B is read by rows, so it must not be transposed."""
     lanes, vt = ops.lanes, ops.vt
     avals = [
@@ -137,33 +138,45 @@ def panel(
             vstore(k, ops.c, k.add(c_rows[r], j), accs[r])
 
 
-def masked_columns(
+def column_tile(
     k: Kernel,
     ops: Operands,
-    i0: DimV,
-    rows: int,
+    tile: tuple[DimV, int],
     k_range: tuple[DimV, DimV],
-    cols: tuple[DimV, DimV],
+    cols: tuple[DimV, DimV | None],
+    b_rows: tuple[DimV, DimV] | None = None,
+    accumulate: bool = True,
 ) -> None:
-    """C[i0:i0+rows, j:j+count] += A[rows, k-range] @ B[k-range, j:j+count] for cols =
-    (j, count), count < lanes: one masked vector per row, kept in registers over the K
-    range. A classifier's 10 outputs are all edge; a panel's round trip through C at
+    """C[i0:i0+rows, j:j+count] (+)= A[rows, k-range] @ B[k-range, j:j+count] for tile =
+    (i0, rows) and cols = (j, count): one vector per row (masked to its first count
+    lanes; count None: all of them), kept in registers over the K range; C is read
+    first when `accumulate`. B's row kk starts at b_rows = (offset of row 0, row
+    stride), by default B's own (j, N). Used for the last columns, fewer than a panel's or tile's
+    width: a classifier's 10 outputs are all edge, and a panel's round trip through C at
     every step would stall there, as a masked store does not forward to the masked load
     after it."""
     vt = ops.vt
-    j, count = cols
-    mask, zero = lane_mask(k, count, vt), splat(k, const(k.b, 0.0, vt.element_type), vt)
+    (i0, rows), (j, count) = tile, cols
+    zero = splat(k, const(k.b, 0.0, vt.element_type), vt)
+    mask = None if count is None else lane_mask(k, count, vt)
     c_at = [k.add(k.mul(k.add(i0, r), ops.n), j) for r in range(rows)]
+    b_at, b_stride = b_rows or (j, ops.n)
+
+    def load(buf: Buf, at: DimV) -> SSAValue:
+        return vload(k, buf, at, vt) if mask is None else vload_masked(k, buf, at, mask, zero)
 
     def step(kk: SSAValue, accs: Sequence[SSAValue]) -> list[SSAValue]:
-        bv = vload_masked(k, ops.b, k.add(k.mul(kk, ops.n), j), mask, zero)
+        bv = load(ops.b, k.add(k.mul(kk, b_stride), b_at))
         avals = [k.load_flat(ops.a, ops.a_at(k, k.add(i0, r), kk)) for r in range(rows)]
         return [vfma(k, splat(k, av, vt), bv, acc) for av, acc in zip(avals, accs, strict=True)]
 
-    accs = [vload_masked(k, ops.c, at, mask, zero) for at in c_at]
+    accs = [load(ops.c, at) for at in c_at] if accumulate else [zero] * rows
     accs = k.fold_loop(k_range[1], accs, step, lb=k_range[0])
     for at, acc in zip(c_at, accs, strict=True):
-        vstore_masked(k, ops.c, at, mask, acc)
+        if mask is None:
+            vstore(k, ops.c, at, acc)
+        else:
+            vstore_masked(k, ops.c, at, mask, acc)
 
 
 def dot_panel(k: Kernel, ops: Operands, i: DimV, j0: DimV, cols: int) -> None:

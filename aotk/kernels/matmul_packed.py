@@ -35,17 +35,34 @@ def panel_cols(tiles: MatmulTiles) -> int:
     return PANEL_BLOCKS * tiles.packed_nc
 
 
-def scratch_elems(k: Kernel, tiles: MatmulTiles, mn: tuple[DimV, DimV], a_t: bool) -> DimV:
+def scratch_elems(k: Kernel, tiles: MatmulTiles, mnk: tuple[DimV, DimV, DimV], a_t: bool) -> DimV:
     """Elements of scratch the packed path needs: a K block of up to `panel_cols` whole
-    slivers of B, and for a transposed A one K block of all its rows."""
-    m, n = mn
+    slivers of B, for a transposed A one K block of all its rows, and a sliver's width
+    of all K rows for B's last columns (`emit_edge`); none when N is under a sliver."""
+    m, n, kdim = mnk
     panel = k.mul(tiles.packed_kc, _panel_width(k, tiles, n))
-    return k.add(panel, k.mul(tiles.packed_kc, m)) if a_t else panel
+    edge = k.select(_has_panel(k, tiles, n), k.mul(kdim, tiles.nr * tiles.lanes), 0)
+    total = k.add(panel, edge)
+    return k.add(total, k.mul(tiles.packed_kc, m)) if a_t else total
+
+
+def _has_panel(k: Kernel, tiles: MatmulTiles, n: DimV) -> SSAValue | bool:
+    width = tiles.nr * tiles.lanes
+    if isinstance(n, int):
+        return n >= width
+    return k.b.insert(arith.CmpiOp(k.index(n), k.index(width), "sge")).result
 
 
 def _panel_width(k: Kernel, tiles: MatmulTiles, n: DimV) -> DimV:
     width = tiles.nr * tiles.lanes
     return k.min(k.mul(k.div(n, width), width), panel_cols(tiles))
+
+
+def _edge_base(k: Kernel, ops: mk.Operands, tiles: MatmulTiles) -> DimV:
+    """Where B's packed last columns start in scratch: after the panel of B and a
+    transposed A's block."""
+    base = k.mul(tiles.packed_kc, _panel_width(k, tiles, ops.n))
+    return k.add(base, k.mul(tiles.packed_kc, ops.m)) if ops.a_t else base
 
 
 def _a_base(k: Kernel, ops: mk.Operands, tiles: MatmulTiles) -> DimV:
@@ -255,3 +272,47 @@ def _direct_tile(k: Kernel, ops: mk.Operands, tiles: MatmulTiles, i0: DimV, j0: 
         at = k.add(k.mul(k.add(i0, r), ops.n), j0)
         for v in range(nvec):
             mk.vstore(k, ops.c, k.add(at, v * lanes), results[r * nvec + v])
+
+
+def emit_edge(
+    k: Kernel, ops: mk.Operands, tiles: MatmulTiles, scratch: Buf, rows: Range, cols: Range
+) -> None:
+    """C[rows, cols] = A[rows, :] @ B[:, cols] for the columns right of the last whole
+    sliver (fewer than nr vectors; B not transposed, N at least a sliver wide).
+
+    They are copied, all K rows, into scratch rows a sliver wide (zero-padded), read in
+    place their rows would be N apart: at N = 1024 all in a few cache sets. Threads then
+    split the row tiles; each whole vector, then the masked rest, keeps mr accumulators
+    over all of K. One parallel loop, not panels blocked over K: those took a fifth of a
+    256 x 1024 x 1024 product's time at two threads for its last 16 columns, most of it
+    waiting at barriers. `rows` must be a multiple of mr long.
+    """
+    lo, hi = cols
+    width = tiles.nr * tiles.lanes
+    base = _edge_base(k, ops, tiles)
+    zero = mk.splat(k, const(k.b, 0.0, ops.vt.element_type), ops.vt)
+    # the lanes of B's row that each vector of the scratch row takes (0 to all)
+    counts = [k.max(k.sub(k.sub(hi, lo), v * tiles.lanes), 0) for v in range(tiles.nr)]
+    masks = [mk.lane_mask(k, k.min(c, tiles.lanes), ops.vt) for c in counts]
+    with k.loop(ops.kdim, parallel=True, trips=tiles.packed_kc) as kk:
+        src, dst = k.add(k.mul(kk, ops.n), lo), k.add(base, k.mul(kk, width))
+        for v, lanes in enumerate(masks):
+            value = mk.vload_masked(k, ops.b, k.add(src, v * tiles.lanes), lanes, zero)
+            mk.vstore(k, scratch, k.add(dst, v * tiles.lanes), value)
+    edge = mk.Operands(ops.c, ops.a, scratch, ops.m, ops.n, ops.kdim, ops.vt, ops.a_t)
+    vectors_end = k.add(lo, k.mul(k.div(k.sub(hi, lo), tiles.lanes), tiles.lanes))
+    rest = k.sub(hi, vectors_end)
+    with k.loop(rows[1], lb=rows[0], step=tiles.mr, parallel=True) as i0:
+        tile = (i0, tiles.mr)
+        with k.loop(vectors_end, lb=lo, step=tiles.lanes, trips=tiles.nr - 1) as j:
+            b_at = k.add(base, k.sub(j, lo))
+            mk.column_tile(k, edge, tile, (0, ops.kdim), (j, None), (b_at, width), False)
+
+        def masked() -> None:
+            b_at = k.add(base, k.sub(vectors_end, lo))
+            mk.column_tile(k, edge, tile, (0, ops.kdim), (vectors_end, rest), (b_at, width), False)
+
+        if not isinstance(rest, int):
+            k.if_else(k.b.insert(arith.CmpiOp(rest, k.index(0), "sgt")).result, masked, None)
+        elif rest > 0:
+            masked()

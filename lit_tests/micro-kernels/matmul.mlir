@@ -25,6 +25,18 @@
 // LOOPS:         %[[C0:.*]] = vector.load %[[C]][%{{.*}}] : memref<?xf32>, vector<8xf32>
 // LOOPS-NEXT:    arith.select %{{.*}}, %{{.*}}, %[[C0]] : vector<8xf32>
 // LOOPS:         vector.fma
+// B's last columns (fewer than a sliver: N = 1024 leaves 16 on AVX-512) are copied,
+// all K rows, into scratch rows one sliver wide, zero-padded by masked loads; then
+// threads split the row tiles, whose accumulators stay in registers over all of K.
+// LOOPS:         %[[EM:.*]] = vector.create_mask %{{.*}} : vector<8xi1>
+// LOOPS:         scf.for
+// LOOPS:           %[[E:.*]] = vector.maskedload %{{.*}}[%{{.*}}], %[[EM]], %{{.*}}
+// LOOPS-NEXT:      vector.store %[[E]], %[[S]][
+// LOOPS:         } {aotk.parallel =
+// LOOPS:         scf.for {{.*}} -> ({{(vector<8xf32>, ){5}vector<8xf32>}}) {
+// LOOPS:           vector.load %[[S]][
+// LOOPS-COUNT-6:   vector.fma
+// LOOPS:         } {aotk.parallel =
 // LOOPS:         func.return
 // LOOPS:       func.func private @aotk_parallel_width() -> i64
 // LOOPS-NOT:   func.func

@@ -38,6 +38,7 @@ from aotk.codegen import jit
 from aotk.dialect.linalg import MatMulOp
 from aotk.function import Function
 from aotk.kernels import heuristics, library, matmul_kernel
+from aotk.kernels import matmul_packed as packed
 from aotk.kernels.kernel import Buf, Kernel
 from aotk.kernels.matmul_microkernel import Operands
 from aotk.lowering import pipeline
@@ -220,8 +221,10 @@ def _run_packed(a: np.ndarray, b: np.ndarray, static: tuple[int | None, ...]) ->
     a, b = runtime.aligned_copy(a), runtime.aligned_copy(b)
     compiled["mm"](a.ctypes.data, b.ctypes.data, c.ctypes.data, scratch.ctypes.data, m, n, kd)
     tiles = heuristics.matmul_tiles(a.dtype.itemsize, m, n, kd)
-    packs = m >= tiles.packed_min_rows and n >= tiles.nr * tiles.lanes and kd > 0
-    assert np.isnan(scratch).all() != packs, f"B packed: {not packs}, expected {packs}"
+    width = tiles.nr * tiles.lanes
+    packs = m >= tiles.packed_min_rows and n >= width and kd > 0
+    panel = scratch[: tiles.packed_kc * min(n // width * width, packed.panel_cols(tiles))]
+    assert np.isnan(panel).all() != packs, f"B packed: {not packs}, expected {packs}"
     return c
 
 
