@@ -254,6 +254,16 @@ FAMILY = {
         [(1, 2, 6, 4), (2, 2, 2, 3)],
     ),
     "conv1d_causal": (lambda s, t: K.conv1d(s, t, padding="causal"), [(2, 6, 3), (3, 3, 2)]),
+    # a vector of output channels or more: the tiled kernel gradient; strides that leave
+    # input rows no window reads: the transposed convolution's extra pad
+    "conv2d_valid_strided_wide": (
+        lambda s, t: K.conv2d(s, t, strides=(2, 2), padding="valid"),
+        [(2, 7, 6, 3), (2, 3, 3, 16)],
+    ),
+    "conv3d_same_wide": (
+        lambda s, t: K.conv3d(s, t, strides=(1, 2, 1), padding="same"),
+        [(1, 3, 4, 3, 2), (2, 2, 2, 2, 9)],
+    ),
     "depthwise_conv2d": (
         lambda s, t: K.depthwise_conv2d(s, t, padding="same"),
         [(1, 4, 4, 2), (3, 3, 2, 2)],

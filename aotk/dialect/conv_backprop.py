@@ -28,6 +28,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.conv import (
+    ConvOp,
     ConvPaddingAttr,
     WindowedOp,
     infer_conv,
@@ -35,6 +36,7 @@ from aotk.dialect.conv import (
     tap_slices,
 )
 from aotk.dialect.registry import Kind, OpDef, register
+from aotk.kernels import conv_filter_grad
 from aotk.kernels import conv_geometry as cg
 from aotk.kernels.conv_geometry import geometry
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
@@ -114,11 +116,24 @@ def _numpy(g: np.ndarray, x: np.ndarray, w: np.ndarray, *, wrt: str, **attrs: An
 
 
 def _lower(k: Kernel, out: Buf, g: Buf, x: Buf, w: Buf, *, wrt: str, **attrs: Any) -> None:
+    win = Window.of_conv(w.dims[:-2], **attrs)
+    geo = geometry(k, win, x.dims[1:-1])
+    if wrt == Wrt.KERNEL and conv_filter_grad.supported(out, geo):
+        conv_filter_grad.emit(k, out, g, x, geo)
+        return
+    _lower_scattering(k, (out, g, x, w), geo, wrt)
+
+
+def _lower_scattering(
+    k: Kernel, bufs: tuple[Buf, Buf, Buf, Buf], geo: cg.Geometry, wrt: str
+) -> None:
+    """Either gradient as a scalar nest over the forward windows, adding each product to
+    the element it belongs to: the general case (groups, input dilation, float16)."""
+    out, g, x, w = bufs
+    win = geo.win
     zero = const(k.b, 0, compute_type(out.elem))
     with k.loop(k.product(out.dims)) as i:
         k.store_flat(out, i, zero)
-    win = Window.of_conv(w.dims[:-2], **attrs)
-    geo = geometry(k, win, x.dims[1:-1])
     c_in, c_out = w.dims[-2], w.dims[-1]
     per_group = k.div(c_out, win.groups)
     xst, gst, wst = k.strides(x.dims), k.strides(g.dims), k.strides(w.dims)
@@ -152,9 +167,55 @@ def conv_grad(g: Any, y: Any, x: Any, kernel: Any, **attrs: Any) -> tuple[Any, .
     """The ConvOp gradient rule."""
     from aotk.dialect import gradlib as lib
 
-    return (
-        lib.emit(ConvBackpropOp, g, x, kernel, wrt=Wrt.INPUT, **attrs),
-        lib.emit(ConvBackpropOp, g, x, kernel, wrt=Wrt.KERNEL, **attrs),
+    dx = _transposed_conv(g, x, kernel, attrs)
+    if dx is None:
+        dx = lib.emit(ConvBackpropOp, g, x, kernel, wrt=Wrt.INPUT, **attrs)
+    return dx, lib.emit(ConvBackpropOp, g, x, kernel, wrt=Wrt.KERNEL, **attrs)
+
+
+def _transposed_conv(g: Any, x: Any, kernel: Any, attrs: dict[str, Any]) -> Any | None:
+    """The input gradient as a forward convolution, which has register tiles: g dilated
+    by the strides, padded by extent - 1 - pad on each side (plus the input rows the
+    forward windows never reached), with the kernel's taps reversed and its channel
+    axes swapped. None where that does not hold: groups, input dilation, a dynamic
+    spatial size, or a pad wider than the window (a negative pad)."""
+    from aotk.dialect import gradlib as lib
+    from aotk.dialect import shape as sh
+
+    win = Window.of_conv(kernel.shape[:-2], **attrs)
+    sizes = x.shape[1:-1]
+    if win.groups != 1 or any(v != 1 for v in win.lhs_dilation) or None in sizes:
+        return None
+    rank = win.rank
+    outs = win.out_dims(STATIC, sizes)
+    before, after = [], []
+    for d, size in enumerate(sizes):
+        pb, pa = win.pads(STATIC, size, d)
+        extent = win.extent(d)
+        unread = size + pb + pa - ((outs[d] - 1) * win.strides[d] + extent)
+        before.append(extent - 1 - pb)
+        after.append(extent - 1 - pa + unread)
+    if min(before + after) < 0:
+        return None
+    flipped = lib.emit(
+        sh.SliceOp,
+        kernel,
+        start=(-1,) * rank + (0, 0),
+        stop=(-(2**62),) * rank + (sh.FULL, sh.FULL),
+        step=(-1,) * rank + (1, 1),
+    )
+    swapped = lib.transpose(flipped, (*range(rank), rank + 1, rank))
+    return lib.emit(
+        ConvOp,
+        g,
+        swapped,
+        strides=(1,) * rank,
+        dilation=win.dilation,
+        lhs_dilation=win.strides,
+        pad_before=tuple(before),
+        pad_after=tuple(after),
+        padding="explicit",
+        groups=1,
     )
 
 

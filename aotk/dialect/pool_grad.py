@@ -93,10 +93,11 @@ def _lower(k: Kernel, out: Buf, g: Buf, x: Buf, y: Buf, *, mode: str, **attrs: A
     win = Window.of_pool(**attrs)
     ctype = compute_type(x.elem)
     zero = const(k.b, 0, ctype)
-    with k.loop(k.product(out.dims)) as i:
+    with k.loop(k.product(out.dims), parallel=True) as i:
         k.store_flat(out, i, zero)
     xst, gst = k.strides(x.dims), k.strides(g.dims)
-    with k.loop(x.dims[0]) as n, cg.box(k, [(0, d) for d in g.dims[1:-1]]) as ps:
+    # windows may overlap within an image, never across images: threads split the images
+    with k.loop(x.dims[0], parallel=True) as n, cg.box(k, [(0, d) for d in g.dims[1:-1]]) as ps:
         spans = window_spans(k, win, x.dims[1:-1], ps)
         count = window_count(k, spans, x.elem) if mode == PoolMode.AVG else None
         with k.loop(x.dims[-1]) as c:

@@ -16,7 +16,7 @@ import pytest
 from conftest import FLOATS, INTS, emit, placeholder, random_array, run_both
 
 from aotk.dialect.arithmetic import AddOp, MaximumOp, MulOp
-from aotk.dialect.conv import ConvOp
+from aotk.dialect.conv import ConvOp, np_conv
 from aotk.dialect.conv_backprop import ConvBackpropOp
 from aotk.dialect.conv_fused import ConvFusedOp
 from aotk.dialect.elementwise import ConstantOp
@@ -321,3 +321,78 @@ def test_conv_epilogue_compiled_matches_interpreted(dtype):
     pipeline.lower(graph, stop_after="graph")
     fused = [op for op in graph.walk() if isinstance(op, ConvFusedOp)]
     assert len(fused) == len(cases), "each conv takes its epilogue"
+
+
+FILTER_GRAD_CASES = [
+    # (name, x decl, x shapes per call, kernel shape, strides, dilation, padding,
+    # (pad_before, pad_after))
+    (
+        "same_3x3",
+        (None, 9, 8, 7),
+        [(2, 9, 8, 7), (1, 9, 8, 7)],
+        (3, 3, 7, 20),
+        (1, 1),
+        (1, 1),
+        "same",
+        ((0, 0), (0, 0)),
+    ),
+    (
+        "valid_strided_dilated",
+        (None, None, 11, 3),
+        [(2, 10, 11, 3), (3, 7, 11, 3)],
+        (3, 2, 3, 33),
+        (2, 3),
+        (2, 1),
+        "explicit",
+        ((0, 0), (0, 0)),
+    ),
+    (
+        "explicit_pads",
+        (None, 6, 7, 5),
+        [(2, 6, 7, 5), (1, 6, 7, 5)],
+        (2, 4, 5, 16),
+        (2, 2),
+        (1, 1),
+        "explicit",
+        ((1, 0), (3, 2)),
+    ),
+    (
+        "conv3d",
+        (None, 4, 5, 3, 2),
+        [(2, 4, 5, 3, 2), (1, 4, 5, 3, 2)],
+        (2, 3, 2, 2, 17),
+        (1, 2, 1),
+        (1, 1, 1),
+        "same",
+        ((0, 0, 0), (0, 0, 0)),
+    ),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", FILTER_GRAD_CASES, ids=lambda c: c[0])
+def test_conv_kernel_gradient_tiles_match_interpreted(dtype, case):
+    """The register-tiled kernel gradient (no groups): strides, dilation, same, valid and
+    explicit pads, dynamic batch and rows, channel counts that leave partial tiles."""
+    _, x_decl, x_shapes, w_shape, strides, dilation, padding, pads = case
+    rng = np.random.default_rng(0)
+    rank = len(w_shape) - 2
+    attrs = {
+        "strides": strides,
+        "dilation": dilation,
+        "lhs_dilation": (1,) * rank,
+        "pad_before": pads[0],
+        "pad_after": pads[1],
+        "padding": padding,
+        "groups": 1,
+    }
+    x = placeholder(x_decl, dtype, "x")
+    w = placeholder(w_shape, dtype, "w")
+    y = emit(ConvOp, x, w, **attrs)
+    g = placeholder(y.shape, dtype, "g")
+    out = emit(ConvBackpropOp, g, x, w, wrt="kernel", **attrs)
+    calls = []
+    for shape in x_shapes:
+        y_shape = np_conv(np.zeros(shape), np.zeros(w_shape), **attrs).shape
+        calls.append([random_array(rng, s, dtype) for s in (shape, w_shape, y_shape)])
+    run_both([x, w, g], [out], calls, scales=[400.0])
