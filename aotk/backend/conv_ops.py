@@ -15,10 +15,9 @@ from aotk.backend import conv_common as cc
 from aotk.backend.config import check_data_format, image_data_format
 from aotk.backend.local_conv_ops import local_conv1d, local_conv2d
 from aotk.backend.pool_ops import pool2d, pool3d
-from aotk.backend.shape_ops import permute_dimensions, reshape
+from aotk.backend.shape_ops import reshape
 from aotk.backend.static_eval import static_int, static_ints
-from aotk.dialect import shape as sh
-from aotk.dialect import trace
+from aotk.dialect.conv_backprop import transposed_kernel
 from aotk.dialect.trace import KTensor
 from aotk.kernels.dim_arith import STATIC
 from aotk.kernels.window import same_pads
@@ -239,19 +238,6 @@ def _check_transpose(t: KTensor, w: KTensor, out: tuple[int | None, ...], where:
         raise ValueError(f"{where}: output_shape batch {out[0]} differs from x's {t.shape[0]}")
 
 
-def _flip(w: KTensor, rank: int, where: str) -> KTensor:
-    """Reverse the window axes and swap the channel axes: (*window, in, out) for aotk.conv."""
-    flipped = trace.emit(
-        sh.SliceOp,
-        w,
-        where=where,
-        start=(-1,) * rank + (0, 0),
-        stop=(-(2**62),) * rank + (sh.FULL, sh.FULL),
-        step=(-1,) * rank + (1, 1),
-    )
-    return permute_dimensions(flipped, (*range(rank), rank + 1, rank))
-
-
 def _conv_transpose(
     x: Any, kernel: Any, output_shape: Any, args: tuple[Any, ...], rank: int, where: str
 ) -> KTensor:
@@ -268,7 +254,7 @@ def _conv_transpose(
     before, after = _transposed_pads(t, w, out, (st, dil, mode), where)
     ones = (1,) * rank
     y = cc.emit_conv(
-        t, _flip(w, rank, where), where, ones, dil, "explicit", lhs_dilation=st,
+        t, transposed_kernel(w, where), where, ones, dil, "explicit", lhs_dilation=st,
         pad_before=before, pad_after=after,
     )  # fmt: skip
     return cc.from_last(y, fmt)

@@ -26,6 +26,8 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.str_enum import StrEnum
 
+from aotk.dialect import shape as sh
+from aotk.dialect import trace
 from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.conv import (
     ConvOp,
@@ -173,6 +175,22 @@ def conv_grad(g: Any, y: Any, x: Any, kernel: Any, **attrs: Any) -> tuple[Any, .
     return dx, lib.emit(ConvBackpropOp, g, x, kernel, wrt=Wrt.KERNEL, **attrs)
 
 
+def transposed_kernel(kernel: Any, where: str) -> Any:
+    """The kernel of the transposed convolution: the taps reversed along every spatial
+    axis, the channel axes swapped ((*window, in, out) -> (*window, out, in))."""
+    rank = len(kernel.shape) - 2
+    flipped = trace.emit(
+        sh.SliceOp,
+        kernel,
+        where=where,
+        start=(-1,) * rank + (0, 0),
+        stop=(-(2**62),) * rank + (sh.FULL, sh.FULL),
+        step=(-1,) * rank + (1, 1),
+    )
+    perm = (*range(rank), rank + 1, rank)
+    return trace.emit(sh.TransposeOp, flipped, where=where, perm=perm)
+
+
 def _transposed_conv(g: Any, x: Any, kernel: Any, attrs: dict[str, Any]) -> Any | None:
     """The input gradient as a forward convolution, which has register tiles: g dilated
     by the strides, padded by extent - 1 - pad on each side (plus the input rows the
@@ -180,7 +198,6 @@ def _transposed_conv(g: Any, x: Any, kernel: Any, attrs: dict[str, Any]) -> Any 
     axes swapped. None where that does not hold: groups, input dilation, a dynamic
     spatial size, or a pad wider than the window (a negative pad)."""
     from aotk.dialect import gradlib as lib
-    from aotk.dialect import shape as sh
 
     win = Window.of_conv(kernel.shape[:-2], **attrs)
     sizes = x.shape[1:-1]
@@ -197,18 +214,10 @@ def _transposed_conv(g: Any, x: Any, kernel: Any, attrs: dict[str, Any]) -> Any 
         after.append(extent - 1 - pa + unread)
     if min(before + after) < 0:
         return None
-    flipped = lib.emit(
-        sh.SliceOp,
-        kernel,
-        start=(-1,) * rank + (0, 0),
-        stop=(-(2**62),) * rank + (sh.FULL, sh.FULL),
-        step=(-1,) * rank + (1, 1),
-    )
-    swapped = lib.transpose(flipped, (*range(rank), rank + 1, rank))
     return lib.emit(
         ConvOp,
         g,
-        swapped,
+        transposed_kernel(kernel, lib.WHERE),
         strides=(1,) * rank,
         dilation=win.dilation,
         lhs_dilation=win.strides,

@@ -18,6 +18,7 @@ sums over all images and stores once; shifted tiles store the same values twice.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -75,10 +76,7 @@ class _Plan:
     co_blocks: int
 
     def items(self, g: Geometry) -> int:
-        taps = 1
-        for w in g.win.window:
-            taps *= w
-        return taps * self.ci_tiles * self.co_blocks
+        return math.prod(g.win.window) * self.ci_tiles * self.co_blocks
 
 
 def _images_per_chunk(grad: Buf, x: Buf) -> int:

@@ -9,8 +9,8 @@ from aotk.kernels.kernel import DimV
 
 L1_BYTES = 32 * 1024
 L2_BYTES = 1024 * 1024
-# 256-bit vectors for the row reductions: LLVM's x86 tuning prefers them on AVX-512 hosts
-# too (its vectorizers split wider ones), and memory-bound passes gain nothing wider.
+# 256-bit vectors: the row reductions' (memory-bound, they gained nothing from zmm) and
+# conv tiles' whose output channels do not fill a zmm.
 VECTOR_BYTES = 32
 # (bytes per vector register, registers) by instruction set
 VECTOR_SHAPES = {"avx2": (32, 16), "avx512": (64, 32)}

@@ -326,6 +326,19 @@ class Kernel:
             finally:
                 self.b = outer
 
+    def if_positive(
+        self, value: DimV, then_fn: Callable[[], None], else_fn: Callable[[], None] | None = None
+    ) -> None:
+        """`then_fn` where `value` > 0, else `else_fn`: decided here when `value` is a
+        Python int, else by an scf.if."""
+        if isinstance(value, int):
+            chosen = then_fn if value > 0 else else_fn
+            if chosen is not None:
+                chosen()
+            return
+        positive = self.b.insert(arith.CmpiOp(value, self.index(0), "sgt")).result
+        self.if_else(positive, then_fn, else_fn)
+
     @contextmanager
     def nest(self, dims: Sequence[DimV], *, parallel: bool = False) -> Iterator[list[SSAValue]]:
         """Perfect loop nest over `dims`, outermost first; `parallel` marks the outermost

@@ -169,7 +169,6 @@ def _right_edge(
     tiles, scratch = plan
     if _known_empty(*rows) or _known_empty(*cols):
         return
-    lo = cols[0]
 
     def edge() -> None:
         packed.emit_edge(k, ops, tiles, scratch, rows, cols)
@@ -177,12 +176,7 @@ def _right_edge(
     def panels() -> None:
         _panels(k, ops, tiles, rows, cols)
 
-    if not isinstance(lo, int):
-        k.if_else(k.b.insert(arith.CmpiOp(lo, k.index(0), "sgt")).result, edge, panels)
-    elif lo > 0:
-        edge()
-    else:
-        panels()
+    k.if_positive(cols[0], edge, panels)  # a whole sliver left of the edge
 
 
 def _even_panels(k: Kernel, n_main: DimV, tiles: heuristics.MatmulTiles) -> DimV:
@@ -270,10 +264,7 @@ def _masked_edge(
         for i0, height in _tiles(k, span, heights):
             mk.column_tile(k, ops, (i0, height), k_range, (j, count))
 
-    if not isinstance(count, int):
-        k.if_else(k.b.insert(arith.CmpiOp(count, k.index(0), "sgt")).result, edge, None)
-    elif count > 0:
-        edge()
+    k.if_positive(count, edge)
 
 
 def _dot_panels(k: Kernel, ops: mk.Operands, rows: Range, cols: Range) -> None:

@@ -151,10 +151,10 @@ def column_tile(
     (i0, rows) and cols = (j, count): one vector per row (masked to its first count
     lanes; count None: all of them), kept in registers over the K range; C is read
     first when `accumulate`. B's row kk starts at b_rows = (offset of row 0, row
-    stride), by default B's own (j, N). Used for the last columns, fewer than a panel's or tile's
-    width: a classifier's 10 outputs are all edge, and a panel's round trip through C at
-    every step would stall there, as a masked store does not forward to the masked load
-    after it."""
+    stride), by default B's own (j, N). Used for the last columns, fewer than a panel's
+    or tile's width: a classifier's 10 outputs are all edge, and a panel's round trip
+    through C at every step would stall there, as a masked store does not forward to the
+    masked load after it."""
     vt = ops.vt
     (i0, rows), (j, count) = tile, cols
     zero = splat(k, const(k.b, 0.0, vt.element_type), vt)

@@ -61,7 +61,7 @@ def _panel_width(k: Kernel, tiles: MatmulTiles, n: DimV) -> DimV:
 def _edge_base(k: Kernel, ops: mk.Operands, tiles: MatmulTiles) -> DimV:
     """Where B's packed last columns start in scratch: after the panel of B and a
     transposed A's block."""
-    base = k.mul(tiles.packed_kc, _panel_width(k, tiles, ops.n))
+    base = _a_base(k, ops, tiles)
     return k.add(base, k.mul(tiles.packed_kc, ops.m)) if ops.a_t else base
 
 
@@ -312,7 +312,4 @@ def emit_edge(
             b_at = k.add(base, k.sub(vectors_end, lo))
             mk.column_tile(k, edge, tile, (0, ops.kdim), (vectors_end, rest), (b_at, width), False)
 
-        if not isinstance(rest, int):
-            k.if_else(k.b.insert(arith.CmpiOp(rest, k.index(0), "sgt")).result, masked, None)
-        elif rest > 0:
-            masked()
+        k.if_positive(rest, masked)
