@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from xdsl.ir import SSAValue
 
+from aotk.dialect import scan_prepack
 from aotk.dialect.base import elem_of
 from aotk.dialect.fused import YieldOp
 from aotk.dialect.registry import BodyLowering
@@ -30,7 +31,8 @@ def lower_scan(low: BodyLowering, op: ScanOp, targets: dict[SSAValue, Buf]) -> N
     assert isinstance(yielded, YieldOp)
     n_c = len(carries)
 
-    body_bufs = _plan_body(low, op, seqs, carries)
+    packs = scan_prepack.plan(low, op)  # before the loop: packed once for all steps
+    body_bufs = _plan_body(low, op, (seqs, carries), packs)
     new_carries = [body_bufs[v] for v in yielded.values[:n_c]]
     staging = [
         low.alloc(v.type, list(b.dims))
@@ -55,7 +57,7 @@ def lower_scan(low: BodyLowering, op: ScanOp, targets: dict[SSAValue, Buf]) -> N
         _bind_step(low, op, seqs, carries, t)
         for inner in block.ops:
             if not isinstance(inner, YieldOp):
-                low.lower_op(inner, body_bufs)
+                scan_prepack.lower_op(low, inner, body_bufs, packs)
         news = [low.bufs[v] for v in yielded.values]
         # outputs first: an output may be (a view of) the state the step started from
         for r, out in zip(results[n_c:], news[n_c:], strict=True):
@@ -84,16 +86,16 @@ def _bind_step(low: BodyLowering, op: ScanOp, seqs: list[Buf], carries: list[Buf
 
 
 def _plan_body(
-    low: BodyLowering, op: ScanOp, seqs: list[Buf], carries: list[Buf]
+    low: BodyLowering, op: ScanOp, state: tuple[list[Buf], list[Buf]], packs: scan_prepack.Packs
 ) -> dict[SSAValue, Buf]:
     """Allocate every body value's buffer outside the loop; return them by value."""
     block = op.body.block
     code, low.code = low.code, False
     try:
-        _bind_step(low, op, seqs, carries, 0)
+        _bind_step(low, op, *state, 0)
         for inner in block.ops:
             if not isinstance(inner, YieldOp):
-                low.lower_op(inner, {})
+                scan_prepack.lower_op(low, inner, {}, packs)
     finally:
         low.code = code
     planned: dict[SSAValue, Buf] = {}

@@ -75,6 +75,7 @@ def _load_builtin() -> None:
     # the emitters register their micro-kernels when imported
     from aotk.kernels import (
         matmul_kernel,  # noqa: F401
+        matmul_prepacked,  # noqa: F401
         transpose,  # noqa: F401
     )
 

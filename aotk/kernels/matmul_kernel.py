@@ -148,16 +148,17 @@ def _rows_of_tiles(
             with _blocks(k, (0, n_main), _even_panels(k, n_main, tiles)) as cols:
                 packed.emit_packed(k, ops, tiles, scratch, (0, m_pack), (k_range, cols))
     m_tiled = m_pack
-    if not ops.b_t:
+    if ops.b_t:
+        _panels(k, ops, tiles, (0, m_pack), (n_main, n))
+    else:
+        _right_edge(k, ops, (tiles, scratch), (0, m_pack), (n_main, n))
         # whole row tiles that packing left (M below its threshold) read B in place
         m_tiled = k.mul(k.div(m, tiles.mr), tiles.mr)
         m_direct = k.sub(m_tiled, m_pack)
-        if not _known_empty(0, m_direct) and not _known_empty(0, n_main):
-            packed.emit_direct(k, ops, tiles, (0, m_direct), (0, n_main))
-    if ops.b_t:
-        _panels(k, ops, tiles, (0, m_tiled), (n_main, n))
-    else:
-        _right_edge(k, ops, (tiles, scratch), (0, m_tiled), (n_main, n))
+        if not _known_empty(0, m_direct):
+            k.if_positive(
+                m_direct, lambda: packed.emit_direct(k, ops, tiles, (0, m_direct), (0, n))
+            )
     _panels(k, ops, tiles, (m_tiled, m), (0, n))
 
 
@@ -176,7 +177,8 @@ def _right_edge(
     def panels() -> None:
         _panels(k, ops, tiles, rows, cols)
 
-    k.if_positive(cols[0], edge, panels)  # a whole sliver left of the edge
+    # a whole sliver left of the edge (else panels); nothing at all for no rows
+    k.if_positive(k.sub(rows[1], rows[0]), lambda: k.if_positive(cols[0], edge, panels))
 
 
 def _even_panels(k: Kernel, n_main: DimV, tiles: heuristics.MatmulTiles) -> DimV:

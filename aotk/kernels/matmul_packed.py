@@ -248,23 +248,63 @@ def emit_direct(k: Kernel, ops: mk.Operands, tiles: MatmulTiles, rows: Range, co
 
     Threads split the column slivers; each sliver (K x nr vectors of B) stays in cache
     while every tile of rows passes over it, its accumulators kept in registers over the
-    whole of K (so C is written once, never read). `rows` must be a multiple of mr
-    long, `cols` of nr vectors, and B not transposed.
+    whole of K (so C is written once, never read). The columns right of the last whole
+    sliver are one more item of the same loop, read in place too: a recurrent step's
+    matmul had paid a pack and two more parallel loops for them. `rows` must be a
+    multiple of mr long, and B not transposed.
     """
     width = tiles.nr * tiles.lanes
-    with k.loop(cols[1], lb=cols[0], step=width, parallel=True) as j0:
-        with k.loop(rows[1], lb=rows[0], step=tiles.mr, trips=4) as i0:
-            _direct_tile(k, ops, tiles, i0, j0)
+    lo, hi = cols
+    items = k.div(k.add(k.sub(hi, lo), width - 1), width)
+    with k.loop(items, parallel=True) as item:
+        j0 = k.add(lo, k.mul(item, width))
+        whole = k.b.insert(arith.CmpiOp(k.index(k.add(j0, width)), k.index(hi), "sle")).result
+
+        def sliver() -> None:
+            with k.loop(rows[1], lb=rows[0], step=tiles.mr, trips=4) as i0:
+                _direct_tile(k, ops, tiles, i0, j0)
+
+        k.if_else(whole, sliver, lambda: _direct_edge(k, ops, tiles, rows, (j0, hi)))
+
+
+def _direct_edge(k: Kernel, ops: mk.Operands, tiles: MatmulTiles, rows: Range, cols: Range) -> None:
+    """C[rows, cols] for fewer columns than a sliver, B read in place: per row tile, one
+    column tile per vector, the last masked to the columns left."""
+    lo, hi = cols
+    vectors_end = k.add(lo, k.mul(k.div(k.sub(hi, lo), tiles.lanes), tiles.lanes))
+    rest = k.sub(hi, vectors_end)
+    whole_k = (0, ops.kdim)
+    with k.loop(rows[1], lb=rows[0], step=tiles.mr, trips=4) as i0:
+        tile = (i0, tiles.mr)
+        with k.loop(vectors_end, lb=lo, step=tiles.lanes, trips=tiles.nr - 1) as j:
+            mk.column_tile(k, ops, tile, whole_k, (j, None), accumulate=False)
+        k.if_positive(
+            rest,
+            lambda: mk.column_tile(k, ops, tile, whole_k, (vectors_end, rest), accumulate=False),
+        )
 
 
 def _direct_tile(k: Kernel, ops: mk.Operands, tiles: MatmulTiles, i0: DimV, j0: DimV) -> None:
+    whole_k_tile(k, ops, tiles, (i0, j0), lambda kk: ops.b_at(k, kk, j0))
+
+
+def whole_k_tile(
+    k: Kernel,
+    ops: mk.Operands,
+    tiles: MatmulTiles,
+    corner: tuple[DimV, DimV],
+    b_row: Callable[[SSAValue], DimV],
+) -> None:
+    """C[i0:i0+mr, j0:j0+width] = A[rows, :] @ B[:, cols], accumulators kept in registers
+    over all of K; `b_row(kk)` is where the tile's part of B's row kk starts in `ops.b`."""
     lanes, vt, rows, nvec = tiles.lanes, ops.vt, tiles.mr, tiles.nr
+    i0, j0 = corner
 
     def step(kk: SSAValue, accs: Sequence[SSAValue]) -> list[SSAValue]:
         def a_value(r: int) -> SSAValue:
             return k.load_flat(ops.a, ops.a_at(k, k.add(i0, r), kk))
 
-        return _tile_update(k, tiles, vt, (ops.b, ops.b_at(k, kk, j0)), a_value, accs)
+        return _tile_update(k, tiles, vt, (ops.b, b_row(kk)), a_value, accs)
 
     zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
     results = k.fold_loop(ops.kdim, [zero] * (rows * nvec), step, trips=tiles.packed_kc)

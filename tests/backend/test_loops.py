@@ -72,6 +72,25 @@ def test_rnn_matches_the_reference_loop(backwards, masked):
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
 
 
+def test_recurrent_weights_of_several_tiles_forward_and_gradients():
+    """A recurrent weight of several register tiles, packed once per call (U, and U^T in
+    the backward scan): 19 rows leave a partial row tile, 40 columns a partial sliver.
+    The output against the reference loop, the gradients against the interpreter."""
+    batch, hid = 19, 40
+    wxv, whv = RNG.standard_normal((D, hid)) * 0.3, RNG.standard_normal((hid, hid)) * 0.3
+    x, h0 = K.placeholder(shape=(None, None, D)), K.placeholder(shape=(None, hid))
+    wx, wh = K.placeholder(shape=(D, hid)), K.placeholder(shape=(hid, hid))
+    last, outputs, _ = K.rnn(_simple_rnn(wx, wh), x, [h0])
+    grads = K.gradients(K.sum(K.square(outputs)), [wx, wh, h0])
+    f = K.function([x, h0, wx, wh], [last, *grads])
+    values = [RNG.standard_normal((batch, 6, D)), RNG.standard_normal((batch, hid)), wxv, whv]
+    got = f(values)
+    want = _numpy_rnn(values[0], values[1], wxv, whv)[0]
+    np.testing.assert_allclose(got[0], want, rtol=1e-12, atol=1e-12)
+    for g, w in zip(got[1:], interp.run_module(f.module, values)[1:], strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10)
+
+
 def test_rnn_is_one_loop_whatever_the_length():
     wx, wh = (K.variable(w) for w in _weights())
     sizes = []

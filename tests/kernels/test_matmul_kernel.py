@@ -39,6 +39,7 @@ from aotk.dialect.linalg import MatMulOp
 from aotk.function import Function
 from aotk.kernels import heuristics, library, matmul_kernel
 from aotk.kernels import matmul_packed as packed
+from aotk.kernels import matmul_prepacked as prepacked
 from aotk.kernels.kernel import Buf, Kernel
 from aotk.kernels.matmul_microkernel import Operands
 from aotk.lowering import pipeline
@@ -231,7 +232,7 @@ def _run_packed(a: np.ndarray, b: np.ndarray, static: tuple[int | None, ...]) ->
 PACKED_SHAPES = [
     (1, 1, 1),
     (7, 13, 29),
-    # below packing's row threshold: register tiles read B in place, panels the edges
+    # below packing's row threshold: register tiles read B in place, the edge columns too
     (32, 128, 512),
     (63, 40, 70),
     (64, 1, 48),
@@ -297,11 +298,12 @@ def _before_unreadable_page(values: np.ndarray) -> np.ndarray:
 def test_narrow_column_edges_touch_only_their_columns(rng: np.random.Generator, dtype: str) -> None:
     """The last N mod lanes columns are one masked vector: exact values, no write outside
     C (NaN sentinels around it stay NaN) and no read past B's end (an unreadable page
-    follows it), for every edge width, on the panel, tile and matrix-vector paths."""
+    follows it), for every edge width, on the panel, packed, in-place (16 rows) and
+    matrix-vector paths."""
     lanes = heuristics.matmul_tiles(np.dtype(dtype).itemsize, 1, 1, 1).lanes
     compiled = _packed_kernel(dtype, (None, None, None))
     for n in [*range(1, lanes + 2), 2 * lanes - 1, 3 * lanes + 5]:
-        for m in (1, 2, 5, 70):
+        for m in (1, 2, 5, 16, 70):
             a, b = _inputs(rng, (m,), (23, n), dtype)
             b = _before_unreadable_page(b)
             pad = 2 * lanes
@@ -311,3 +313,51 @@ def test_narrow_column_edges_touch_only_their_columns(rng: np.random.Generator, 
             compiled["mm"](a.ctypes.data, b.ctypes.data, c_at, scratch.ctypes.data, m, n, 23)
             assert np.isnan(around[:pad]).all() and np.isnan(around[-pad:]).all(), (m, n)
             _check(around[pad:-pad].reshape(m, n), a, b, f"{dtype} {m}x23x{n}")
+
+
+@functools.cache
+def _prepacked_kernel(dtype: str, b_t: bool) -> Any:
+    """mm(a, b, c, packed, m, n, k): B packed by `pack_rhs`, then C = A @ B from it."""
+    elem = {"float32": f32, "float64": f64}[dtype]
+    mem = MemRefType(elem, [DYNAMIC_INDEX])
+    body = Block(arg_types=[mem] * 4 + [i64] * 3)
+    a, b, c, p = body.args[:4]
+    k = Kernel(Builder(InsertPoint.at_end(body)))
+    m, n, kd = (k.b.insert(arith.IndexCastOp(v, IndexType())).result for v in body.args[4:])
+    count = prepacked.packed_elems(k, elem, n, kd)
+    packed_b = Buf(p, (count,), elem)
+    library.call(k, prepacked.pack_name(elem, b_t), [packed_b, Buf(b, (kd, n), elem), n, kd])
+    args = [Buf(c, (m, n), elem), Buf(a, (m, kd), elem), packed_b, m, n, kd]
+    library.call(k, prepacked.matmul_name(elem), args)
+    k.b.insert(func.ReturnOp())
+    module = ModuleOp([func.FuncOp("mm", (body.arg_types, ()), Region(body))])
+    library.declare_called(module)
+    pipeline.lower(module, "llvm", start_after="loops")
+    micro_kernels.ensure_called_loaded([str(module).encode()])
+    return jit.compile_module(module)
+
+
+@pytest.mark.parametrize("b_t", [False, True], ids=["b", "b_t"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_prepacked_matmul(rng: np.random.Generator, dtype: str, b_t: bool) -> None:
+    """B packed once into zero-padded slivers, then C = A @ B from them: whole register
+    tiles, the last sliver and the last rows (column tiles), one row, empty dims. B's
+    last byte is followed by an unreadable page; C is surrounded by NaN sentinels."""
+    tiles = heuristics.matmul_tiles(np.dtype(dtype).itemsize, 1, 1, 1)
+    width = tiles.nr * tiles.lanes
+    shapes = [(1, 1, 1), (2, 5, 3), (tiles.mr, 16, width), (32, 128, 512)]
+    shapes += [(2 * tiles.mr + 3, 7, 2 * width + 5), (9, 300, width - 1), (0, 3, 4), (3, 0, 4)]
+    for m, kd, n in shapes:
+        a, b = _inputs(rng, (m,), (kd, n), dtype)
+        stored = _before_unreadable_page(np.ascontiguousarray(b.T) if b_t else b)
+        count = -(-n // width) * width * kd
+        scratch = runtime.aligned_empty((max(count, 1),), a.dtype)
+        scratch[:] = np.nan
+        pad = 2 * tiles.lanes
+        around = np.full(m * n + 2 * pad, np.nan, dtype)
+        c_at = around.ctypes.data + pad * around.itemsize
+        call = _prepacked_kernel(dtype, b_t)["mm"]
+        call(a.ctypes.data, stored.ctypes.data, c_at, scratch.ctypes.data, m, n, kd)
+        assert np.isnan(around[:pad]).all() and np.isnan(around[-pad:]).all(), (m, kd, n)
+        assert not np.isnan(scratch[:count]).any(), "every element of the packed B is written"
+        _check(around[pad:-pad].reshape(m, n), a, b, f"{dtype} {m}x{kd}x{n} b_t={b_t}")

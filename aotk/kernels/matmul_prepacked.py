@@ -1,0 +1,208 @@
+"""Matmul on a B packed once for many products: a recurrent step's weight.
+
+`pack_rhs_<dtype>[_tb](packed, b, n, k)` copies all of B (stored [K, N], or [N, K] with
+`_tb`) into slivers `nr` vectors wide, each holding all K rows contiguously: sliver s
+starts at s * K * width, its row kk at + kk * width, and the last sliver is zero-padded.
+`matmul_<dtype>_prepacked(c, a, packed, m, n, k)` then computes C = A @ B from it with
+the packed path's register tiles, accumulators kept over all of K (C is written once,
+never read) and nothing copied per product. A scan packs its loop-invariant right
+operands this way once before its steps (`aotk.dialect.scan_prepack`): unpacked, a
+32-row step read a 128 x 512 weight in place, its rows 2 KiB apart and so in a few
+cache sets, or repacked it every step.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from xdsl.dialects import arith, ptr
+from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, Float64Type, MemRefType, VectorType
+from xdsl.ir import Attribute, SSAValue
+
+from aotk import dtypes
+from aotk.kernels import heuristics, library
+from aotk.kernels import matmul_microkernel as mk
+from aotk.kernels import matmul_packed as packed
+from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import const
+
+Range = tuple[DimV, DimV]
+
+
+def _tiles(elem: Attribute) -> heuristics.MatmulTiles:
+    return heuristics.matmul_tiles(dtypes.byte_size(elem), 1, 1, 1)
+
+
+def packed_elems(k: Kernel, elem: Attribute, n: DimV, kdim: DimV) -> DimV:
+    """Elements of a packed B: K rows of N rounded up to whole slivers."""
+    tiles = _tiles(elem)
+    width = tiles.nr * tiles.lanes
+    return k.mul(k.mul(k.div(k.add(n, width - 1), width), width), kdim)
+
+
+def pack_name(elem: Attribute, b_t: bool) -> str:
+    return f"pack_rhs_{dtypes.numpy_dtype(elem)}" + ("_tb" if b_t else "")
+
+
+def matmul_name(elem: Attribute) -> str:
+    return f"matmul_{dtypes.numpy_dtype(elem)}_prepacked"
+
+
+def _flat(k: Kernel, pointer: SSAValue, dims: tuple[DimV, ...], elem: Attribute) -> Buf:
+    flat = MemRefType(elem, [DYNAMIC_INDEX])
+    return Buf(k.b.insert(ptr.FromPtrOp(pointer, flat)).res, dims, elem)
+
+
+def _build_pack(elem: Attribute, b_t: bool, k: Kernel, args: list[SSAValue]) -> None:
+    """The body of `pack_rhs`: (packed, b, n, k)."""
+    n, kdim = args[2:]
+    tiles = _tiles(elem)
+    out = _flat(k, args[0], (packed_elems(k, elem, n, kdim),), elem)
+    b = _flat(k, args[1], (n, kdim) if b_t else (kdim, n), elem)
+    if b_t:
+        _pack_columns(k, tiles, (out, b), n, kdim)
+    else:
+        _pack_rows(k, tiles, (out, b), n, kdim)
+
+
+def _pack_rows(
+    k: Kernel, tiles: heuristics.MatmulTiles, bufs: tuple[Buf, Buf], n: DimV, kdim: DimV
+) -> None:
+    """From B stored [K, N]: threads split its rows, each scattered across the slivers;
+    whole vectors, then one masked vector padded with zeros."""
+    out, b = bufs
+    width, lanes = tiles.nr * tiles.lanes, tiles.lanes
+    vt = VectorType(out.elem, [lanes])
+    zero = mk.splat(k, const(k.b, 0.0, out.elem), vt)
+    vectors_end = k.mul(k.div(n, lanes), lanes)
+    padded = k.mul(k.div(k.add(n, width - 1), width), width)
+    with k.loop(kdim, parallel=True) as kk:
+        src = k.mul(kk, n)
+
+        def dst(j: DimV) -> DimV:
+            lane = k.rem(j, width)
+            return k.add(k.mul(k.sub(j, lane), kdim), k.add(k.mul(kk, width), lane))
+
+        with k.loop(vectors_end, step=lanes, trips=64) as j:
+            mk.vstore(k, out, dst(j), mk.vload(k, b, k.add(src, j), vt))
+        with k.loop(padded, lb=vectors_end, step=lanes, trips=2) as j:
+            mask = mk.lane_mask(k, k.max(k.min(k.sub(n, j), lanes), 0), vt)
+            mk.vstore(k, out, dst(j), mk.vload_masked(k, b, k.add(src, j), mask, zero))
+
+
+def _pack_columns(
+    k: Kernel, tiles: heuristics.MatmulTiles, bufs: tuple[Buf, Buf], n: DimV, kdim: DimV
+) -> None:
+    """From B stored [N, K]: threads split its rows (the slivers' columns), each read
+    contiguously and scattered one element per sliver row; the padding columns are
+    zeros."""
+    out, b = bufs
+    width = tiles.nr * tiles.lanes
+    padded = k.mul(k.div(k.add(n, width - 1), width), width)
+    zero = const(k.b, 0.0, out.elem)
+    with k.loop(padded, parallel=True) as j:
+        lane = k.rem(j, width)
+        column = k.add(k.mul(k.sub(j, lane), kdim), lane)
+        src = k.mul(j, kdim)
+        inside = k.b.insert(arith.CmpiOp(k.index(j), k.index(n), "slt")).result
+        with k.loop(kdim, trips=256) as kk:
+            at = k.add(column, k.mul(kk, width))
+            # a padding column reads nothing: its source offset is clamped to B's start
+            value = k.load_flat(b, k.select(inside, k.add(src, kk), 0))
+            k.store_flat(out, at, k.b.insert(arith.SelectOp(inside, value, zero)).result)
+
+
+def _build_matmul(elem: Attribute, k: Kernel, args: list[SSAValue]) -> None:
+    """The body of `matmul_prepacked`: (c, a, packed, m, n, k).
+
+    Threads share out (sliver, row tile) pairs, sliver-major, so the pairs a thread runs
+    in a row read one sliver. A whole tile is one register tile over all of K; the last
+    sliver and the last rows (fewer than a tile) are column tiles, the last vector masked.
+    """
+    m, n, kdim = args[3:]
+    tiles = _tiles(elem)
+    width = tiles.nr * tiles.lanes
+    c, a = _flat(k, args[0], (m, n), elem), _flat(k, args[1], (m, kdim), elem)
+    b = _flat(k, args[2], (packed_elems(k, elem, n, kdim),), elem)
+    ops = mk.Operands(c, a, b, m, n, kdim, VectorType(elem, [tiles.lanes]))
+    slivers = k.div(k.add(n, width - 1), width)
+    row_tiles = k.div(k.add(m, tiles.mr - 1), tiles.mr)
+    with k.loop(k.mul(slivers, row_tiles), parallel=True) as item:
+        s = k.div(item, row_tiles)
+        i0, j0 = k.mul(k.sub(item, k.mul(s, row_tiles)), tiles.mr), k.mul(s, width)
+        rows, cols = (i0, k.min(k.add(i0, tiles.mr), m)), (j0, k.min(k.add(j0, width), n))
+        base = k.mul(j0, kdim)  # where the sliver starts
+        whole = k.b.insert(arith.AndIOp(_spans(k, rows, tiles.mr), _spans(k, cols, width))).result
+
+        def tile() -> None:
+            packed.whole_k_tile(k, ops, tiles, (i0, j0), lambda kk: k.add(base, k.mul(kk, width)))
+
+        k.if_else(whole, tile, lambda: _narrow(k, ops, tiles, (rows, cols), base))
+
+
+def _spans(k: Kernel, span: Range, length: int) -> SSAValue:
+    return k.b.insert(arith.CmpiOp(k.index(k.sub(span[1], span[0])), k.index(length), "eq")).result
+
+
+def _narrow(
+    k: Kernel,
+    ops: mk.Operands,
+    tiles: heuristics.MatmulTiles,
+    block: tuple[Range, Range],
+    base: DimV,
+) -> None:
+    """C[rows, cols] of a tile cut short by the last sliver or the last rows: column tiles
+    of a whole tile's rows, else of one row at a time."""
+    (lo, hi), cols = block
+
+    def tall() -> None:
+        _column_tiles(k, ops, tiles, (lo, tiles.mr), cols, base)
+
+    def single_rows() -> None:
+        with k.loop(hi, lb=lo, trips=tiles.mr - 1) as i:
+            _column_tiles(k, ops, tiles, (i, 1), cols, base)
+
+    k.if_else(_spans(k, (lo, hi), tiles.mr), tall, single_rows)
+
+
+def _column_tiles(
+    k: Kernel,
+    ops: mk.Operands,
+    tiles: heuristics.MatmulTiles,
+    tile: tuple[DimV, int],
+    cols: Range,
+    base: DimV,
+) -> None:
+    """One column tile per vector of the sliver's columns `cols`, the last masked."""
+    j0, j_hi = cols
+    lanes, width, whole_k = tiles.lanes, tiles.nr * tiles.lanes, (0, ops.kdim)
+    vectors_end = k.add(j0, k.mul(k.div(k.sub(j_hi, j0), lanes), lanes))
+    rest = k.sub(j_hi, vectors_end)
+
+    def column(j: DimV, count: DimV | None) -> None:
+        b_rows = (k.add(base, k.sub(j, j0)), width)
+        mk.column_tile(k, ops, tile, whole_k, (j, count), b_rows, accumulate=False)
+
+    with k.loop(vectors_end, lb=j0, step=lanes, trips=tiles.nr) as j:
+        column(j, None)
+    k.if_positive(rest, lambda: column(vectors_end, rest))
+
+
+for _elem in (Float32Type(), Float64Type()):
+    for _b_t in (False, True):
+        library.register(
+            library.MicroKernel(
+                pack_name(_elem, _b_t),
+                "ppii",
+                functools.partial(_build_pack, _elem, _b_t),
+                ("packed", "b", "n", "k"),
+            )
+        )
+    library.register(
+        library.MicroKernel(
+            matmul_name(_elem),
+            "pppiii",
+            functools.partial(_build_matmul, _elem),
+            ("c", "a", "packed", "m", "n", "k"),
+        )
+    )

@@ -1,0 +1,51 @@
+// RUN: aotk-opt %s --aotk-tile-for=avx2 -p convert-aotk-to-loops | filecheck %s
+
+// A recurrent step h @ U and its gradient's g @ U^T: U is defined outside the scan, so
+// each is packed once before the loop over the steps, into workspace slices of K rows
+// of N rounded up to whole slivers (2 AVX2 vectors, 16 columns): 12 x 32 floats from
+// byte 192 (after the carry), then 20 x 16 from byte 1728. The steps multiply by the
+// packed copies; the matmuls of two step values stay plain calls.
+// CHECK-LABEL: func.func @recurrent(
+// CHECK:         %[[OFF1:.*]] = arith.constant 1728 : index
+// CHECK:         %[[OFF0:.*]] = arith.constant 192 : index
+// CHECK:         %[[AT0:.*]] = ptr_xdsl.ptradd %workspace, %[[OFF0]]
+// CHECK-NEXT:    %[[PACKED0:.*]] = ptr_xdsl.from_ptr %[[AT0]] : !ptr_xdsl.ptr -> memref<?xf32>
+// CHECK-NEXT:    %[[P0:.*]] = ptr_xdsl.to_ptr %[[PACKED0]]
+// CHECK-NEXT:    %[[U0:.*]] = ptr_xdsl.to_ptr %u
+// CHECK-NEXT:    %[[N0:.*]] = arith.constant 20 : i64
+// CHECK-NEXT:    %[[K0:.*]] = arith.constant 12 : i64
+// CHECK-NEXT:    func.call @aotk_uk_pack_rhs_float32(%[[P0]], %[[U0]], %[[N0]], %[[K0]])
+// CHECK-NEXT:    %[[AT1:.*]] = ptr_xdsl.ptradd %workspace, %[[OFF1]]
+// CHECK-NEXT:    %[[PACKED1:.*]] = ptr_xdsl.from_ptr %[[AT1]] : !ptr_xdsl.ptr -> memref<?xf32>
+// CHECK-NEXT:    %[[P1:.*]] = ptr_xdsl.to_ptr %[[PACKED1]]
+// CHECK-NEXT:    %[[U1:.*]] = ptr_xdsl.to_ptr %u
+// CHECK-NEXT:    %[[N1:.*]] = arith.constant 12 : i64
+// CHECK-NEXT:    %[[K1:.*]] = arith.constant 20 : i64
+// CHECK-NEXT:    func.call @aotk_uk_pack_rhs_float32_tb(%[[P1]], %[[U1]], %[[N1]], %[[K1]])
+// CHECK:         scf.for
+// CHECK:         scf.for
+// CHECK-NOT:       pack_rhs
+// CHECK:           %[[Q0:.*]] = ptr_xdsl.to_ptr %[[PACKED0]]
+// CHECK-NEXT:      arith.constant 3 : i64
+// CHECK-NEXT:      arith.constant 20 : i64
+// CHECK-NEXT:      arith.constant 12 : i64
+// CHECK-NEXT:      func.call @aotk_uk_matmul_float32_prepacked(%{{.*}}, %{{.*}}, %[[Q0]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK:           %[[Q1:.*]] = ptr_xdsl.to_ptr %[[PACKED1]]
+// CHECK-NEXT:      arith.constant 3 : i64
+// CHECK-NEXT:      arith.constant 12 : i64
+// CHECK-NEXT:      arith.constant 20 : i64
+// CHECK-NEXT:      func.call @aotk_uk_matmul_float32_prepacked(%{{.*}}, %{{.*}}, %[[Q1]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK:           func.call @aotk_uk_matmul_float32_tb(
+// CHECK:           func.call @aotk_uk_matmul_float32(
+// CHECK-LABEL: func.func @recurrent_workspace_size(
+func.func @recurrent(%xs: tensor<5x3x20xf32>, %h0: tensor<3x12xf32>, %u: tensor<12x20xf32>) -> tensor<3x12xf32> {
+  %h = aotk.scan seqs(%x = %xs) carries(%s = %h0) : (tensor<5x3x20xf32>, tensor<3x12xf32>) -> tensor<3x12xf32> {
+    %su = "aotk.matmul"(%s, %u) : (tensor<3x12xf32>, tensor<12x20xf32>) -> tensor<3x20xf32>
+    %z = "aotk.add"(%x, %su) : (tensor<3x20xf32>, tensor<3x20xf32>) -> tensor<3x20xf32>
+    %back = "aotk.matmul"(%z, %u) <{transpose_rhs = true}> : (tensor<3x20xf32>, tensor<12x20xf32>) -> tensor<3x12xf32>
+    %sq = "aotk.matmul"(%back, %s) <{transpose_rhs = true}> : (tensor<3x12xf32>, tensor<3x12xf32>) -> tensor<3x3xf32>
+    %r = "aotk.matmul"(%sq, %back) : (tensor<3x3xf32>, tensor<3x12xf32>) -> tensor<3x12xf32>
+    aotk.yield %r : tensor<3x12xf32>
+  }
+  func.return %h : tensor<3x12xf32>
+}
