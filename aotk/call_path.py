@@ -90,7 +90,8 @@ class CallPath:
             return None
         shapes, addresses = [], []
         for value, dtype in zip(values, self._in_dtypes, strict=True):
-            if type(value) is not np.ndarray or value.dtype != dtype:
+            # builtin dtypes are singletons: `is` settles the common case cheaply
+            if type(value) is not np.ndarray or (value.dtype is not dtype and value.dtype != dtype):
                 return None
             try:  # succeeds only for a writable, non-empty, C-contiguous array
                 at = ctypes.addressof(ctypes.c_char.from_buffer(value))  # type: ignore[arg-type]
@@ -130,15 +131,18 @@ class CallPath:
 
     def _call(self, addresses: list[int], plan: Plan) -> list[np.ndarray]:
         outs, out_at = self._outputs(plan.outputs)
-        stored_at = self._stored_addresses()
-        n_captured = len(self._captures)
-        pointers = [
-            *addresses,
-            *stored_at[:n_captured],
-            *out_at,
-            *stored_at[n_captured:],
-            self._workspace.address(plan.workspace),
-        ]
+        workspace = self._workspace.address(plan.workspace)
+        if not self._holders:
+            pointers = [*addresses, *out_at, workspace]
+        else:
+            stored_at, n_captured = self._stored_addresses(), len(self._captures)
+            pointers = [
+                *addresses,
+                *stored_at[:n_captured],
+                *out_at,
+                *stored_at[n_captured:],
+                workspace,
+            ]
         if self._call_lock is None:
             self._kernel(*pointers, *plan.dims)
         else:
@@ -194,18 +198,15 @@ class CallPath:
         # A fresh 16 MiB array costs thousands of page faults per call. Reusing a released
         # one is safe because nothing else can observe it: neither the array nor its memory
         # (which views of it would share through `.base`) is referenced outside the pool.
-        with self._pool_lock:
-            return self._take_outputs(shapes)
-
-    def _take_outputs(self, shapes: list[Shape]) -> tuple[list[np.ndarray], list[int]]:
         pool, pool_at = self._pool, self._pool_at
-        for i, shape in enumerate(shapes):
-            old = pool[i]
-            if old is None or old.shape != shape or not _released(old):
-                del old  # `_released` counts on this reference and the pool's only
-                pool[i] = new = runtime.aligned_empty(shape, self.sig.out_dtypes[i])
-                pool_at[i] = runtime.address(new)
-        return list(pool), list(pool_at)  # type: ignore[arg-type]
+        with self._pool_lock:
+            for i, shape in enumerate(shapes):
+                old = pool[i]
+                if old is None or old.shape != shape or not _released(old):
+                    del old  # `_released` counts on this reference and the pool's only
+                    pool[i] = new = runtime.aligned_empty(shape, self.sig.out_dtypes[i])
+                    pool_at[i] = runtime.address(new)
+            return list(pool), list(pool_at)  # type: ignore[arg-type]
 
 
 def _released(array: np.ndarray) -> bool:

@@ -82,13 +82,17 @@ class Workspace:
         self._local = threading.local()
 
     def get(self, nbytes: int) -> np.ndarray:
-        buf = getattr(self._local, "buf", None)
-        if buf is None or buf.nbytes < nbytes:
-            buf = aligned_empty((max(nbytes, ALIGN),), "uint8")
-            self._local.buf, self._local.address = buf, address(buf)
-        return buf
+        return self._held(nbytes)[2]
 
     def address(self, nbytes: int) -> int:
-        """The address of this thread's buffer of at least `nbytes`."""
-        self.get(nbytes)
-        return self._local.address
+        """The address of this thread's buffer of at least `nbytes`; 0 for none (a
+        kernel that needs no workspace never reads its pointer)."""
+        return self._held(nbytes)[1] if nbytes else 0
+
+    def _held(self, nbytes: int) -> tuple[int, int, np.ndarray]:
+        """(size, address, buffer) of this thread's buffer, grown to `nbytes` if needed."""
+        held = getattr(self._local, "held", None)
+        if held is None or held[0] < nbytes:
+            buf = aligned_empty((max(nbytes, ALIGN),), "uint8")
+            self._local.held = held = (buf.nbytes, address(buf), buf)
+        return held

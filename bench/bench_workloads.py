@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import astuple
 from typing import Any
 
 import numpy as np
@@ -175,6 +176,33 @@ def _triads(quick: bool) -> tuple[dict[int, float], float]:
     return {n: 3 * elem / t.lo / 1e9 for n, t in kernel.items()}, 5 * elem / numpy.lo / 1e9
 
 
+def _call_overhead(quick: bool) -> tuple[Timing, Timing]:
+    """Microseconds a call costs beyond its work: aotk's `K.function` of x + 1 on 4
+    float32 (checks, output buffer, the native call) and NumPy's x + 1, per call over
+    batches of 1000 calls."""
+    from aotk import backend as K
+
+    x = np.arange(4, dtype=np.float32)
+    p = K.placeholder(shape=(4,))
+    f = K.function([p], [p + 1.0])  # pyright: ignore[reportOperatorIssue]
+    check_same("x + 1", f([x])[0], x + 1.0)
+    calls = 1000
+
+    def batch(fn: Callable[[], object]) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(calls):
+                fn()
+
+        return run
+
+    def per_call_us(t: Timing) -> Timing:
+        return Timing(*(v / calls * 1e6 for v in astuple(t)))
+
+    repeat = 5 if quick else 30
+    aotk_call = per_call_us(measure(batch(lambda: f([x])), repeat))
+    return aotk_call, per_call_us(measure(batch(lambda: x + 1.0), repeat))
+
+
 Row = tuple[Case, dict[int, Timing], Timing]
 
 
@@ -228,6 +256,7 @@ def _print_header(
     kernel_triad: dict[int, float],
     numpy_triad: float,
     bandwidth: dict[int, float],
+    overhead: tuple[Timing, Timing],
 ) -> None:
     print(thread_note())
     print(f"limits measured in this run ({'quick; ' if quick else ''}fastest of the runs):")
@@ -242,12 +271,18 @@ def _print_header(
         "  bandwidth limit = the best triad at <= n threads: "
         + ", ".join(f"t{n} {bandwidth[n]:.1f} GB/s" for n in THREADS)
     )
+    aotk_call, numpy_call = overhead
+    print(
+        f"call overhead (x + 1 on 4 float32, us per call, median ± half IQR): aotk "
+        f"{aotk_call.median:.2f} ±{aotk_call.iqr / 2:.2f}, NumPy {numpy_call.median:.2f}"
+    )
 
 
 def run(quick: bool = False, peers: bool = False) -> None:
     """Measure the limits and every workload; print the header and two tables, and with
     `peers` a third: aotk against the best of JAX, ONNX Runtime and PyTensor."""
     kernel_triad, numpy_triad = _triads(quick)
+    overhead = _call_overhead(quick)
     every = cases(True)
     # aotk first, NumPy after: OpenBLAS's threads spin on for seconds after a call,
     # taking the second core from whatever runs next
@@ -263,7 +298,7 @@ def run(quick: bool = False, peers: bool = False) -> None:
     bandwidth = {
         n: max([numpy_triad, *(kernel_triad[m] for m in THREADS if m <= n)]) for n in THREADS
     }
-    _print_header(quick, sgemm, kernel_triad, numpy_triad, bandwidth)
+    _print_header(quick, sgemm, kernel_triad, numpy_triad, bandwidth, overhead)
     print()
     print("times in ms, median ± half the interquartile range; ratio = aotk / numpy (<1: aotk")
     print("faster); t1 against NumPy with 1 BLAS thread, t2 against NumPy in this process")
