@@ -294,11 +294,18 @@ def whole_k_tile(
     tiles: MatmulTiles,
     corner: tuple[DimV, DimV],
     b_row: Callable[[SSAValue], DimV],
+    init: Buf | None = None,
 ) -> None:
     """C[i0:i0+mr, j0:j0+width] = A[rows, :] @ B[:, cols], accumulators kept in registers
-    over all of K; `b_row(kk)` is where the tile's part of B's row kk starts in `ops.b`."""
+    over all of K; `b_row(kk)` is where the tile's part of B's row kk starts in `ops.b`.
+    With `init` (shaped as C), C = init + A @ B: the accumulators start from it."""
     lanes, vt, rows, nvec = tiles.lanes, ops.vt, tiles.mr, tiles.nr
     i0, j0 = corner
+    c_at = [
+        k.add(k.add(k.mul(k.add(i0, r), ops.n), j0), v * lanes)
+        for r in range(rows)
+        for v in range(nvec)
+    ]
 
     def step(kk: SSAValue, accs: Sequence[SSAValue]) -> list[SSAValue]:
         def a_value(r: int) -> SSAValue:
@@ -306,12 +313,13 @@ def whole_k_tile(
 
         return _tile_update(k, tiles, vt, (ops.b, b_row(kk)), a_value, accs)
 
-    zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
-    results = k.fold_loop(ops.kdim, [zero] * (rows * nvec), step, trips=tiles.packed_kc)
-    for r in range(rows):
-        at = k.add(k.mul(k.add(i0, r), ops.n), j0)
-        for v in range(nvec):
-            mk.vstore(k, ops.c, k.add(at, v * lanes), results[r * nvec + v])
+    if init is None:
+        inits = [mk.splat(k, const(k.b, 0.0, vt.element_type), vt)] * (rows * nvec)
+    else:
+        inits = [mk.vload(k, init, at, vt) for at in c_at]
+    results = k.fold_loop(ops.kdim, inits, step, trips=tiles.packed_kc)
+    for at, value in zip(c_at, results, strict=True):
+        mk.vstore(k, ops.c, at, value)
 
 
 def emit_edge(

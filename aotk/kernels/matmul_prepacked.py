@@ -44,8 +44,8 @@ def pack_name(elem: Attribute, b_t: bool) -> str:
     return f"pack_rhs_{dtypes.numpy_dtype(elem)}" + ("_tb" if b_t else "")
 
 
-def matmul_name(elem: Attribute) -> str:
-    return f"matmul_{dtypes.numpy_dtype(elem)}_prepacked"
+def matmul_name(elem: Attribute, addend: bool = False) -> str:
+    return f"matmul_{dtypes.numpy_dtype(elem)}_prepacked" + ("_add" if addend else "")
 
 
 def _flat(k: Kernel, pointer: SSAValue, dims: tuple[DimV, ...], elem: Attribute) -> Buf:
@@ -112,18 +112,20 @@ def _pack_columns(
             k.store_flat(out, at, k.b.insert(arith.SelectOp(inside, value, zero)).result)
 
 
-def _build_matmul(elem: Attribute, k: Kernel, args: list[SSAValue]) -> None:
-    """The body of `matmul_prepacked`: (c, a, packed, m, n, k).
+def _build_matmul(elem: Attribute, addend: bool, k: Kernel, args: list[SSAValue]) -> None:
+    """The body of `matmul_prepacked`: (c, a, packed, m, n, k); of `matmul_prepacked_add`,
+    C = X + A @ B: (c, a, packed, x, m, n, k), x shaped as C (it may be C itself).
 
     Threads share out (sliver, row tile) pairs, sliver-major, so the pairs a thread runs
     in a row read one sliver. A whole tile is one register tile over all of K; the last
     sliver and the last rows (fewer than a tile) are column tiles, the last vector masked.
     """
-    m, n, kdim = args[3:]
+    m, n, kdim = args[-3:]
     tiles = _tiles(elem)
     width = tiles.nr * tiles.lanes
     c, a = _flat(k, args[0], (m, n), elem), _flat(k, args[1], (m, kdim), elem)
     b = _flat(k, args[2], (packed_elems(k, elem, n, kdim),), elem)
+    x = _flat(k, args[3], (m, n), elem) if addend else None
     ops = mk.Operands(c, a, b, m, n, kdim, VectorType(elem, [tiles.lanes]))
     slivers = k.div(k.add(n, width - 1), width)
     row_tiles = k.div(k.add(m, tiles.mr - 1), tiles.mr)
@@ -134,10 +136,13 @@ def _build_matmul(elem: Attribute, k: Kernel, args: list[SSAValue]) -> None:
         base = k.mul(j0, kdim)  # where the sliver starts
         whole = k.b.insert(arith.AndIOp(_spans(k, rows, tiles.mr), _spans(k, cols, width))).result
 
-        def tile() -> None:
-            packed.whole_k_tile(k, ops, tiles, (i0, j0), lambda kk: k.add(base, k.mul(kk, width)))
+        def b_row(kk: SSAValue) -> DimV:
+            return k.add(base, k.mul(kk, width))
 
-        k.if_else(whole, tile, lambda: _narrow(k, ops, tiles, (rows, cols), base))
+        def tile() -> None:
+            packed.whole_k_tile(k, ops, tiles, (i0, j0), b_row, x)
+
+        k.if_else(whole, tile, lambda: _narrow(k, ops, tiles, (rows, cols), (base, x)))
 
 
 def _spans(k: Kernel, span: Range, length: int) -> SSAValue:
@@ -149,18 +154,27 @@ def _narrow(
     ops: mk.Operands,
     tiles: heuristics.MatmulTiles,
     block: tuple[Range, Range],
-    base: DimV,
+    sources: tuple[DimV, Buf | None],
 ) -> None:
     """C[rows, cols] of a tile cut short by the last sliver or the last rows: column tiles
-    of a whole tile's rows, else of one row at a time."""
+    of a whole tile's rows, else of one row at a time; an addend is copied to C first,
+    for them to add to."""
     (lo, hi), cols = block
+    base, addend = sources
+    if addend is not None:
+        with k.loop(hi, lb=lo, trips=tiles.mr) as i:
+            row = k.mul(i, ops.n)
+            with k.loop(cols[1], lb=cols[0], trips=tiles.nr * tiles.lanes) as j:
+                at = k.add(row, j)
+                k.store_flat(ops.c, at, k.load_flat(addend, at))
+    accumulate = addend is not None
 
     def tall() -> None:
-        _column_tiles(k, ops, tiles, (lo, tiles.mr), cols, base)
+        _column_tiles(k, ops, tiles, (lo, tiles.mr), cols, (base, accumulate))
 
     def single_rows() -> None:
         with k.loop(hi, lb=lo, trips=tiles.mr - 1) as i:
-            _column_tiles(k, ops, tiles, (i, 1), cols, base)
+            _column_tiles(k, ops, tiles, (i, 1), cols, (base, accumulate))
 
     k.if_else(_spans(k, (lo, hi), tiles.mr), tall, single_rows)
 
@@ -171,17 +185,19 @@ def _column_tiles(
     tiles: heuristics.MatmulTiles,
     tile: tuple[DimV, int],
     cols: Range,
-    base: DimV,
+    b_at: tuple[DimV, bool],
 ) -> None:
-    """One column tile per vector of the sliver's columns `cols`, the last masked."""
+    """One column tile per vector of the sliver's columns `cols`, the last masked; from
+    the sliver at `base`, adding to C when `accumulate`."""
     j0, j_hi = cols
+    base, accumulate = b_at
     lanes, width, whole_k = tiles.lanes, tiles.nr * tiles.lanes, (0, ops.kdim)
     vectors_end = k.add(j0, k.mul(k.div(k.sub(j_hi, j0), lanes), lanes))
     rest = k.sub(j_hi, vectors_end)
 
     def column(j: DimV, count: DimV | None) -> None:
         b_rows = (k.add(base, k.sub(j, j0)), width)
-        mk.column_tile(k, ops, tile, whole_k, (j, count), b_rows, accumulate=False)
+        mk.column_tile(k, ops, tile, whole_k, (j, count), b_rows, accumulate)
 
     with k.loop(vectors_end, lb=j0, step=lanes, trips=tiles.nr) as j:
         column(j, None)
@@ -198,11 +214,12 @@ for _elem in (Float32Type(), Float64Type()):
                 ("packed", "b", "n", "k"),
             )
         )
-    library.register(
-        library.MicroKernel(
-            matmul_name(_elem),
-            "pppiii",
-            functools.partial(_build_matmul, _elem),
-            ("c", "a", "packed", "m", "n", "k"),
+    for _addend in (False, True):
+        library.register(
+            library.MicroKernel(
+                matmul_name(_elem, _addend),
+                "ppp" + "p" * _addend + "iii",
+                functools.partial(_build_matmul, _elem, _addend),
+                ("c", "a", "packed", *(["x"] * _addend), "m", "n", "k"),
+            )
         )
-    )

@@ -4,7 +4,8 @@
 // each is packed once before the loop over the steps, into workspace slices of K rows
 // of N rounded up to whole slivers (2 AVX2 vectors, 16 columns): 12 x 32 floats from
 // byte 192 (after the carry), then 20 x 16 from byte 1728. The steps multiply by the
-// packed copies; the matmuls of two step values stay plain calls.
+// packed copies, and the first one starts from the step's input x: it writes x + s @ U,
+// and no add loop is left. The matmuls of two step values stay plain calls.
 // CHECK-LABEL: func.func @recurrent(
 // CHECK:         %[[OFF1:.*]] = arith.constant 1728 : index
 // CHECK:         %[[OFF0:.*]] = arith.constant 192 : index
@@ -25,16 +26,22 @@
 // CHECK:         scf.for
 // CHECK:         scf.for
 // CHECK-NOT:       pack_rhs
-// CHECK:           %[[Q0:.*]] = ptr_xdsl.to_ptr %[[PACKED0]]
+// CHECK:           %[[ROW:.*]] = ptr_xdsl.from_ptr %{{.*}} : !ptr_xdsl.ptr -> memref<?xf32>
+// CHECK-NEXT:      %[[Z:.*]] = ptr_xdsl.to_ptr %[[SUM:.*]] : memref<60xf32>
+// CHECK-NEXT:      %[[H:.*]] = ptr_xdsl.to_ptr
+// CHECK-NEXT:      %[[Q0:.*]] = ptr_xdsl.to_ptr %[[PACKED0]]
+// CHECK-NEXT:      %[[X:.*]] = ptr_xdsl.to_ptr %[[ROW]]
 // CHECK-NEXT:      arith.constant 3 : i64
 // CHECK-NEXT:      arith.constant 20 : i64
 // CHECK-NEXT:      arith.constant 12 : i64
-// CHECK-NEXT:      func.call @aotk_uk_matmul_float32_prepacked(%{{.*}}, %{{.*}}, %[[Q0]], %{{.*}}, %{{.*}}, %{{.*}})
-// CHECK:           %[[Q1:.*]] = ptr_xdsl.to_ptr %[[PACKED1]]
+// CHECK-NEXT:      func.call @aotk_uk_matmul_float32_prepacked_add(%[[Z]], %[[H]], %[[Q0]], %[[X]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NOT:       arith.addf
+// CHECK:           %[[Z2:.*]] = ptr_xdsl.to_ptr %[[SUM]]
+// CHECK-NEXT:      %[[Q1:.*]] = ptr_xdsl.to_ptr %[[PACKED1]]
 // CHECK-NEXT:      arith.constant 3 : i64
 // CHECK-NEXT:      arith.constant 12 : i64
 // CHECK-NEXT:      arith.constant 20 : i64
-// CHECK-NEXT:      func.call @aotk_uk_matmul_float32_prepacked(%{{.*}}, %{{.*}}, %[[Q1]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NEXT:      func.call @aotk_uk_matmul_float32_prepacked(%{{.*}}, %[[Z2]], %[[Q1]], %{{.*}}, %{{.*}}, %{{.*}})
 // CHECK:           func.call @aotk_uk_matmul_float32_tb(
 // CHECK:           func.call @aotk_uk_matmul_float32(
 // CHECK-LABEL: func.func @recurrent_workspace_size(
@@ -48,4 +55,29 @@ func.func @recurrent(%xs: tensor<5x3x20xf32>, %h0: tensor<3x12xf32>, %u: tensor<
     aotk.yield %r : tensor<3x12xf32>
   }
   func.return %h : tensor<3x12xf32>
+}
+
+// The product is added to a value computed after it (tanh(x)), or broadcast (a bias):
+// both stay adds, after plain prepacked calls.
+// CHECK-LABEL: func.func @unfused(
+// CHECK-NOT:     prepacked_add
+// CHECK:         func.call @aotk_uk_matmul_float32_prepacked(
+// CHECK-NOT:     prepacked_add
+// CHECK:         arith.addf
+// CHECK-NOT:     prepacked_add
+// CHECK:         func.call @aotk_uk_matmul_float32_prepacked(
+// CHECK-NOT:     prepacked_add
+// CHECK:         arith.addf
+// CHECK-NOT:     prepacked_add
+// CHECK-LABEL: func.func @unfused_workspace_size(
+func.func @unfused(%xs: tensor<5x3x20xf32>, %h0: tensor<3x20xf32>, %u: tensor<20x20xf32>, %bias: tensor<20xf32>) -> tensor<3x20xf32> {
+  %h = aotk.scan seqs(%x = %xs) carries(%s = %h0) : (tensor<5x3x20xf32>, tensor<3x20xf32>) -> tensor<3x20xf32> {
+    %su = "aotk.matmul"(%s, %u) : (tensor<3x20xf32>, tensor<20x20xf32>) -> tensor<3x20xf32>
+    %t = "aotk.tanh"(%x) : (tensor<3x20xf32>) -> tensor<3x20xf32>
+    %z = "aotk.add"(%su, %t) : (tensor<3x20xf32>, tensor<3x20xf32>) -> tensor<3x20xf32>
+    %zu = "aotk.matmul"(%z, %u) : (tensor<3x20xf32>, tensor<20x20xf32>) -> tensor<3x20xf32>
+    %r = "aotk.add"(%zu, %bias) : (tensor<3x20xf32>, tensor<20xf32>) -> tensor<3x20xf32>
+    aotk.yield %r : tensor<3x20xf32>
+  }
+  func.return %h : tensor<3x20xf32>
 }

@@ -316,19 +316,21 @@ def test_narrow_column_edges_touch_only_their_columns(rng: np.random.Generator, 
 
 
 @functools.cache
-def _prepacked_kernel(dtype: str, b_t: bool) -> Any:
-    """mm(a, b, c, packed, m, n, k): B packed by `pack_rhs`, then C = A @ B from it."""
+def _prepacked_kernel(dtype: str, b_t: bool, addend: bool) -> Any:
+    """mm(a, b, c, packed, x, m, n, k): B packed by `pack_rhs`, then C = A @ B from it
+    (C = X + A @ B with `addend`)."""
     elem = {"float32": f32, "float64": f64}[dtype]
     mem = MemRefType(elem, [DYNAMIC_INDEX])
-    body = Block(arg_types=[mem] * 4 + [i64] * 3)
-    a, b, c, p = body.args[:4]
+    body = Block(arg_types=[mem] * 5 + [i64] * 3)
+    a, b, c, p, x = body.args[:5]
     k = Kernel(Builder(InsertPoint.at_end(body)))
-    m, n, kd = (k.b.insert(arith.IndexCastOp(v, IndexType())).result for v in body.args[4:])
+    m, n, kd = (k.b.insert(arith.IndexCastOp(v, IndexType())).result for v in body.args[5:])
     count = prepacked.packed_elems(k, elem, n, kd)
     packed_b = Buf(p, (count,), elem)
     library.call(k, prepacked.pack_name(elem, b_t), [packed_b, Buf(b, (kd, n), elem), n, kd])
-    args = [Buf(c, (m, n), elem), Buf(a, (m, kd), elem), packed_b, m, n, kd]
-    library.call(k, prepacked.matmul_name(elem), args)
+    bufs = [Buf(c, (m, n), elem), Buf(a, (m, kd), elem), packed_b]
+    bufs += [Buf(x, (m, n), elem)] if addend else []
+    library.call(k, prepacked.matmul_name(elem, addend), [*bufs, m, n, kd])
     k.b.insert(func.ReturnOp())
     module = ModuleOp([func.FuncOp("mm", (body.arg_types, ()), Region(body))])
     library.declare_called(module)
@@ -337,18 +339,20 @@ def _prepacked_kernel(dtype: str, b_t: bool) -> Any:
     return jit.compile_module(module)
 
 
+@pytest.mark.parametrize("addend", [False, True], ids=["", "add"])
 @pytest.mark.parametrize("b_t", [False, True], ids=["b", "b_t"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_prepacked_matmul(rng: np.random.Generator, dtype: str, b_t: bool) -> None:
-    """B packed once into zero-padded slivers, then C = A @ B from them: whole register
-    tiles, the last sliver and the last rows (column tiles), one row, empty dims. B's
-    last byte is followed by an unreadable page; C is surrounded by NaN sentinels."""
+def test_prepacked_matmul(rng: np.random.Generator, dtype: str, b_t: bool, addend: bool) -> None:
+    """B packed once into zero-padded slivers, then C = A @ B (+ X) from them: whole
+    register tiles, the last sliver and the last rows (column tiles), one row, empty dims.
+    B's last byte is followed by an unreadable page; C is surrounded by NaN sentinels."""
     tiles = heuristics.matmul_tiles(np.dtype(dtype).itemsize, 1, 1, 1)
     width = tiles.nr * tiles.lanes
     shapes = [(1, 1, 1), (2, 5, 3), (tiles.mr, 16, width), (32, 128, 512)]
     shapes += [(2 * tiles.mr + 3, 7, 2 * width + 5), (9, 300, width - 1), (0, 3, 4), (3, 0, 4)]
     for m, kd, n in shapes:
         a, b = _inputs(rng, (m,), (kd, n), dtype)
+        x = rng.standard_normal((m, n)).astype(dtype)  # read only by the addend variant
         stored = _before_unreadable_page(np.ascontiguousarray(b.T) if b_t else b)
         count = -(-n // width) * width * kd
         scratch = runtime.aligned_empty((max(count, 1),), a.dtype)
@@ -356,8 +360,22 @@ def test_prepacked_matmul(rng: np.random.Generator, dtype: str, b_t: bool) -> No
         pad = 2 * tiles.lanes
         around = np.full(m * n + 2 * pad, np.nan, dtype)
         c_at = around.ctypes.data + pad * around.itemsize
-        call = _prepacked_kernel(dtype, b_t)["mm"]
-        call(a.ctypes.data, stored.ctypes.data, c_at, scratch.ctypes.data, m, n, kd)
+        call = _prepacked_kernel(dtype, b_t, addend)["mm"]
+        args = [a.ctypes.data, stored.ctypes.data, c_at, scratch.ctypes.data, x.ctypes.data]
+        call(*args, m, n, kd)
         assert np.isnan(around[:pad]).all() and np.isnan(around[-pad:]).all(), (m, kd, n)
         assert not np.isnan(scratch[:count]).any(), "every element of the packed B is written"
-        _check(around[pad:-pad].reshape(m, n), a, b, f"{dtype} {m}x{kd}x{n} b_t={b_t}")
+        got, label = around[pad:-pad].reshape(m, n), f"{dtype} {m}x{kd}x{n} b_t={b_t}"
+        if addend:
+            _check_sum(got, a, b, x, label)
+        else:
+            _check(got, a, b, label)
+
+
+def _check_sum(got: np.ndarray, a: np.ndarray, b: np.ndarray, x: np.ndarray, label: str) -> None:
+    """`got` against X + A @ B, within the rounding of the sum of |X| and |A| @ |B|."""
+    a64, b64, x64 = a.astype(np.float64), b.astype(np.float64), x.astype(np.float64)
+    scale = np.abs(a64) @ np.abs(b64) + np.abs(x64)
+    err = np.abs(got.astype(np.float64) - (x64 + a64 @ b64))
+    bad = np.argwhere(err > RTOL[a.dtype.name] * (scale + 1e-30))
+    assert bad.size == 0, f"{label}: {len(bad)} elements off, first at {bad[0]}"
