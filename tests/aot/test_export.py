@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -54,6 +55,30 @@ def test_the_library_links_its_own_hidden_copy_of_each_micro_kernel(exported_mlp
     assert symbol.encode() in exported.static_library.read_bytes()
     lib = ctypes.CDLL(str(exported.library))
     assert not hasattr(lib, symbol) and not hasattr(lib, "aotk_uk_matmul_float32_packed")
+
+
+def test_a_recurrent_model_links_the_prepacked_matmul_and_predicts_like_jit(tmp_path: Path) -> None:
+    """A scan packs its recurrent weight once per call (`pack_rhs`) and multiplies by the
+    packed copy at each step (`matmul_prepacked`): the library has its own copies of both,
+    and gives the JIT's values for any batch."""
+    rng = np.random.default_rng(3)
+    x = K.placeholder(shape=(None, 6, 5), name="x")
+    w = K.variable((rng.standard_normal((5, 20)) * 0.3).astype(np.float32), name="w")
+    u = K.variable((rng.standard_normal((20, 20)) * 0.3).astype(np.float32), name="u")
+
+    def step(x_t: Any, states: list[Any]) -> tuple[Any, list[Any]]:
+        h = K.tanh(K.dot(x_t, w) + K.dot(states[0], u))
+        return h, [h]
+
+    last, _, _ = K.rnn(step, x, [K.zeros_like(K.dot(x[:, 0], w))])
+    f = K.function([x], [last])
+    exported = aotk.export(f, tmp_path, "rnn")
+    for kernel in ("pack_rhs_float32", "matmul_float32_prepacked"):
+        assert f"aotk_rnn_aotk_uk_{kernel}".encode() in exported.library.read_bytes()
+    g = aotk.load(exported.library)
+    for batch in (1, 9):
+        xs = rng.standard_normal((batch, 6, 5)).astype(np.float32)
+        np.testing.assert_array_equal(g([xs])[0], f([xs])[0])
 
 
 def test_exports_are_byte_identical(tmp_path: Path) -> None:
