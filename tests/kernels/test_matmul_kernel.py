@@ -379,3 +379,38 @@ def _check_sum(got: np.ndarray, a: np.ndarray, b: np.ndarray, x: np.ndarray, lab
     err = np.abs(got.astype(np.float64) - (x64 + a64 @ b64))
     bad = np.argwhere(err > RTOL[a.dtype.name] * (scale + 1e-30))
     assert bad.size == 0, f"{label}: {len(bad)} elements off, first at {bad[0]}"
+
+
+def test_prepacked_matmul_gives_the_same_values_on_any_pool_width(
+    rng: np.random.Generator,
+) -> None:
+    """Threads share out its (sliver, row tile) pairs: the split moves with the pool's
+    width, the values do not."""
+    from aotk.codegen import native_runtime
+
+    m, kd, n = 37, 50, 70
+    a, b = _inputs(rng, (m,), (kd, n), "float32")
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    packed_b = runtime.aligned_empty((kd * (n + 64),), np.float32)
+    call = _prepacked_kernel("float32", False, True)["mm"]
+    saved, results = native_runtime.threads(), []
+    try:
+        for width in (1, 2, 3):
+            native_runtime.set_threads(width)
+            c = runtime.aligned_empty((m, n), np.float32)
+            call(
+                a.ctypes.data,
+                b.ctypes.data,
+                c.ctypes.data,
+                packed_b.ctypes.data,
+                x.ctypes.data,
+                m,
+                n,
+                kd,
+            )
+            results.append(c)
+    finally:
+        native_runtime.set_threads(saved)
+    _check_sum(results[0], a, b, x, "one thread")
+    for c in results[1:]:
+        np.testing.assert_array_equal(c, results[0])
