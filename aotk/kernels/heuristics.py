@@ -8,6 +8,13 @@ from dataclasses import dataclass
 from aotk.kernels.kernel import DimV
 
 L1_BYTES = 32 * 1024
+# Rows of B whose length has this power of two (or a larger one) as a factor fall in few
+# cache sets: 2 KiB apart, every 32nd set of a line's 64 in L1; in an L2 of ALIASING_L2
+# bytes, the K rows of a sliver (a line each) overflow their sets once K times that power
+# exceeds it. ALIASING_L2 is the L2 where the rule was measured (2 MiB a core); the tiles
+# still assume L2_BYTES.
+ALIASED_ROW_BYTES = 2048
+ALIASING_L2 = 2 * 1024 * 1024
 L2_BYTES = 1024 * 1024
 # 256-bit vectors: the row reductions' (memory-bound, they gained nothing from zmm) and
 # conv tiles' whose output channels do not fill a zmm.
@@ -59,7 +66,8 @@ class MatmulTiles:
     while the panels of every row pass over it; the strip of C they update stays in L1.
     Packed path (`matmul_packed`): `mr` x `nr` vectors of C in registers over a
     `packed_kc` x `packed_nc` block of B copied to scratch, used when M is at least
-    `packed_min_rows` (below, copying B costs more than the faster tiles save).
+    `packed_min_rows` (below, copying B costs more than the faster tiles save), or
+    `aliased_min_rows` when B's rows alias in the caches (see `packs_b`).
     """
 
     lanes: int
@@ -71,6 +79,7 @@ class MatmulTiles:
     packed_kc: int = 256
     packed_nc: int = 256
     packed_min_rows: int = 64
+    aliased_min_rows: int = 32
 
     def __post_init__(self) -> None:
         if (
@@ -97,7 +106,7 @@ def matmul_tiles(elem_bytes: int, m: DimV, n: DimV, kdim: DimV) -> MatmulTiles:
     width = nr * lanes
     packed_kc = 256
     packed_nc = max(width, L2_BYTES // 4 // (packed_kc * elem_bytes) // width * width)
-    return MatmulTiles(lanes, panels, kc, nc, mr, nr, packed_kc, packed_nc)
+    return MatmulTiles(lanes, panels, kc, nc, mr, nr, packed_kc, packed_nc, aliased_min_rows=4 * mr)
 
 
 def matmul_k_block(kdim: DimV, n: DimV) -> int:
@@ -107,3 +116,22 @@ def matmul_k_block(kdim: DimV, n: DimV) -> int:
     if isinstance(kdim, int):
         kb = min(kb, max(kdim, 1))
     return kb
+
+
+def packs_b(tiles: MatmulTiles, m: int, n: int, kdim: int, elem_bytes: int, b_t: bool) -> bool:
+    """Whether a float matmul of M rows packs B (stored [K, N], or [N, K] with `b_t`):
+    a transposed B from two row tiles (unpacked it is read by dot products); else from
+    `packed_min_rows`, or from `aliased_min_rows` when B's rows alias (`aliased_rows`)."""
+    if b_t:
+        return m >= 2 * tiles.mr
+    aliased = aliased_rows(n * elem_bytes, kdim)
+    return m >= (tiles.aliased_min_rows if aliased else tiles.packed_min_rows)
+
+
+def aliased_rows(row_bytes: int, kdim: int) -> bool:
+    """Whether K rows `row_bytes` long, read in place, overflow the L2 sets they fall in
+    (see ALIASED_ROW_BYTES). Measured at 32 rows: a 784 x 1024 float32 B ran 1.5-1.9x
+    faster packed at one thread; 256 x 1024, 128 x 512 and 784 x 512 ran up to 2x slower
+    packed, so they stay in place."""
+    power = row_bytes & -row_bytes  # the largest power of two dividing row_bytes
+    return power >= ALIASED_ROW_BYTES and kdim * power > ALIASING_L2

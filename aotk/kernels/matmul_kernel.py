@@ -138,7 +138,7 @@ def _rows_of_tiles(
         _panels(k, ops, tiles, (0, m), (0, n))
         return
     width = tiles.nr * tiles.lanes
-    m_pack = _packed_rows(k, m, tiles, ops.b_t)
+    m_pack = _packed_rows(k, ops, tiles)
     n_main = k.mul(k.div(n, width), width)
     if not _known_empty(0, m_pack) and not _known_empty(0, n_main):
         k_hi = kdim if isinstance(m_pack, int) else _select_if_positive(k, m_pack, kdim)
@@ -193,15 +193,34 @@ def _even_panels(k: Kernel, n_main: DimV, tiles: heuristics.MatmulTiles) -> DimV
     return k.max(k.mul(slivers, width), width)
 
 
-def _packed_rows(k: Kernel, m: DimV, tiles: heuristics.MatmulTiles, b_t: bool) -> DimV:
-    """Rows done on packed B: whole tiles, or none when M is too small to repay packing.
-    A transposed B repays it sooner: without packing, it is read by dot products."""
+def _packed_rows(k: Kernel, ops: mk.Operands, tiles: heuristics.MatmulTiles) -> DimV:
+    """Rows done on packed B: whole tiles, or none when M is too small to repay packing
+    (`heuristics.packs_b`)."""
+    m, n, kdim = ops.m, ops.n, ops.kdim
     m_main = k.mul(k.div(m, tiles.mr), tiles.mr)
-    min_rows = 2 * tiles.mr if b_t else tiles.packed_min_rows
-    if isinstance(m, int):
-        return m_main if m >= min_rows else 0
-    enough = k.b.insert(arith.CmpiOp(m, k.index(min_rows), "sge")).result
+    elem_bytes = dtypes.byte_size(ops.c.elem)
+    if isinstance(m, int) and isinstance(n, int) and isinstance(kdim, int):
+        return m_main if heuristics.packs_b(tiles, m, n, kdim, elem_bytes, ops.b_t) else 0
+    if ops.b_t:
+        min_rows: DimV = 2 * tiles.mr
+    else:
+        min_rows = k.select(_aliased_rows(k, n, kdim, elem_bytes), *_min_rows(tiles))
+    enough = k.b.insert(arith.CmpiOp(k.index(m), k.index(min_rows), "sge")).result
     return k.b.insert(arith.SelectOp(enough, k.index(m_main), k.index(0))).result
+
+
+def _min_rows(tiles: heuristics.MatmulTiles) -> tuple[int, int]:
+    return tiles.aliased_min_rows, tiles.packed_min_rows
+
+
+def _aliased_rows(k: Kernel, n: DimV, kdim: DimV, elem_bytes: int) -> SSAValue:
+    """`heuristics.aliased_rows` of B's rows, computed at run time."""
+    row = k.index(k.mul(n, elem_bytes))
+    power = k.b.insert(arith.AndIOp(row, k.index(k.sub(0, row)))).result
+    wide = k.b.insert(arith.CmpiOp(power, k.index(heuristics.ALIASED_ROW_BYTES), "sge"))
+    span = k.index(k.mul(kdim, power))
+    spills = k.b.insert(arith.CmpiOp(span, k.index(heuristics.ALIASING_L2), "sgt"))
+    return k.b.insert(arith.AndIOp(wide.result, spills.result)).result
 
 
 def _select_if_positive(k: Kernel, flag: SSAValue, value: DimV) -> SSAValue:

@@ -176,9 +176,10 @@ def test_mlp_sizes(rng: np.random.Generator, shape: tuple[int, int, int]) -> Non
 
 
 # These tests call the loop emitter (the micro-kernels' body) directly on a hand-built
-# kernel taking a scratch buffer, with static dims too. M >= packed_min_rows (64) packs B;
-# smaller M falls back to panels. Compiled modules live for the session (an MCJIT engine
-# owns the cached target machine, so freeing one would free it).
+# kernel taking a scratch buffer, with static dims too. B is packed from packed_min_rows
+# (64) rows, or from four row tiles when its rows alias (`heuristics.packs_b`); fewer
+# rows read it in place. Compiled modules live for the session (an MCJIT engine owns the
+# cached target machine, so freeing one would free it).
 @functools.cache
 def _packed_kernel(dtype: str, static: tuple[int | None, int | None, int | None]) -> Any:
     elem = {"float32": f32, "float64": f64}[dtype]
@@ -223,7 +224,7 @@ def _run_packed(a: np.ndarray, b: np.ndarray, static: tuple[int | None, ...]) ->
     compiled["mm"](a.ctypes.data, b.ctypes.data, c.ctypes.data, scratch.ctypes.data, m, n, kd)
     tiles = heuristics.matmul_tiles(a.dtype.itemsize, m, n, kd)
     width = tiles.nr * tiles.lanes
-    packs = m >= tiles.packed_min_rows and n >= width and kd > 0
+    packs = heuristics.packs_b(tiles, m, n, kd, a.dtype.itemsize, False) and n >= width and kd > 0
     panel = scratch[: tiles.packed_kc * min(n // width * width, packed.panel_cols(tiles))]
     assert np.isnan(panel).all() != packs, f"B packed: {not packs}, expected {packs}"
     return c
@@ -233,7 +234,9 @@ PACKED_SHAPES = [
     (1, 1, 1),
     (7, 13, 29),
     # below packing's row threshold: register tiles read B in place, the edge columns too
-    (32, 128, 512),
+    (32, 128, 500),
+    # as many rows, B's rows 4 KiB long and K = 600 of them overflow their L2 sets: packed
+    (32, 600, 1024),
     (63, 40, 70),
     (64, 1, 48),
     (64, 300, 96),
