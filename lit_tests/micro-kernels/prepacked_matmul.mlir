@@ -1,0 +1,63 @@
+// The micro-kernels a scan's recurrent weight runs on, as `aotk kernels --print` shows
+// them, tiled for AVX2 (this file is only the test: the kernels are generated).
+// RUN: aotk kernels --tile-for avx2 --print pack_rhs_float32 | filecheck %s --check-prefix=PACK
+// RUN: aotk kernels --tile-for avx2 --print matmul_float32_prepacked_add | filecheck %s --check-prefix=ADD
+// RUN: aotk kernels --tile-for avx2 --print matmul_float32_packed | filecheck %s --check-prefix=ALIAS
+
+// The packer: N rounded up to whole slivers of 16 columns times K elements; threads split
+// B's rows; whole vectors are copied, then the last sliver's rest is read masked (zeros
+// in the padding), each vector to sliver j / 16 at j / 16 * 16 * K + kk * 16 + j % 16.
+// PACK-LABEL: func.func @aotk_uk_pack_rhs_float32(
+// PACK-SAME:      %packed: !ptr_xdsl.ptr, %b: !ptr_xdsl.ptr, %n: i64, %k: i64)
+// PACK:         %[[W:.*]] = arith.constant 16 : index
+// PACK:         scf.for %[[KK:.*]] = %{{.*}} to %{{.*}} step
+// PACK:           scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
+// PACK-NEXT:        %[[LANE:.*]] = arith.remui %[[J]], %[[W]] : index
+// PACK:             %[[V:.*]] = vector.load
+// PACK-NEXT:        vector.store %[[V]],
+// PACK:           }
+// PACK:           scf.for
+// PACK:             vector.create_mask
+// PACK:             vector.maskedload
+// PACK:             vector.store
+// PACK:         } {aotk.parallel =
+
+// The product from packed slivers with an addend: each (sliver, row tile) pair is one
+// item of a parallel loop; a whole 6 x 2-vector tile starts its 12 accumulators from X
+// (not zero, and not C), runs over all of K reading the sliver contiguously (row kk at
+// kk * 16), and stores C once; cut tiles copy X to C and add column tiles to it.
+// ADD-LABEL: func.func @aotk_uk_matmul_float32_prepacked_add(
+// ADD-SAME:      %c: !ptr_xdsl.ptr, %a: !ptr_xdsl.ptr, %packed: !ptr_xdsl.ptr, %x: !ptr_xdsl.ptr, %m: i64, %n: i64, %k: i64)
+// ADD:         %[[C:.*]] = ptr_xdsl.from_ptr %c
+// ADD:         %[[P:.*]] = ptr_xdsl.from_ptr %packed
+// ADD-NEXT:    %[[X:.*]] = ptr_xdsl.from_ptr %x
+// ADD:         scf.for
+// ADD:           scf.if
+// ADD-COUNT-12:    vector.load %[[X]][
+// ADD-NEXT:        scf.for {{.*}} iter_args(
+// ADD:               vector.load %[[P]][
+// ADD-NEXT:          arith.addi
+// ADD-NEXT:          vector.load %[[P]][
+// ADD:               vector.fma
+// ADD:             }
+// ADD-COUNT-12:    vector.store %{{.*}}, %[[C]][
+// ADD:           } else {
+// ADD:             memref.load %[[X]][
+// ADD-NEXT:        memref.store %{{.*}}, %[[C]][
+// ADD:         } {aotk.parallel =
+
+// The packed kernel's row threshold: 64 rows, or 24 (4 row tiles) when B's rows alias:
+// the largest power of two dividing the row's bytes (n * 4 & -(n * 4)) is at least
+// 2048 and K times it exceeds 2 MiB.
+// ALIAS-LABEL: func.func @aotk_uk_matmul_float32_packed(
+// ALIAS-DAG:     %[[FOUR_TILES:.*]] = arith.constant 24 : index
+// ALIAS-DAG:     %[[L2:.*]] = arith.constant 2097152 : index
+// ALIAS-DAG:     %[[ALIASED:.*]] = arith.constant 2048 : index
+// ALIAS-DAG:     %[[MIN:.*]] = arith.constant 64 : index
+// ALIAS:         %[[POW:.*]] = arith.andi %[[ROW:.*]], %{{.*}} : index
+// ALIAS-NEXT:    %[[WIDE:.*]] = arith.cmpi sge, %[[POW]], %[[ALIASED]] : index
+// ALIAS-NEXT:    %[[SPAN:.*]] = arith.muli %{{.*}}, %[[POW]] : index
+// ALIAS-NEXT:    %[[SPILL:.*]] = arith.cmpi sgt, %[[SPAN]], %[[L2]] : index
+// ALIAS-NEXT:    %[[BOTH:.*]] = arith.andi %[[WIDE]], %[[SPILL]] : i1
+// ALIAS-NEXT:    %[[ROWS:.*]] = arith.select %[[BOTH]], %[[FOUR_TILES]], %[[MIN]] : index
+// ALIAS-NEXT:    arith.cmpi sge, %{{.*}}, %[[ROWS]] : index
