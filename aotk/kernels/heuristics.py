@@ -118,20 +118,27 @@ def matmul_k_block(kdim: DimV, n: DimV) -> int:
     return kb
 
 
-def packs_b(tiles: MatmulTiles, m: int, n: int, kdim: int, elem_bytes: int, b_t: bool) -> bool:
-    """Whether a float matmul of M rows packs B (stored [K, N], or [N, K] with `b_t`):
-    a transposed B from two row tiles (unpacked it is read by dot products); else from
-    `packed_min_rows`, or from `aliased_min_rows` when B's rows alias (`aliased_rows`)."""
+def packs_b(
+    tiles: MatmulTiles, m: int, shape: tuple[int, int, int], b_t: bool, threads: int
+) -> bool:
+    """Whether a float matmul of M rows packs B (stored [K, N], or [N, K] with `b_t`) on
+    `threads` threads; `shape` is (N, K, element bytes). A transposed B from two row
+    tiles (unpacked it is read by dot products); else from `packed_min_rows`, or from
+    `aliased_min_rows` when `aliased_rows` says in place would thrash."""
     if b_t:
         return m >= 2 * tiles.mr
-    aliased = aliased_rows(n * elem_bytes, kdim)
+    n, kdim, elem_bytes = shape
+    aliased = aliased_rows(n * elem_bytes, kdim, threads)
     return m >= (tiles.aliased_min_rows if aliased else tiles.packed_min_rows)
 
 
-def aliased_rows(row_bytes: int, kdim: int) -> bool:
-    """Whether K rows `row_bytes` long, read in place, overflow the L2 sets they fall in
-    (see ALIASED_ROW_BYTES). Measured at 32 rows: a 784 x 1024 float32 B ran 1.5-1.9x
-    faster packed at one thread; 256 x 1024, 128 x 512 and 784 x 512 ran up to 2x slower
-    packed, so they stay in place."""
+def aliased_rows(row_bytes: int, kdim: int, threads: int) -> bool:
+    """Whether B's K rows `row_bytes` long, read in place, overflow the L2 sets they fall
+    in (see ALIASED_ROW_BYTES) while a thread's share of B's columns overflows the L2
+    too: then each sliver comes again from beyond L2 for every row tile. Measured at 32
+    rows of a 784 x 1024 float32 B: packed ran 1.5x faster at one thread; at two, whose
+    halves of B each stay in an L2 from call to call, in place ran 15% faster (and
+    256 x 1024, 128 x 512 and 784 x 512 ran up to 2x slower packed)."""
     power = row_bytes & -row_bytes  # the largest power of two dividing row_bytes
-    return power >= ALIASED_ROW_BYTES and kdim * power > ALIASING_L2
+    share = kdim * row_bytes // max(threads, 1)
+    return power >= ALIASED_ROW_BYTES and kdim * power > ALIASING_L2 and share > ALIASING_L2

@@ -195,18 +195,25 @@ def _even_panels(k: Kernel, n_main: DimV, tiles: heuristics.MatmulTiles) -> DimV
 
 def _packed_rows(k: Kernel, ops: mk.Operands, tiles: heuristics.MatmulTiles) -> DimV:
     """Rows done on packed B: whole tiles, or none when M is too small to repay packing
-    (`heuristics.packs_b`)."""
+    (`heuristics.packs_b`, decided at run time: it depends on the pool's width)."""
     m, n, kdim = ops.m, ops.n, ops.kdim
     m_main = k.mul(k.div(m, tiles.mr), tiles.mr)
     elem_bytes = dtypes.byte_size(ops.c.elem)
-    if isinstance(m, int) and isinstance(n, int) and isinstance(kdim, int):
-        return m_main if heuristics.packs_b(tiles, m, n, kdim, elem_bytes, ops.b_t) else 0
     if ops.b_t:
         min_rows: DimV = 2 * tiles.mr
+    elif isinstance(n, int) and isinstance(kdim, int) and not _may_alias(n, kdim, elem_bytes):
+        min_rows = tiles.packed_min_rows
     else:
         min_rows = k.select(_aliased_rows(k, n, kdim, elem_bytes), *_min_rows(tiles))
+    if isinstance(m, int) and isinstance(min_rows, int):
+        return m_main if m >= min_rows else 0
     enough = k.b.insert(arith.CmpiOp(k.index(m), k.index(min_rows), "sge")).result
     return k.b.insert(arith.SelectOp(enough, k.index(m_main), k.index(0))).result
+
+
+def _may_alias(n: int, kdim: int, elem_bytes: int) -> bool:
+    """`heuristics.aliased_rows` on one thread: on more it can only be false."""
+    return heuristics.aliased_rows(n * elem_bytes, kdim, 1)
 
 
 def _min_rows(tiles: heuristics.MatmulTiles) -> tuple[int, int]:
@@ -214,13 +221,16 @@ def _min_rows(tiles: heuristics.MatmulTiles) -> tuple[int, int]:
 
 
 def _aliased_rows(k: Kernel, n: DimV, kdim: DimV, elem_bytes: int) -> SSAValue:
-    """`heuristics.aliased_rows` of B's rows, computed at run time."""
+    """`heuristics.aliased_rows` of B's rows on this pool, computed at run time."""
     row = k.index(k.mul(n, elem_bytes))
     power = k.b.insert(arith.AndIOp(row, k.index(k.sub(0, row)))).result
     wide = k.b.insert(arith.CmpiOp(power, k.index(heuristics.ALIASED_ROW_BYTES), "sge"))
     span = k.index(k.mul(kdim, power))
     spills = k.b.insert(arith.CmpiOp(span, k.index(heuristics.ALIASING_L2), "sgt"))
-    return k.b.insert(arith.AndIOp(wide.result, spills.result)).result
+    share = k.index(k.div(k.mul(kdim, row), library.parallel_width(k)))
+    shared = k.b.insert(arith.CmpiOp(share, k.index(heuristics.ALIASING_L2), "sgt"))
+    both = k.b.insert(arith.AndIOp(wide.result, spills.result)).result
+    return k.b.insert(arith.AndIOp(both, shared.result)).result
 
 
 def _select_if_positive(k: Kernel, flag: SSAValue, value: DimV) -> SSAValue:

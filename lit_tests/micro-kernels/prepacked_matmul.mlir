@@ -48,7 +48,8 @@
 
 // The packed kernel's row threshold: 64 rows, or 24 (4 row tiles) when B's rows alias:
 // the largest power of two dividing the row's bytes (n * 4 & -(n * 4)) is at least
-// 2048 and K times it exceeds 2 MiB.
+// 2048, K times it exceeds 2 MiB, and so does a thread's share of B (K x row bytes over
+// the pool's width, asked of the runtime).
 // ALIAS-LABEL: func.func @aotk_uk_matmul_float32_packed(
 // ALIAS-DAG:     %[[FOUR_TILES:.*]] = arith.constant 24 : index
 // ALIAS-DAG:     %[[L2:.*]] = arith.constant 2097152 : index
@@ -56,8 +57,14 @@
 // ALIAS-DAG:     %[[MIN:.*]] = arith.constant 64 : index
 // ALIAS:         %[[POW:.*]] = arith.andi %[[ROW:.*]], %{{.*}} : index
 // ALIAS-NEXT:    %[[WIDE:.*]] = arith.cmpi sge, %[[POW]], %[[ALIASED]] : index
-// ALIAS-NEXT:    %[[SPAN:.*]] = arith.muli %{{.*}}, %[[POW]] : index
+// ALIAS-NEXT:    %[[SPAN:.*]] = arith.muli %[[K:.*]], %[[POW]] : index
 // ALIAS-NEXT:    %[[SPILL:.*]] = arith.cmpi sgt, %[[SPAN]], %[[L2]] : index
-// ALIAS-NEXT:    %[[BOTH:.*]] = arith.andi %[[WIDE]], %[[SPILL]] : i1
+// ALIAS-NEXT:    %[[BYTES:.*]] = arith.muli %[[K]], %[[ROW]] : index
+// ALIAS-NEXT:    %[[WIDTH:.*]] = func.call @aotk_parallel_width() : () -> i64
+// ALIAS-NEXT:    %[[THREADS:.*]] = arith.index_cast %[[WIDTH]] : i64 to index
+// ALIAS-NEXT:    %[[SHARE:.*]] = arith.divui %[[BYTES]], %[[THREADS]] : index
+// ALIAS-NEXT:    %[[OVER:.*]] = arith.cmpi sgt, %[[SHARE]], %[[L2]] : index
+// ALIAS-NEXT:    %[[SETS:.*]] = arith.andi %[[WIDE]], %[[SPILL]] : i1
+// ALIAS-NEXT:    %[[BOTH:.*]] = arith.andi %[[SETS]], %[[OVER]] : i1
 // ALIAS-NEXT:    %[[ROWS:.*]] = arith.select %[[BOTH]], %[[FOUR_TILES]], %[[MIN]] : index
 // ALIAS-NEXT:    arith.cmpi sge, %{{.*}}, %[[ROWS]] : index

@@ -34,7 +34,7 @@ from xdsl.ir import Block, Region
 from xdsl.rewriter import InsertPoint
 
 from aotk import micro_kernels, runtime
-from aotk.codegen import jit
+from aotk.codegen import jit, native_runtime
 from aotk.dialect.linalg import MatMulOp
 from aotk.function import Function
 from aotk.kernels import heuristics, library, matmul_kernel
@@ -224,7 +224,9 @@ def _run_packed(a: np.ndarray, b: np.ndarray, static: tuple[int | None, ...]) ->
     compiled["mm"](a.ctypes.data, b.ctypes.data, c.ctypes.data, scratch.ctypes.data, m, n, kd)
     tiles = heuristics.matmul_tiles(a.dtype.itemsize, m, n, kd)
     width = tiles.nr * tiles.lanes
-    packs = heuristics.packs_b(tiles, m, n, kd, a.dtype.itemsize, False) and n >= width and kd > 0
+    threads = native_runtime.threads()
+    packs = heuristics.packs_b(tiles, m, (n, kd, a.dtype.itemsize), False, threads)
+    packs = packs and n >= width and kd > 0
     panel = scratch[: tiles.packed_kc * min(n // width * width, packed.panel_cols(tiles))]
     assert np.isnan(panel).all() != packs, f"B packed: {not packs}, expected {packs}"
     return c
@@ -235,8 +237,9 @@ PACKED_SHAPES = [
     (7, 13, 29),
     # below packing's row threshold: register tiles read B in place, the edge columns too
     (32, 128, 500),
-    # as many rows, B's rows 4 KiB long and K = 600 of them overflow their L2 sets: packed
-    (32, 600, 1024),
+    # as many rows, B's rows 4 KiB long and K = 1100 of them overflow their L2 sets, and
+    # each of two threads' half of B the L2: packed
+    (32, 1100, 1024),
     (63, 40, 70),
     (64, 1, 48),
     (64, 300, 96),
@@ -264,8 +267,6 @@ def test_matrix_vector_products_give_the_same_values_on_any_pool_width(
     rng: np.random.Generator,
 ) -> None:
     """One row or two: B's columns are split into one stripe per thread of the pool."""
-    from aotk.codegen import native_runtime
-
     f = _compile((None, 300), (300, 1031), "float32")
     a, b = _inputs(rng, (2,), (300, 1031), "float32")
     saved = native_runtime.threads()
@@ -389,8 +390,6 @@ def test_prepacked_matmul_gives_the_same_values_on_any_pool_width(
 ) -> None:
     """Threads share out its (sliver, row tile) pairs: the split moves with the pool's
     width, the values do not."""
-    from aotk.codegen import native_runtime
-
     m, kd, n = 37, 50, 70
     a, b = _inputs(rng, (m,), (kd, n), "float32")
     x = rng.standard_normal((m, n)).astype(np.float32)
