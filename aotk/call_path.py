@@ -131,18 +131,15 @@ class CallPath:
 
     def _call(self, addresses: list[int], plan: Plan) -> list[np.ndarray]:
         outs, out_at = self._outputs(plan.outputs)
-        workspace = self._workspace.address(plan.workspace)
-        if not self._holders:
-            pointers = [*addresses, *out_at, workspace]
-        else:
-            stored_at, n_captured = self._stored_addresses(), len(self._captures)
-            pointers = [
-                *addresses,
-                *stored_at[:n_captured],
-                *out_at,
-                *stored_at[n_captured:],
-                workspace,
-            ]
+        stored_at = self._stored_addresses()
+        n_captured = len(self._captures)
+        pointers = [
+            *addresses,
+            *stored_at[:n_captured],
+            *out_at,
+            *stored_at[n_captured:],
+            self._workspace.address(plan.workspace),
+        ]
         if self._call_lock is None:
             self._kernel(*pointers, *plan.dims)
         else:

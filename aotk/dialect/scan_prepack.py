@@ -26,17 +26,18 @@ from aotk.kernels.kernel import Buf
 
 @dataclass
 class Packs:
-    """What `plan` found: each prepacked matmul's packed operand, and the adds that
-    matmuls do (matmul -> add)."""
+    """What `plan` found: each prepacked matmul's packed operand (one per weight and
+    layout, however many matmuls read it), and the adds that matmuls do."""
 
     packed: dict[Operation, Buf] = field(default_factory=dict)
-    adds: dict[Operation, AddOp] = field(default_factory=dict)
+    adds: dict[Operation, AddOp] = field(default_factory=dict)  # matmul -> its add
+    absorbed: set[Operation] = field(default_factory=set)  # those adds
 
 
 def plan(low: BodyLowering, scan: Operation) -> Packs:
     """A packed buffer for each prepackable matmul of `scan`'s body, filled (when
     emitting code) at the insertion point, before the loop."""
-    packs = Packs()
+    packs, by_weight = Packs(), dict[tuple[SSAValue, bool], Buf]()
     for op in scan.regions[0].block.ops:
         if not _prepackable(op, scan):
             continue
@@ -44,14 +45,24 @@ def plan(low: BodyLowering, scan: Operation) -> Packs:
         add = _sole_add(op, scan)
         if add is not None:
             packs.adds[op] = add
-        b, elem = low.bufs[op.rhs], elem_of(op.rhs.type)
-        b_t = _flag(op.transpose_rhs)
-        n, kdim = (b.dims[0], b.dims[1]) if b_t else (b.dims[1], b.dims[0])
-        count = matmul_prepacked.packed_elems(low.k, elem, n, kdim)
-        packs.packed[op] = buf = low.alloc(tensor(elem, [None]), [count])
-        if low.code:
-            library.call(low.k, matmul_prepacked.pack_name(elem, b_t), [buf, b, n, kdim])
+            packs.absorbed.add(add)
+        key = (op.rhs, _flag(op.transpose_rhs))
+        if key not in by_weight:
+            by_weight[key] = _pack(low, *key)
+        packs.packed[op] = by_weight[key]
     return packs
+
+
+def _pack(low: BodyLowering, weight: SSAValue, b_t: bool) -> Buf:
+    """A workspace slice holding `weight` packed (B stored [N, K] with `b_t`), filled at
+    the insertion point when emitting code."""
+    b, elem = low.bufs[weight], elem_of(weight.type)
+    n, kdim = (b.dims[0], b.dims[1]) if b_t else (b.dims[1], b.dims[0])
+    count = matmul_prepacked.packed_elems(low.k, elem, n, kdim)
+    buf = low.alloc(tensor(elem, [None]), [count])
+    if low.code:
+        library.call(low.k, matmul_prepacked.pack_name(elem, b_t), [buf, b, n, kdim])
+    return buf
 
 
 def lower_op(low: BodyLowering, op: Operation, targets: dict[SSAValue, Buf], packs: Packs) -> None:
@@ -59,7 +70,7 @@ def lower_op(low: BodyLowering, op: Operation, targets: dict[SSAValue, Buf], pac
     (writing its add's result, when it does the add), an add done by a matmul not at all."""
     packed = packs.packed.get(op)
     if packed is None:
-        if op not in packs.adds.values():
+        if op not in packs.absorbed:
             low.lower_op(op, targets)
         return
     assert isinstance(op, MatMulOp)

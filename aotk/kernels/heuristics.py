@@ -137,7 +137,7 @@ def aliased_rows(row_bytes: int, kdim: int, threads: int) -> bool:
     in (see ALIASED_ROW_BYTES) while a thread's share of B's columns overflows the L2
     too: then each sliver comes again from beyond L2 for every row tile. Measured at 32
     rows of a 784 x 1024 float32 B: packed ran 1.5x faster at one thread; at two, whose
-    halves of B each stay in an L2 from call to call, in place ran 15% faster (and
+    halves of B each stay in an L2 from call to call, packing showed no steady gain (and
     256 x 1024, 128 x 512 and 784 x 512 ran up to 2x slower packed)."""
     power = row_bytes & -row_bytes  # the largest power of two dividing row_bytes
     share = kdim * row_bytes // max(threads, 1)

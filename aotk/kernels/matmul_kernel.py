@@ -204,7 +204,8 @@ def _packed_rows(k: Kernel, ops: mk.Operands, tiles: heuristics.MatmulTiles) -> 
     elif isinstance(n, int) and isinstance(kdim, int) and not _may_alias(n, kdim, elem_bytes):
         min_rows = tiles.packed_min_rows
     else:
-        min_rows = k.select(_aliased_rows(k, n, kdim, elem_bytes), *_min_rows(tiles))
+        aliased = _aliased_rows(k, n, kdim, elem_bytes)
+        min_rows = k.select(aliased, tiles.aliased_min_rows, tiles.packed_min_rows)
     if isinstance(m, int) and isinstance(min_rows, int):
         return m_main if m >= min_rows else 0
     enough = k.b.insert(arith.CmpiOp(k.index(m), k.index(min_rows), "sge")).result
@@ -214,10 +215,6 @@ def _packed_rows(k: Kernel, ops: mk.Operands, tiles: heuristics.MatmulTiles) -> 
 def _may_alias(n: int, kdim: int, elem_bytes: int) -> bool:
     """`heuristics.aliased_rows` on one thread: on more it can only be false."""
     return heuristics.aliased_rows(n * elem_bytes, kdim, 1)
-
-
-def _min_rows(tiles: heuristics.MatmulTiles) -> tuple[int, int]:
-    return tiles.aliased_min_rows, tiles.packed_min_rows
 
 
 def _aliased_rows(k: Kernel, n: DimV, kdim: DimV, elem_bytes: int) -> SSAValue:

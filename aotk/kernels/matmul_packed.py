@@ -268,20 +268,36 @@ def emit_direct(k: Kernel, ops: mk.Operands, tiles: MatmulTiles, rows: Range, co
 
 
 def _direct_edge(k: Kernel, ops: mk.Operands, tiles: MatmulTiles, rows: Range, cols: Range) -> None:
-    """C[rows, cols] for fewer columns than a sliver, B read in place: per row tile, one
-    column tile per vector, the last masked to the columns left."""
+    """C[rows, cols] for fewer columns than a sliver, B read in place, a row tile at a
+    time."""
+    with k.loop(rows[1], lb=rows[0], step=tiles.mr, trips=4) as i0:
+        edge_columns(k, ops, tiles, (i0, tiles.mr), cols)
+
+
+def edge_columns(
+    k: Kernel,
+    ops: mk.Operands,
+    tiles: MatmulTiles,
+    tile: tuple[DimV, int],
+    cols: Range,
+    b_rows: Callable[[DimV], tuple[DimV, DimV]] | None = None,
+    accumulate: bool = False,
+) -> None:
+    """C[tile's rows, cols] for at most a sliver's columns: one column tile per vector,
+    each over all of K, the last masked to the columns left. `b_rows(j)` is (offset of
+    row 0, row stride) of column j's part of `ops.b` (default: B in place); C is added
+    to when `accumulate`."""
     lo, hi = cols
     vectors_end = k.add(lo, k.mul(k.div(k.sub(hi, lo), tiles.lanes), tiles.lanes))
     rest = k.sub(hi, vectors_end)
-    whole_k = (0, ops.kdim)
-    with k.loop(rows[1], lb=rows[0], step=tiles.mr, trips=4) as i0:
-        tile = (i0, tiles.mr)
-        with k.loop(vectors_end, lb=lo, step=tiles.lanes, trips=tiles.nr - 1) as j:
-            mk.column_tile(k, ops, tile, whole_k, (j, None), accumulate=False)
-        k.if_positive(
-            rest,
-            lambda: mk.column_tile(k, ops, tile, whole_k, (vectors_end, rest), accumulate=False),
-        )
+
+    def column(j: DimV, count: DimV | None) -> None:
+        b_at = b_rows(j) if b_rows is not None else None
+        mk.column_tile(k, ops, tile, (0, ops.kdim), (j, count), b_at, accumulate)
+
+    with k.loop(vectors_end, lb=lo, step=tiles.lanes, trips=tiles.nr - 1) as j:
+        column(j, None)
+    k.if_positive(rest, lambda: column(vectors_end, rest))
 
 
 def _direct_tile(k: Kernel, ops: mk.Operands, tiles: MatmulTiles, i0: DimV, j0: DimV) -> None:
@@ -348,16 +364,9 @@ def emit_edge(
             value = mk.vload_masked(k, ops.b, k.add(src, v * tiles.lanes), lanes, zero)
             mk.vstore(k, scratch, k.add(dst, v * tiles.lanes), value)
     edge = mk.Operands(ops.c, ops.a, scratch, ops.m, ops.n, ops.kdim, ops.vt, ops.a_t)
-    vectors_end = k.add(lo, k.mul(k.div(k.sub(hi, lo), tiles.lanes), tiles.lanes))
-    rest = k.sub(hi, vectors_end)
+
+    def b_rows(j: DimV) -> tuple[DimV, DimV]:
+        return k.add(base, k.sub(j, lo)), width
+
     with k.loop(rows[1], lb=rows[0], step=tiles.mr, parallel=True) as i0:
-        tile = (i0, tiles.mr)
-        with k.loop(vectors_end, lb=lo, step=tiles.lanes, trips=tiles.nr - 1) as j:
-            b_at = k.add(base, k.sub(j, lo))
-            mk.column_tile(k, edge, tile, (0, ops.kdim), (j, None), (b_at, width), False)
-
-        def masked() -> None:
-            b_at = k.add(base, k.sub(vectors_end, lo))
-            mk.column_tile(k, edge, tile, (0, ops.kdim), (vectors_end, rest), (b_at, width), False)
-
-        k.if_positive(rest, masked)
+        edge_columns(k, edge, tiles, (i0, tiles.mr), cols, b_rows)

@@ -187,21 +187,15 @@ def _column_tiles(
     cols: Range,
     b_at: tuple[DimV, bool],
 ) -> None:
-    """One column tile per vector of the sliver's columns `cols`, the last masked; from
-    the sliver at `base`, adding to C when `accumulate`."""
-    j0, j_hi = cols
+    """`matmul_packed.edge_columns` on the sliver at `base`, adding to C when
+    `accumulate`."""
     base, accumulate = b_at
-    lanes, width, whole_k = tiles.lanes, tiles.nr * tiles.lanes, (0, ops.kdim)
-    vectors_end = k.add(j0, k.mul(k.div(k.sub(j_hi, j0), lanes), lanes))
-    rest = k.sub(j_hi, vectors_end)
+    width = tiles.nr * tiles.lanes
 
-    def column(j: DimV, count: DimV | None) -> None:
-        b_rows = (k.add(base, k.sub(j, j0)), width)
-        mk.column_tile(k, ops, tile, whole_k, (j, count), b_rows, accumulate)
+    def b_rows(j: DimV) -> tuple[DimV, DimV]:
+        return k.add(base, k.sub(j, cols[0])), width
 
-    with k.loop(vectors_end, lb=j0, step=lanes, trips=tiles.nr) as j:
-        column(j, None)
-    k.if_positive(rest, lambda: column(vectors_end, rest))
+    packed.edge_columns(k, ops, tiles, tile, cols, b_rows, accumulate)
 
 
 for _elem in (Float32Type(), Float64Type()):

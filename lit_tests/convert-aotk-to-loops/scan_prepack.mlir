@@ -81,3 +81,25 @@ func.func @unfused(%xs: tensor<5x3x20xf32>, %h0: tensor<3x20xf32>, %u: tensor<20
   }
   func.return %h : tensor<3x20xf32>
 }
+
+// Two products by one weight in one layout read one packed copy: a single pack before
+// the loop, and both steps' calls take their B from the same workspace slice.
+// CHECK-LABEL: func.func @shared(
+// CHECK:         %[[PACKED:.*]] = ptr_xdsl.from_ptr %{{.*}} : !ptr_xdsl.ptr -> memref<?xf32>
+// CHECK:         func.call @aotk_uk_pack_rhs_float32(
+// CHECK-NOT:     pack_rhs
+// CHECK:         scf.for
+// CHECK:           %[[B0:.*]] = ptr_xdsl.to_ptr %[[PACKED]]
+// CHECK:           func.call @aotk_uk_matmul_float32_prepacked(%{{.*}}, %{{.*}}, %[[B0]],
+// CHECK:           %[[B1:.*]] = ptr_xdsl.to_ptr %[[PACKED]]
+// CHECK:           func.call @aotk_uk_matmul_float32_prepacked(%{{.*}}, %{{.*}}, %[[B1]],
+// CHECK-LABEL: func.func @shared_workspace_size(
+func.func @shared(%xs: tensor<5x3x20xf32>, %h0: tensor<3x20xf32>, %u: tensor<20x20xf32>) -> tensor<3x20xf32> {
+  %h = aotk.scan seqs(%x = %xs) carries(%s = %h0) : (tensor<5x3x20xf32>, tensor<3x20xf32>) -> tensor<3x20xf32> {
+    %su = "aotk.matmul"(%s, %u) : (tensor<3x20xf32>, tensor<20x20xf32>) -> tensor<3x20xf32>
+    %t = "aotk.tanh"(%su) : (tensor<3x20xf32>) -> tensor<3x20xf32>
+    %tu = "aotk.matmul"(%t, %u) : (tensor<3x20xf32>, tensor<20x20xf32>) -> tensor<3x20xf32>
+    aotk.yield %tu : tensor<3x20xf32>
+  }
+  func.return %h : tensor<3x20xf32>
+}
