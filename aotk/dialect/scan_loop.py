@@ -2,9 +2,11 @@
 
 Every buffer the body needs is allocated once, before the loop: a first pass over the
 body computes dims and workspace slices outside the loop (so they dominate it), and the
-pass inside the loop writes into those slices. Carries live in their own buffers; each
-iteration stages the new carries that alias old state, then copies them in, and copies
-the step's outputs to row t of the stacked results.
+pass inside the loop writes into those slices. Carries live in their own buffers; a new
+carry that is elementwise in its old value is computed right there
+(`in_place.carries_in_place`). Each iteration stages the other new carries that
+alias old state, then copies them in, and copies the step's outputs to row t of the
+stacked results.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from xdsl.ir import SSAValue
 from aotk.dialect import scan_prepack
 from aotk.dialect.base import elem_of
 from aotk.dialect.fused import YieldOp
+from aotk.dialect.in_place import aliases, carries_in_place
 from aotk.dialect.registry import BodyLowering
 from aotk.dialect.scan import ScanOp
 from aotk.kernels.kernel import Buf, DimV
@@ -32,18 +35,20 @@ def lower_scan(low: BodyLowering, op: ScanOp, targets: dict[SSAValue, Buf]) -> N
     n_c = len(carries)
 
     packs = scan_prepack.plan(low, op)  # before the loop: packed once for all steps
-    body_bufs = _plan_body(low, op, (seqs, carries), packs)
-    new_carries = [body_bufs[v] for v in yielded.values[:n_c]]
-    staging = [
-        low.alloc(v.type, list(b.dims))
-        for v, b in zip(yielded.values[:n_c], new_carries, strict=True)
-    ]
+    in_place = carries_in_place(op, packs.absorbed)
+    written = {yielded.values[j]: carries[j] for j in in_place}
+    body_bufs = _plan_body(low, op, (seqs, carries), packs, written)
+    old_state = {a for arg in block.args[op.num_seq :] for a in aliases(arg)}
+    staging = {  # new carries that still live in an old carry's buffer are put aside
+        j: low.alloc(v.type, list(body_bufs[v].dims)) if v in old_state else None
+        for j, v in enumerate(yielded.values[:n_c])
+        if j not in in_place
+    }
     step_outs = [body_bufs[v] for v in yielded.values[n_c:]]
 
     results = list(op.results)
-    for r, c in zip(results[:n_c], carries, strict=True):
-        low.bufs[r] = targets.get(r) or low.alloc(r.type, list(c.dims))
-        low.bufs[r] = Buf(low.bufs[r].mem, c.dims, c.elem)
+    for r, c in zip(results[:n_c], carries, strict=True):  # no target: the carry's buffer
+        low.bufs[r] = Buf((targets.get(r) or c).mem, c.dims, c.elem)
     for r, o in zip(results[n_c:], step_outs, strict=True):
         dims = [steps, *o.dims]
         buf = targets.get(r) or low.alloc(r.type, dims)
@@ -63,15 +68,24 @@ def lower_scan(low: BodyLowering, op: ScanOp, targets: dict[SSAValue, Buf]) -> N
         for r, out in zip(results[n_c:], news[n_c:], strict=True):
             row = low.bufs[r]
             k.copy(out, k.view(row, k.mul(t, k.product(out.dims)), out.dims))
-        carry_mems = {c.mem for c in carries}
-        for new, stage in zip(news[:n_c], staging, strict=True):
-            if new.mem in carry_mems:  # the new state still lives in an old state's buffer
-                k.copy(new, Buf(stage.mem, new.dims, new.elem))
-        for new, stage, carry in zip(news[:n_c], staging, carries, strict=True):
-            src = Buf(stage.mem, new.dims, new.elem) if new.mem in carry_mems else new
-            k.copy(src, carry)
+        _update_carries(low, news[:n_c], carries, staging)
     for r, carry in zip(results[:n_c], carries, strict=True):
-        k.copy(carry, low.bufs[r])
+        if low.bufs[r].mem is not carry.mem:
+            k.copy(carry, low.bufs[r])
+
+
+def _update_carries(
+    low: BodyLowering, news: list[Buf], carries: list[Buf], staging: dict[int, Buf | None]
+) -> None:
+    """Copy each new carry over its carry, except those computed there (not in
+    `staging`): first aside those that still live in an old carry's buffer."""
+    sources = dict(enumerate(news))
+    for j, stage in staging.items():
+        if stage is not None:
+            sources[j] = Buf(stage.mem, news[j].dims, news[j].elem)
+            low.k.copy(news[j], sources[j])
+    for j in staging:
+        low.k.copy(sources[j], carries[j])
 
 
 def _bind_step(low: BodyLowering, op: ScanOp, seqs: list[Buf], carries: list[Buf], t: DimV) -> None:
@@ -86,16 +100,21 @@ def _bind_step(low: BodyLowering, op: ScanOp, seqs: list[Buf], carries: list[Buf
 
 
 def _plan_body(
-    low: BodyLowering, op: ScanOp, state: tuple[list[Buf], list[Buf]], packs: scan_prepack.Packs
+    low: BodyLowering,
+    op: ScanOp,
+    state: tuple[list[Buf], list[Buf]],
+    packs: scan_prepack.Packs,
+    written: dict[SSAValue, Buf],
 ) -> dict[SSAValue, Buf]:
-    """Allocate every body value's buffer outside the loop; return them by value."""
+    """Allocate every body value's buffer outside the loop, except those `written` into
+    a carry; return them by value."""
     block = op.body.block
     code, low.code = low.code, False
     try:
         _bind_step(low, op, *state, 0)
         for inner in block.ops:
             if not isinstance(inner, YieldOp):
-                scan_prepack.lower_op(low, inner, {}, packs)
+                scan_prepack.lower_op(low, inner, written, packs)
     finally:
         low.code = code
     planned: dict[SSAValue, Buf] = {}

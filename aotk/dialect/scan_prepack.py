@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerAttr
 from xdsl.ir import Block, Operation, SSAValue
 
+from aotk.dialect import strided_views
 from aotk.dialect.arithmetic import AddOp
 from aotk.dialect.base import elem_of, tensor
 from aotk.dialect.linalg import MatMulOp
@@ -96,6 +97,8 @@ def _sole_add(op: MatMulOp, scan: Operation) -> AddOp | None:
         return None
     other = _other(add, op.result)
     if other is op.result or other.type != op.result.type or add.result.type != other.type:
+        return None
+    if strided_views.is_view_value(other):  # the kernel reads its addend dense
         return None
     block = op.parent
     assert block is not None

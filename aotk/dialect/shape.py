@@ -183,7 +183,10 @@ def slice_bounds(a: DimArith, d: Dim, start: int, stop: int, step: int) -> tuple
     first = _slice_index(a, start, d, step)
     # a FULL stop is Python's None: past the end in the step's direction
     last = (d if step > 0 else -1) if stop == FULL else _slice_index(a, stop, d, step)
-    span = a.max(a.sub(last, first) if step > 0 else a.sub(first, last), 0)
+    if step > 0 and first == 0:  # 0 <= last: x[:n] and x[:] of a run-time d need no max
+        span = last
+    else:
+        span = a.max(a.sub(last, first) if step > 0 else a.sub(first, last), 0)
     return first, a.div(a.add(span, abs(step) - 1), abs(step))
 
 
@@ -192,6 +195,8 @@ def _slice_index(a: DimArith, i: int, d: Dim, step: int) -> Dim:
     low, high = (0, d) if step > 0 else (-1, a.sub(d, 1))
     if i <= BEFORE:  # clamped as Python does, without overflowing d + i
         return low
+    if i == 0 and step > 0:  # min(0, d) of a dim
+        return 0
     if i >= 0:
         return a.min(i, high)
     return a.max(a.add(d, i), low)

@@ -1,8 +1,9 @@
 """The one loop nest shared by every elementwise op and `aotk.fused` kernel.
 
 Inputs broadcast NumPy-style: a dim that is statically 1 gets stride 0, and a dynamic dim
-gets stride 0 at run time when it turns out to be 1. When no input broadcasts, the nest
-collapses to one flat loop, the form LLVM vectorizes best. The flat loop runs in chunks
+gets stride 0 at run time when it turns out to be 1. An input may be a strided view (a
+slice read in place). When no input broadcasts or is strided, the nest collapses to one
+flat loop, the form LLVM vectorizes best. The flat loop runs in chunks
 of up to `CHUNK` elements (fewer for a costly body), which threads may split among them;
 the nest splits its outer dim.
 """
@@ -55,6 +56,9 @@ def emit(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> No
     """Loop over the outputs' dims; `body(k, input scalars) -> output scalars`."""
     dims = list(outs[0].dims)
     others = [*ins, *outs[1:]]
+    if any(b.strides is not None for b in ins):  # a strided view has no flat order
+        _nested(k, outs, ins, body)
+        return
     if all(_same_dims(b.dims, dims) for b in others):
         _flat(k, outs, ins, body)
         return
@@ -140,7 +144,7 @@ def _same_dims(a: Sequence[DimV], b: Sequence[DimV]) -> bool:
 
 def _broadcast_strides(k: Kernel, buf: Buf, dims: Sequence[DimV]) -> list[DimV]:
     """Strides of `buf` over the full result index, 0 on broadcast axes."""
-    own = k.strides(buf.dims)
+    own = list(buf.strides) if buf.strides is not None else k.strides(buf.dims)
     pad = len(dims) - buf.rank
     out: list[DimV] = [0] * pad
     for axis, (d, st) in enumerate(zip(buf.dims, own, strict=True)):

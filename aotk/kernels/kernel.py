@@ -1,9 +1,11 @@
 """`Kernel`: the builder that lowering rules use to emit loops over flat buffers.
 
 Every buffer is a flat, dense, row-major `memref<?xT>` (or `memref<NxT>`), with its dims
-kept beside it as ints (static) or `index` SSA values (read at call time). Index arithmetic
-is folded while it is built when both sides are known. A loop whose iterations write
-disjoint outputs can be marked parallel (`aotk-parallelize` hands it to the thread pool).
+kept beside it as ints (static) or `index` SSA values (read at call time); only a slice
+read in place by elementwise loops (`dialect.strided_views`) carries strides of its own.
+Index arithmetic is folded while it is built when both sides are known. A loop whose
+iterations write disjoint outputs can be marked parallel (`aotk-parallelize` hands it to
+the thread pool).
 """
 
 from __future__ import annotations
@@ -43,11 +45,13 @@ UNKNOWN_TRIPS = 16
 
 @dataclass
 class Buf:
-    """A tensor in memory: flat memref, dims, and aotk element type."""
+    """A tensor in memory: flat memref, dims, and aotk element type; `strides` (in
+    elements) only for a strided view, which only elementwise loops are given."""
 
     mem: SSAValue
     dims: tuple[DimV, ...]
     elem: Attribute
+    strides: tuple[DimV, ...] | None = None
 
     @property
     def rank(self) -> int:

@@ -31,7 +31,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException
 
 from aotk import dtypes
-from aotk.dialect import metadata
+from aotk.dialect import metadata, strided_views
 from aotk.dialect.base import elem_of, located, shape_of, tensor
 from aotk.dialect.elementwise import lower_scalar
 from aotk.dialect.registry import Kind, is_registered, lookup
@@ -39,7 +39,7 @@ from aotk.kernels import elementwise_nest, library
 from aotk.kernels.checked_sizes import SizeKernel
 from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
 from aotk.kernels.scalar import storage_type
-from aotk.lowering.update_in_place import in_place_updates
+from aotk.lowering.update_in_place import in_place_updates, overwritten
 
 ALIGN = 64
 
@@ -73,6 +73,7 @@ class _Lowerer:
         self.ws_offset: DimV = 0
         self.ws: SSAValue | None = None
         self._scratch: dict[Any, Buf] = {}
+        self.overwritten = overwritten(fn, variable_updates(fn))
 
     def dims_from_args(self, dim_args: list[SSAValue]) -> dict[tuple[int, int], SSAValue]:
         return {
@@ -146,6 +147,9 @@ class _Lowerer:
             return
         ins = [self.bufs[v] for v in op.operands]
         dims = self.result_dims(op, ins)
+        if strided_views.is_view(op) and op.operands[0] not in self.overwritten:
+            self.bufs[op.results[0]] = strided_views.bind(self.k, op, ins[0], dims, self.code)
+            return
         if opdef.kind is Kind.VIEW:
             self.bufs[op.results[0]] = Buf(ins[0].mem, tuple(dims), ins[0].elem)
             return

@@ -1,0 +1,103 @@
+"""Which new values a kernel may compute straight into the buffer of the old one.
+
+A new value (a training step's weight `w - lr * g`, a scan step's carry) is by default
+computed into a buffer of its own and copied over the old one at the end, since later
+ops may still read the old value. When it is elementwise in the old one (read at the
+index it is written, never broadcast) and nothing after its writer reads the old value,
+writing it in place is safe, and saves the copy and its workspace. This module holds the
+rule, and applies it to a scan's carries; `lowering.update_in_place` applies it to a
+function's variable updates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+
+from xdsl.dialects import func
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.irdl import IRDLOperation
+
+from aotk.dialect import strided_views
+from aotk.dialect.fused import FusedOp
+from aotk.dialect.registry import Kind, is_registered, lookup
+from aotk.dialect.scan import ScanOp
+
+
+def carries_in_place(scan: ScanOp, absorbed: Set[Operation]) -> set[int]:
+    """The carry indices of `scan` whose new value its body may compute into the carry's
+    buffer. `absorbed`: adds that a matmul does (which reads more than their operands).
+
+    A carry keeps its dims at run time (the call's shape check enforces it), so a new
+    value of the old one's type has its dims, dynamic or not.
+    """
+    block = scan.body.block
+    yielded = list(block.last_op.operands) if block.last_op is not None else []
+    news = yielded[: scan.num_carries]
+    order = {op: i for i, op in enumerate(block.ops)}
+    chosen: set[int] = set()
+    for j, (old, new) in enumerate(zip(block.args[scan.num_seq :], news, strict=True)):
+        writer = new.owner
+        if (
+            not isinstance(writer, Operation)
+            or writer.parent_block() is not block
+            or writer in absorbed
+            or news.count(new) > 1
+        ):
+            continue
+        old_bufs = aliases(old, strided=True)
+        if elementwise_in(writer, new, old, old_bufs) and not read_after(
+            writer, old_bufs, order, yielded
+        ):
+            chosen.add(j)
+    return chosen
+
+
+def kind_of(op: Operation) -> Kind | None:
+    """The registry kind of `op` (None for an op that is not an aotk primitive)."""
+    return lookup(op).kind if isinstance(op, IRDLOperation) and is_registered(op) else None
+
+
+def aliases(arg: SSAValue, strided: bool = False) -> set[SSAValue]:
+    """`arg` and every view of it (their buffers are arg's); with `strided`, the slices
+    read in place too (not those of a variable overwritten in place:
+    `lowering.update_in_place.overwritten`)."""
+    found, frontier = {arg}, [arg]
+    while frontier:
+        for use in frontier.pop().uses:
+            op = use.operation
+            if kind_of(op) is Kind.VIEW or (strided and strided_views.is_view(op)):
+                found.update(op.results)
+                frontier.extend(op.results)
+    return found
+
+
+def elementwise_in(writer: Operation, value: SSAValue, arg: SSAValue, old: set[SSAValue]) -> bool:
+    """`writer` computes `value` elementwise, reading the old buffer only as `arg` itself
+    of the result's type (so at the index it writes)."""
+    elementwise = isinstance(writer, FusedOp) or kind_of(writer) is Kind.ELEMENTWISE
+    return elementwise and all(
+        o not in old or (o is arg and o.type == value.type) for o in writer.operands
+    )
+
+
+def read_after(
+    writer: Operation, old: set[SSAValue], order: dict[Operation, int], returned: list[SSAValue]
+) -> bool:
+    """Whether the old buffer is returned, or read by an op after `writer`."""
+    if any(v in old for v in returned):
+        return True
+    after = order[writer]
+    for value in old:
+        for use in value.uses:
+            user = top_level(use.operation, writer.parent_block())
+            if user is not writer and (user is None or order.get(user, after + 1) > after):
+                if not isinstance(user, func.ReturnOp):
+                    return True
+    return False
+
+
+def top_level(op: Operation | None, block: Block | None) -> Operation | None:
+    """The op of `block` that contains `op` (None if none does)."""
+    while op is not None and op.parent_block() is not block:
+        op = op.parent_op()
+    return op
