@@ -94,7 +94,8 @@ def _bind_step(low: BodyLowering, op: ScanOp, seqs: list[Buf], carries: list[Buf
     args = op.body.block.args
     for arg, seq in zip(args, seqs, strict=False):
         step = seq.dims[1:]
-        low.bufs[arg] = k.view(seq, k.mul(t, k.product(step)), step)
+        row = k.product(step) if seq.strides is None else seq.strides[0]  # a view's rows
+        low.bufs[arg] = k.view(seq, k.mul(t, row), step)
     for arg, carry in zip(args[len(seqs) :], carries, strict=True):
         low.bufs[arg] = carry
 

@@ -1,32 +1,37 @@
 """Slices that elementwise loops read in place, instead of copies.
 
 An LSTM step slices its gates out of one product, `z[:, :h]`, `z[:, h:2h]` ...: four
-copies a step, before the fused gate loop reads each once. When every use of a slice
-(with positive steps) is an elementwise loop (`aotk.fused` or a plain elementwise op),
-the slice is bound to a strided view of its operand's buffer instead, and those loops
-index it with its strides. Any other use (a matmul, a reshape, a yield or return) needs
-the dense copy.
+copies a step, before the fused gate loop reads each once. Its gradient scans the
+forward's saved values backwards, each reversed by a slice: a copy of every one. When
+every use of a slice reads it in place, the slice is bound to a strided view of its
+operand's buffer instead: elementwise loops (`aotk.fused` or a plain elementwise op)
+index any positive strides, and a scan takes one row of a sequence a step, whatever the
+step along axis 0. Any other use (a matmul, a reshape, a yield or return) needs the
+dense copy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation, SSAValue, Use
 from xdsl.irdl import IRDLOperation
 
 from aotk.dialect.fused import FusedOp
 from aotk.dialect.registry import Kind, is_registered, lookup
-from aotk.dialect.shape import SliceOp, slice_bounds
+from aotk.dialect.scan import ScanOp
+from aotk.dialect.shape import FULL, SliceOp, slice_bounds
 from aotk.kernels.kernel import Buf, DimV, Kernel
 
 
 def is_view(op: Operation) -> bool:
     """Whether `op` is a slice that is lowered to a strided view of its operand."""
-    if not isinstance(op, SliceOp) or any(s <= 0 for s in op.attrs()["step"]):
+    if not isinstance(op, SliceOp):
         return False
+    attrs = op.attrs()
     uses = list(op.result.uses)
-    return bool(uses) and all(_reads_strided(u.operation) for u in uses)
+    return bool(uses) and all(_reads_view(use, attrs) for use in uses)
 
 
 def is_view_value(value: SSAValue) -> bool:
@@ -49,10 +54,25 @@ def bind(k: Kernel, op: SliceOp, x: Buf, dims: Sequence[DimV], code: bool) -> Bu
     return Buf(mem, tuple(dims), x.elem, strides)
 
 
-def _reads_strided(op: Operation) -> bool:
-    """Ops whose lowering goes through `elementwise_nest.emit`, which honours strides."""
-    if isinstance(op, FusedOp):
+def _reads_view(use: Use, attrs: dict[str, Any]) -> bool:
+    """Whether the op of `use` reads a view of this slice in place: a scan takes one
+    dense row of a sequence a step (any step along axis 0, so a reversed one too); an
+    elementwise loop (its lowering is `elementwise_nest.emit`) indexes any positive
+    strides."""
+    user = use.operation
+    if isinstance(user, ScanOp) and use.index < user.num_seq:
+        return all(
+            (i, j, c) == (0, FULL, 1)
+            for i, j, c in zip(
+                attrs["start"][1:], attrs["stop"][1:], attrs["step"][1:], strict=True
+            )
+        )
+    if any(c <= 0 for c in attrs["step"]):
+        return False
+    if isinstance(user, FusedOp):
         return True
     return (
-        isinstance(op, IRDLOperation) and is_registered(op) and lookup(op).kind is Kind.ELEMENTWISE
+        isinstance(user, IRDLOperation)
+        and is_registered(user)
+        and lookup(user).kind is Kind.ELEMENTWISE
     )

@@ -84,6 +84,33 @@ def test_a_slice_of_a_variable_updated_in_place_is_copied_before_the_update() ->
     np.testing.assert_allclose(K.get_value(a), a0 * a0[0:1, :], rtol=1e-15)
 
 
+def test_a_reversed_sequence_is_scanned_in_place() -> None:
+    """go_backwards reverses the inputs by a slice of step -1; the scan reads its rows
+    where they are. A slice on another axis (which the time-major transpose reads) and
+    a slice of an initial state are copies."""
+    x, h0 = K.placeholder((None, None, 3)), K.placeholder((None, 3))
+    _, outs, _ = K.rnn(lambda xt, s: (s[0] * 0.5 + xt, [s[0] * 0.5 + xt]), x, [h0], True)
+    _, narrow, _ = K.rnn(lambda xt, s: (s[0] + xt, [s[0] + xt]), x[:, :, 1:], [h0[:, 1:]])
+    f = K.function([x, h0], [outs, narrow])
+    assert _views(f) == [True, False, False]
+    for batch, steps in [(2, 4), (1, 1), (3, 0)]:
+        xs, hs = RNG.standard_normal((batch, steps, 3)), RNG.standard_normal((batch, 3))
+        want, h, sums = [], hs, []
+        for t in reversed(range(steps)):
+            h = h * 0.5 + xs[:, t]
+            want.append(h)
+        acc = hs[:, 1:]
+        for t in range(steps):
+            acc = acc + xs[:, t, 1:]
+            sums.append(acc)
+        got, got_narrow = f([xs, hs])
+        shape = (batch, 0, 3)
+        np.testing.assert_allclose(got, np.stack(want, 1) if want else np.zeros(shape), rtol=1e-14)
+        np.testing.assert_allclose(
+            got_narrow, np.stack(sums, 1) if sums else np.zeros((batch, 0, 2)), rtol=1e-14
+        )
+
+
 Step = Callable[[Any, list[Any]], tuple[Any, list[Any]]]
 
 
