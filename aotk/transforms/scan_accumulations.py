@@ -10,7 +10,9 @@ a stacked output of the scan. The carry goes, and its final value is init + X^T 
 (Only the order of the float additions changes.)
 
 The gradient scan also stacks values nobody reads, such as the gradient of an input that
-is a placeholder; such outputs go, so the ops computing them die.
+is a placeholder; such outputs go, so the ops computing them die. So do outputs that
+stack a sequence's steps as they are (the forward scan saving x_t for the gradient):
+their readers read the sequence.
 """
 
 from __future__ import annotations
@@ -46,12 +48,27 @@ def scan_accumulations(module: ModuleOp) -> int:
     """Rewrite every scan; return how many accumulations left their loops."""
     hoisted = 0
     for scan in [op for op in module.walk() if isinstance(op, ScanOp)]:
+        _forward_sequence_outputs(scan)
         found = [a for i in range(scan.num_carries) if (a := _accumulation(scan, i))]
         unread = [j for j, r in enumerate(list(scan.results)[scan.num_carries :]) if not r.uses]
         if found or unread:
             _rebuild(scan, found, unread)
             hoisted += len(found)
     return hoisted
+
+
+def _forward_sequence_outputs(scan: ScanOp) -> None:
+    """Readers of a stacked output that is a step of a sequence, yielded as is, read
+    the sequence instead (a forward scan saving its inputs for the gradient)."""
+    outputs = list(_yield(scan).values)[scan.num_carries :]
+    for value, result in zip(outputs, list(scan.results)[scan.num_carries :], strict=True):
+        if (
+            isinstance(value, BlockArgument)
+            and value.block is scan.body.block
+            and value.index < scan.num_seq
+            and scan.sequences[value.index].type == result.type
+        ):
+            result.replace_all_uses_with(scan.sequences[value.index])
 
 
 def _accumulation(scan: ScanOp, index: int) -> _Accumulation | None:

@@ -54,3 +54,26 @@ def test_sequences_of_any_length_fold_into_rows() -> None:
         want = interp.run_module(module, [xs, *(c.storage for c in captures)])
         for g, w in zip(f([xs]), want, strict=True):
             np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
+
+
+def _stacked_sequence_steps(module) -> int:
+    """Stacked outputs, over every scan, that yield a step of a sequence as it is."""
+    count = 0
+    for scan in (op for op in module.walk() if isinstance(op, ScanOp)):
+        block = scan.body.block
+        outputs = list(block.last_op.operands)[scan.num_carries :]  # type: ignore[union-attr]
+        count += sum(v in block.args[: scan.num_seq] for v in outputs)
+    return count
+
+
+def test_a_saved_input_step_is_read_from_its_sequence() -> None:
+    """The forward scan saves z_t's input part (x_t @ W, hoisted into a sequence) for the
+    gradient: the gradient reads the sequence, and the stacked copy goes."""
+    inputs, outputs = lstm_gradients()
+    module, captures = trace.extract(inputs, outputs, "test")
+    before = pipeline.run(module.clone(), BEFORE)
+    assert _stacked_sequence_steps(before) == 1
+    after = before.clone()
+    scan_accumulations(after)
+    assert _stacked_sequence_steps(after) == 0
+    check_values(module, captures, after, inputs, outputs)
