@@ -11,13 +11,13 @@ stacked results.
 
 from __future__ import annotations
 
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
-from aotk.dialect import scan_prepack
+from aotk.dialect import scan_prepack, strided_views
 from aotk.dialect.base import elem_of
 from aotk.dialect.fused import YieldOp
-from aotk.dialect.in_place import aliases, carries_in_place
-from aotk.dialect.registry import BodyLowering
+from aotk.dialect.in_place import aliases, carries_in_place, kind_of
+from aotk.dialect.registry import BodyLowering, Kind
 from aotk.dialect.scan import ScanOp
 from aotk.kernels.kernel import Buf, DimV
 
@@ -42,7 +42,7 @@ def lower_scan(low: BodyLowering, op: ScanOp, targets: dict[SSAValue, Buf]) -> N
     staging = {  # new carries that still live in an old carry's buffer are put aside
         j: low.alloc(v.type, list(body_bufs[v].dims)) if v in old_state else None
         for j, v in enumerate(yielded.values[:n_c])
-        if j not in in_place
+        if j not in in_place and v is not block.args[op.num_seq + j]  # else in the carry
     }
     step_outs = [body_bufs[v] for v in yielded.values[n_c:]]
 
@@ -58,20 +58,44 @@ def lower_scan(low: BodyLowering, op: ScanOp, targets: dict[SSAValue, Buf]) -> N
 
     for init, carry in zip(inits, carries, strict=True):
         k.copy(init, carry)
+    direct = direct_outputs(op)
     with k.loop(steps) as t:
         _bind_step(low, op, seqs, carries, t)
+        rows = [
+            k.view(low.bufs[r], k.mul(t, k.product(out.dims)), out.dims)
+            for r, out in zip(results[n_c:], step_outs, strict=True)
+        ]
+        step_targets = dict(body_bufs)
+        step_targets.update((yielded.values[n_c + j], rows[j]) for j in direct)
         for inner in block.ops:
             if not isinstance(inner, YieldOp):
-                scan_prepack.lower_op(low, inner, body_bufs, packs)
+                scan_prepack.lower_op(low, inner, step_targets, packs)
         news = [low.bufs[v] for v in yielded.values]
         # outputs first: an output may be (a view of) the state the step started from
-        for r, out in zip(results[n_c:], news[n_c:], strict=True):
-            row = low.bufs[r]
-            k.copy(out, k.view(row, k.mul(t, k.product(out.dims)), out.dims))
+        for out, row in zip(news[n_c:], rows, strict=True):
+            if out.mem is not row.mem:  # not computed in its row
+                k.copy(out, row)
         _update_carries(low, news[:n_c], carries, staging)
     for r, carry in zip(results[:n_c], carries, strict=True):
         if low.bufs[r].mem is not carry.mem:
             k.copy(carry, low.bufs[r])
+
+
+def direct_outputs(op: ScanOp) -> set[int]:
+    """The step outputs a body op may compute straight into their row of the stacked
+    result: yielded once, not as a carry, and written (not a view of another value)."""
+    values = list(op.body.block.last_op.operands)  # type: ignore[union-attr]
+    carries, outputs = values[: op.num_carries], values[op.num_carries :]
+    return {
+        j
+        for j, v in enumerate(outputs)
+        if isinstance(v.owner, Operation)
+        and v.owner.parent_block() is op.body.block
+        and v not in carries
+        and outputs.count(v) == 1
+        and kind_of(v.owner) not in (None, Kind.VIEW)
+        and not strided_views.is_view(v.owner)
+    }
 
 
 def _update_carries(

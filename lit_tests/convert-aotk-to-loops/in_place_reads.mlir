@@ -85,3 +85,34 @@ func.func @carry_reads_another_row(%xs: tensor<5x2x4xf32>, %c0: tensor<2x4xf32>)
   }
   func.return %c : tensor<2x4xf32>
 }
+
+// -----
+
+// A step output that a loop computes is written straight into its row of the stacked
+// result (%out0 moved t * 8 floats on); a carry yielded unchanged is neither staged
+// nor copied: the step is its one loop.
+// CHECK-LABEL: func.func @output_in_row(
+// CHECK:         %[[CARRY:.*]] = ptr_xdsl.from_ptr %workspace : !ptr_xdsl.ptr -> memref<8xf32>
+// CHECK:         scf.for
+// CHECK:           memref.store %{{.*}}, %[[CARRY]]
+// CHECK:         scf.for %[[T:.*]] =
+// CHECK-NEXT:      %[[ROW_AT:.*]] = arith.muli %[[T]], %{{.*}} : index
+// CHECK:           %[[BYTES:.*]] = arith.muli %[[ROW_AT]], %{{.*}} : index
+// CHECK:           %[[OUT:.*]] = ptr_xdsl.to_ptr %out0
+// CHECK-NEXT:      %[[MOVED:.*]] = ptr_xdsl.ptradd %[[OUT]], %[[BYTES]]
+// CHECK-NEXT:      %[[ROW:.*]] = ptr_xdsl.from_ptr %[[MOVED]]
+// CHECK-NEXT:      scf.for %[[I:.*]] =
+// CHECK-NEXT:        %[[OLD:.*]] = memref.load %[[CARRY]][%[[I]]]
+// CHECK-NEXT:        %[[X:.*]] = memref.load %{{.*}}[%[[I]]]
+// CHECK-NEXT:        %[[Y:.*]] = arith.mulf %[[OLD]], %[[X]]
+// CHECK-NEXT:        memref.store %[[Y]], %[[ROW]][%[[I]]]
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return
+func.func @output_in_row(%xs: tensor<5x2x4xf32>, %c0: tensor<2x4xf32>) -> tensor<5x2x4xf32> {
+  %c, %ys = aotk.scan seqs(%x = %xs) carries(%s = %c0) : (tensor<5x2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<5x2x4xf32>) {
+    %y = "aotk.mul"(%s, %x) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    aotk.yield %s, %y : tensor<2x4xf32>, tensor<2x4xf32>
+  }
+  func.return %ys : tensor<5x2x4xf32>
+}

@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 from aotk import backend as K
-from aotk.dialect import strided_views
+from aotk import interp
+from aotk.dialect import strided_views, trace
 from aotk.dialect.in_place import carries_in_place
 from aotk.dialect.scan import ScanOp
+from aotk.dialect.scan_loop import direct_outputs
 from aotk.dialect.shape import SliceOp
 from aotk.lowering import pipeline
 
@@ -201,3 +203,32 @@ def test_carries_computed_in_place_only_when_safe(step: Step, n_states: int, cho
     f, in_place = _scan(step, n_states)
     assert in_place == chosen
     _check(f, step, n_states)
+
+
+def test_step_outputs_computed_in_their_rows_give_the_interpreters_gradients() -> None:
+    """An LSTM's gradient: the forward scan saves h @ U (a matmul's result: computed in
+    its row of the stack) and the old states (copied); the backward scan stacks its
+    gates' gradient (a concat: computed in its row). Values as the interpreter's."""
+    x = K.placeholder((3, 5, 4))
+    w, u = K.variable(RNG.normal(0, 0.4, (4, 24))), K.variable(RNG.normal(0, 0.4, (6, 24)))
+
+    def step(xt: Any, s: list[Any]) -> tuple[Any, list[Any]]:
+        h, c = s
+        z = K.dot(xt, w) + K.dot(h, u)
+        i, f, g, o = (z[:, 6 * n : 6 * n + 6] for n in range(4))
+        c2 = K.sigmoid(f) * c + K.sigmoid(i) * K.tanh(g)
+        h2 = K.sigmoid(o) * K.tanh(c2)
+        return h2, [h2, c2]
+
+    zeros = K.zeros((3, 6))
+    last, _, _ = K.rnn(step, x, [zeros, zeros])
+    loss = K.sum(K.square(last))
+    outputs = [loss, *K.gradients(loss, [w, u])]
+    f = K.function([x], outputs)
+    scans = [op for op in _graph(f).walk() if isinstance(op, ScanOp)]
+    assert [sorted(direct_outputs(s)) for s in scans] == [[3], [0]]
+    module, captures = trace.extract([x], outputs, "test")
+    xs = RNG.standard_normal((3, 5, 4))
+    want = interp.run_module(module, [xs, *(c.storage for c in captures)])
+    for got, expected in zip(f([xs]), want, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13)
