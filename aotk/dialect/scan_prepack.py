@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerAttr
 from xdsl.ir import Block, Operation, SSAValue
 
-from aotk.dialect import strided_views
+from aotk.dialect import scan_epilogue, strided_views
 from aotk.dialect.arithmetic import AddOp
 from aotk.dialect.base import elem_of, tensor
 from aotk.dialect.linalg import MatMulOp
@@ -33,6 +33,8 @@ class Packs:
     packed: dict[Operation, Buf] = field(default_factory=dict)
     adds: dict[Operation, AddOp] = field(default_factory=dict)  # matmul -> its add
     absorbed: set[Operation] = field(default_factory=set)  # those adds
+    epilogues: dict[Operation, scan_epilogue.Epilogue] = field(default_factory=dict)
+    done: set[Operation] = field(default_factory=set)  # lowered with their matmul
 
 
 def plan(low: BodyLowering, scan: Operation) -> Packs:
@@ -47,6 +49,10 @@ def plan(low: BodyLowering, scan: Operation) -> Packs:
         if add is not None:
             packs.adds[op] = add
             packs.absorbed.add(add)
+        epilogue = scan_epilogue.find((add or op).results[0], op)
+        if epilogue is not None:
+            packs.epilogues[op] = epilogue
+            packs.done.update([*epilogue.views, epilogue.fused])
         key = (op.rhs, _flag(op.transpose_rhs))
         if key not in by_weight:
             by_weight[key] = _pack(low, *key)
@@ -71,7 +77,7 @@ def lower_op(low: BodyLowering, op: Operation, targets: dict[SSAValue, Buf], pac
     (writing its add's result, when it does the add), an add done by a matmul not at all."""
     packed = packs.packed.get(op)
     if packed is None:
-        if op not in packs.absorbed:
+        if op not in packs.absorbed and op not in packs.done:
             low.lower_op(op, targets)
         return
     assert isinstance(op, MatMulOp)
@@ -80,12 +86,19 @@ def lower_op(low: BodyLowering, op: Operation, targets: dict[SSAValue, Buf], pac
     add = packs.adds.get(op)
     (out,) = low.bind_results(add or op, dims, targets)
     low.bufs[op.result] = out
+    epilogue = packs.epilogues.get(op)
+    if epilogue is not None:
+        scan_epilogue.bind(low, epilogue, targets)
     if not low.code:
         return
     m, n, kdim = low.k.product(out.dims[:-1]), out.dims[-1], a.dims[-1]
     addend = [] if add is None else [low.bufs[_other(add, op.result)]]
     name = matmul_prepacked.matmul_name(a.elem, add is not None)
-    library.call(low.k, name, [out, a, packed, *addend, m, n, kdim])
+    if epilogue is None:
+        library.call(low.k, name, [out, a, packed, *addend, m, n, kdim])
+    else:
+        rows = matmul_prepacked.row_tile(a.elem)
+        scan_epilogue.emit(low, epilogue, (name, out, a, packed, addend), (m, n, kdim), rows)
 
 
 def _sole_add(op: MatMulOp, scan: Operation) -> AddOp | None:

@@ -52,26 +52,33 @@ def broadcast_dims(k: Kernel, static: Sequence[int | None], ins: Sequence[Buf]) 
     return out
 
 
-def emit(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> None:
-    """Loop over the outputs' dims; `body(k, input scalars) -> output scalars`."""
+def emit(
+    k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn, parallel: bool = True
+) -> None:
+    """Loop over the outputs' dims; `body(k, input scalars) -> output scalars`. Not
+    `parallel`: for a caller whose own loop shares out the work."""
     dims = list(outs[0].dims)
     others = [*ins, *outs[1:]]
+
+    def flat() -> None:
+        _flat(k, outs, ins, body, parallel)
+
+    def nested() -> None:
+        _nested(k, outs, ins, body, parallel)
+
     if any(b.strides is not None for b in ins):  # a strided view has no flat order
-        _nested(k, outs, ins, body)
-        return
-    if all(_same_dims(b.dims, dims) for b in others):
-        _flat(k, outs, ins, body)
-        return
-    if all(_may_match(b.dims, dims) for b in others):
+        nested()
+    elif all(_same_dims(b.dims, dims) for b in others):
+        flat()
+    elif all(_may_match(b.dims, dims) for b in others):
         # Dynamic dims that usually match: a contiguous flat loop when they do at run
         # time (LLVM vectorizes it with plain loads), the broadcasting nest otherwise.
-        cond = _all_equal(k, others, dims)
-        k.if_else(cond, lambda: _flat(k, outs, ins, body), lambda: _nested(k, outs, ins, body))
-        return
-    _nested(k, outs, ins, body)
+        k.if_else(_all_equal(k, others, dims), flat, nested)
+    else:
+        nested()
 
 
-def _flat(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> None:
+def _flat(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn, parallel: bool) -> None:
     total = k.product(outs[0].dims)
     element = _element_block(k, outs, ins, body)
     chunk = _chunk(k.body_cost(element))
@@ -79,7 +86,7 @@ def _flat(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> N
         k.loop_over(element, total, trips=chunk)
         return
     chunks = k.div(k.add(total, chunk - 1), chunk)
-    with k.loop(chunks, parallel=True) as c:
+    with k.loop(chunks, parallel=parallel) as c:
         start = k.mul(c, chunk)
         k.loop_over(element, k.min(k.add(start, chunk), total), lb=start, trips=chunk)
 
@@ -105,11 +112,13 @@ def _element_block(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: Bod
     return block
 
 
-def _nested(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> None:
+def _nested(
+    k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn, parallel: bool
+) -> None:
     dims = list(outs[0].dims)
     in_strides = [_broadcast_strides(k, b, dims) for b in ins]
     out_strides = [k.strides(o.dims) for o in outs]
-    with k.nest(dims, parallel=len(dims) > 1) as ivs:
+    with k.nest(dims, parallel=parallel and len(dims) > 1) as ivs:
         loads = [k.load_flat(b, k.linear(ivs, st)) for b, st in zip(ins, in_strides, strict=True)]
         values = body(k, loads)
         for out, st, v in zip(outs, out_strides, values, strict=True):
@@ -159,4 +168,4 @@ def _broadcast_strides(k: Kernel, buf: Buf, dims: Sequence[DimV]) -> list[DimV]:
     return out
 
 
-__all__ = ["INDEX", "broadcast_dims", "emit"]
+__all__ = ["INDEX", "BodyFn", "broadcast_dims", "emit"]

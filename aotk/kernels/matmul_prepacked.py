@@ -33,6 +33,11 @@ def _tiles(elem: Attribute) -> heuristics.MatmulTiles:
     return heuristics.matmul_tiles(dtypes.byte_size(elem), 1, 1, 1)
 
 
+def row_tile(elem: Attribute) -> int:
+    """Rows of C one register tile covers."""
+    return _tiles(elem).mr
+
+
 def packed_elems(k: Kernel, elem: Attribute, n: DimV, kdim: DimV) -> DimV:
     """Elements of a packed B: K rows of N rounded up to whole slivers."""
     tiles = _tiles(elem)

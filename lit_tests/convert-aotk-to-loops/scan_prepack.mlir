@@ -103,3 +103,47 @@ func.func @shared(%xs: tensor<5x3x20xf32>, %h0: tensor<3x20xf32>, %u: tensor<20x
   }
   func.return %h : tensor<3x20xf32>
 }
+
+// The gates after the recurrent product run in the same loop, by blocks of rows (6, the
+// AVX2 register tile's): each block's product rows (the prepacked matmul with the add
+// on rows r0.., A and X moved r0 rows on), then tanh(a) * b on those rows, read through
+// the views of the product and written to the carry in place. No loop of its own for
+// the gates, no copy of the carry.
+// CHECK-LABEL: func.func @gates(
+// CHECK:         %[[CARRY:.*]] = ptr_xdsl.from_ptr %{{.*}} : !ptr_xdsl.ptr -> memref<40xf32>
+// CHECK:         func.call @aotk_uk_pack_rhs_float32(
+// CHECK:         scf.for
+// CHECK:           memref.store %{{.*}}, %[[CARRY]]
+// CHECK:         scf.for %[[T:.*]] =
+// CHECK:           scf.for %[[B:.*]] =
+// CHECK-NEXT:        %[[R0:.*]] = arith.muli %[[B]], %{{.*}} : index
+// CHECK-NEXT:        %[[LEFT:.*]] = arith.subi %{{.*}}, %[[R0]] : index
+// CHECK-NEXT:        %[[ROWS:.*]] = arith.minsi %{{.*}}, %[[LEFT]] : index
+// CHECK:             %[[N:.*]] = arith.index_cast %[[ROWS]] : index to i64
+// CHECK:             func.call @aotk_uk_matmul_float32_prepacked_add(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[N]],
+// CHECK:             ptr_xdsl.to_ptr %[[CARRY]]
+// CHECK:             scf.for %{{.*}} = %{{.*}} to %[[ROWS]] step
+// CHECK:               math.absf
+// CHECK:               math.copysign
+// CHECK:               arith.mulf
+// CHECK:               memref.store
+// CHECK-NOT:     func.call
+// CHECK:         scf.for
+// CHECK-NEXT:      memref.load %[[CARRY]]
+// CHECK-NEXT:      memref.store %{{.*}}, %out0
+// CHECK-LABEL: func.func @gates_workspace_size(
+func.func @gates(%xw: tensor<3x10x8xf32>, %h0: tensor<10x4xf32>, %u: tensor<4x8xf32>) -> tensor<10x4xf32> {
+  %hn = aotk.scan seqs(%x = %xw) carries(%h = %h0) : (tensor<3x10x8xf32>, tensor<10x4xf32>) -> (tensor<10x4xf32>) {
+    %p = "aotk.matmul"(%h, %u) : (tensor<10x4xf32>, tensor<4x8xf32>) -> tensor<10x8xf32>
+    %z = "aotk.add"(%x, %p) : (tensor<10x8xf32>, tensor<10x8xf32>) -> tensor<10x8xf32>
+    %a = "aotk.slice"(%z) <{start = array<i64: 0, 0>, stop = array<i64: 9223372036854775807, 4>, step = array<i64: 1, 1>}> : (tensor<10x8xf32>) -> tensor<10x4xf32>
+    %b = "aotk.slice"(%z) <{start = array<i64: 0, 4>, stop = array<i64: 9223372036854775807, 9223372036854775807>, step = array<i64: 1, 1>}> : (tensor<10x8xf32>) -> tensor<10x4xf32>
+    %n = aotk.fused(%ea = %a, %eb = %b) : (tensor<10x4xf32>, tensor<10x4xf32>) -> (tensor<10x4xf32>) {
+      %t = "aotk.tanh"(%ea) : (tensor<f32>) -> tensor<f32>
+      %m = "aotk.mul"(%t, %eb) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      aotk.yield %m : tensor<f32>
+    }
+    aotk.yield %n : tensor<10x4xf32>
+  }
+  func.return %hn : tensor<10x4xf32>
+}
