@@ -70,6 +70,17 @@ def fresh_graph():
 
 
 @pytest.fixture
+def float64():
+    """K.floatx() is float64 for the test (gradients checked by finite differences)."""
+    from aotk import backend as K
+
+    old = K.floatx()
+    K.set_floatx("float64")
+    yield
+    K.set_floatx(old)
+
+
+@pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)
 

@@ -18,13 +18,7 @@ from aotk.dialect import shape as sh
 from aotk.dialect import unary as un
 from aotk.dialect.identity import StopGradientOp
 
-
-@pytest.fixture(autouse=True)
-def float64():
-    old = K.floatx()
-    K.set_floatx("float64")
-    yield
-    K.set_floatx(old)
+pytestmark = pytest.mark.usefixtures("float64")  # see conftest.py
 
 
 def _emit(op, *xs, **attrs):

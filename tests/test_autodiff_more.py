@@ -16,13 +16,7 @@ from aotk.dialect.gather_grad import GatherGradOp
 from aotk.dialect.sparse import SparseGatherOp
 from aotk.dialect.upsample import UpsampleLinearGradOp
 
-
-@pytest.fixture(autouse=True)
-def float64():
-    old = K.floatx()
-    K.set_floatx("float64")
-    yield
-    K.set_floatx(old)
+pytestmark = pytest.mark.usefixtures("float64")  # see conftest.py
 
 
 RNG = np.random.default_rng(0)

@@ -16,12 +16,7 @@ RNG = np.random.default_rng(0)
 B, T, D, H = 3, 5, 4, 6
 
 
-@pytest.fixture(autouse=True)
-def float64():
-    old = K.floatx()
-    K.set_floatx("float64")
-    yield
-    K.set_floatx(old)
+pytestmark = pytest.mark.usefixtures("float64")  # see conftest.py
 
 
 def _weights():

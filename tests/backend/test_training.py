@@ -8,14 +8,6 @@ import pytest
 from aotk import backend as K
 
 
-@pytest.fixture
-def float64():
-    old = K.floatx()
-    K.set_floatx("float64")
-    yield
-    K.set_floatx(old)
-
-
 def _data(n: int = 48, d: int = 6, classes: int = 3):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((n, d))

@@ -23,12 +23,7 @@ from aotk.lowering import pipeline
 RNG = np.random.default_rng(7)
 
 
-@pytest.fixture(autouse=True)
-def float64():
-    old = K.floatx()
-    K.set_floatx("float64")
-    yield
-    K.set_floatx(old)
+pytestmark = pytest.mark.usefixtures("float64")  # see conftest.py
 
 
 def _graph(f: Any) -> Any:
