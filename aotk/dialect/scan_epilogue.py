@@ -37,8 +37,8 @@ class Epilogue:
 
 def find(product: SSAValue, matmul: Operation) -> Epilogue | None:
     """The epilogue of the matrix `product` of `matmul`, if one fused kernel is all that
-    reads it (directly or through row-whole views), and reads nothing computed after
-    `matmul`."""
+    reads it (directly or through row-whole views), and nothing but those views (and
+    the add the matmul does) runs between the two."""
     if len(shape_of(product.type)) != 2:
         return None
     views = [u.operation for u in product.uses if isinstance(u.operation, SliceOp)]
@@ -49,8 +49,10 @@ def find(product: SSAValue, matmul: Operation) -> Epilogue | None:
         return None
     block = matmul.parent_block()
     assert block is not None
-    own = {product, *(v.result for v in views)}
-    if any(_after(o, matmul, block) for o in fused.inputs if o not in own):
+    # The kernel runs where the matmul is: nothing between them may see it run early
+    # (read a carry it writes in place, say), nor compute one of its inputs.
+    allowed = {product.owner, *views}
+    if any(op not in allowed for op in _between(block, matmul, fused)):
         return None
     if any(len(shape_of(r.type)) != 2 for r in fused.outputs):
         return None
@@ -65,12 +67,10 @@ def _row_whole(view: Operation) -> bool:
     return (attrs["start"][0], attrs["stop"][0], attrs["step"][0]) == (0, FULL, 1)
 
 
-def _after(value: SSAValue, op: Operation, block: Block) -> bool:
-    """Whether `value` is computed in `block` after `op`."""
-    owner = value.owner
-    if not isinstance(owner, Operation) or owner.parent_block() is not block:
-        return False
-    return block.get_operation_index(owner) > block.get_operation_index(op)
+def _between(block: Block, first: Operation, last: Operation) -> list[Operation]:
+    """The ops of `block` strictly between `first` and `last`."""
+    ops = list(block.ops)
+    return ops[ops.index(first) + 1 : ops.index(last)]
 
 
 def bind(low: BodyLowering, epilogue: Epilogue, targets: dict[SSAValue, Buf]) -> list[Buf]:

@@ -86,3 +86,26 @@ def test_a_product_read_by_anything_else_runs_on_its_own() -> None:
     module, captures = trace.extract([x, h0], [outs], "test")
     (want,) = interp.run_module(module, [xs, hs, *(c.storage for c in captures)])
     np.testing.assert_allclose(f([xs, hs])[0], want, rtol=1e-12, atol=1e-12)
+
+
+def test_no_epilogue_when_an_op_between_reads_what_the_gates_overwrite() -> None:
+    """A matmul between the product and the gates reads the old h, which the gates write
+    in place: the gates must not run early, where the product is."""
+    x, h0 = K.placeholder((3, 4, D), dtype="float64"), K.placeholder((3, H), dtype="float64")
+    u = K.variable(RNG.normal(0, 0.5, (H, 2 * H)), dtype="float64")
+    v = K.variable(RNG.normal(0, 0.5, (H, H)), dtype="float64")
+    w = K.variable(RNG.normal(0, 0.5, (D, 2 * H)), dtype="float64")
+
+    def step(xt: Any, s: list[Any]) -> tuple[Any, list[Any]]:
+        z = K.dot(xt, w) + K.dot(s[0], u)
+        mixed = K.dot(s[0], v)
+        h = K.tanh(z[:, :H]) * K.sigmoid(z[:, H:])
+        return h + mixed, [h]
+
+    _, outs, _ = K.rnn(step, x, [h0])
+    f = K.function([x, h0], [outs])
+    assert _epilogues(f) == [False, False]  # h @ U, h @ V
+    xs, hs = RNG.standard_normal((3, 4, D)), RNG.standard_normal((3, H))
+    module, captures = trace.extract([x, h0], [outs], "test")
+    (want,) = interp.run_module(module, [xs, hs, *(c.storage for c in captures)])
+    np.testing.assert_allclose(f([xs, hs])[0], want, rtol=1e-12, atol=1e-12)
