@@ -5,8 +5,8 @@ body computes dims and workspace slices outside the loop (so they dominate it), 
 pass inside the loop writes into those slices. Carries live in their own buffers; a new
 carry that is elementwise in its old value is computed right there
 (`in_place.carries_in_place`). Each iteration stages the other new carries that
-alias old state, then copies them in, and copies the step's outputs to row t of the
-stacked results.
+alias old state, then copies them in. A step output that a body op computes is written
+into row t of its stacked result (`direct_outputs`); the others are copied there.
 """
 
 from __future__ import annotations
