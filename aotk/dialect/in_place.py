@@ -15,11 +15,9 @@ from collections.abc import Set
 
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.irdl import IRDLOperation
 
 from aotk.dialect import strided_views
-from aotk.dialect.fused import FusedOp
-from aotk.dialect.registry import Kind, is_registered, lookup
+from aotk.dialect.registry import Kind, kind_of
 from aotk.dialect.scan import ScanOp
 
 
@@ -52,11 +50,6 @@ def carries_in_place(scan: ScanOp, absorbed: Set[Operation]) -> set[int]:
     return chosen
 
 
-def kind_of(op: Operation) -> Kind | None:
-    """The registry kind of `op` (None for an op that is not an aotk primitive)."""
-    return lookup(op).kind if isinstance(op, IRDLOperation) and is_registered(op) else None
-
-
 def aliases(arg: SSAValue, strided: bool = False) -> set[SSAValue]:
     """`arg` and every view of it (their buffers are arg's); with `strided`, the slices
     read in place too (not those of a variable overwritten in place:
@@ -74,8 +67,7 @@ def aliases(arg: SSAValue, strided: bool = False) -> set[SSAValue]:
 def elementwise_in(writer: Operation, value: SSAValue, arg: SSAValue, old: set[SSAValue]) -> bool:
     """`writer` computes `value` elementwise, reading the old buffer only as `arg` itself
     of the result's type (so at the index it writes)."""
-    elementwise = isinstance(writer, FusedOp) or kind_of(writer) is Kind.ELEMENTWISE
-    return elementwise and all(
+    return strided_views.elementwise_loop(writer) and all(
         o not in old or (o is arg and o.type == value.type) for o in writer.operands
     )
 

@@ -81,6 +81,12 @@ def is_registered(op: object) -> bool:
     return type(op) in REGISTRY
 
 
+def kind_of(op: object) -> Kind | None:
+    """The kind of an aotk op, None for any other op."""
+    opdef = REGISTRY.get(type(op))  # type: ignore[arg-type]
+    return opdef.kind if opdef is not None else None
+
+
 class BodyLowering(Protocol):
     """What a REGION op's lowering rule may use of `convert-aotk-to-loops`."""
 

@@ -22,7 +22,7 @@ from aotk.dialect import gradlib as lib
 from aotk.dialect import trace
 from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.fused import YieldOp
-from aotk.dialect.registry import Kind, is_registered, lookup
+from aotk.dialect.registry import Kind, kind_of
 from aotk.dialect.scan import ScanOp, result_types
 from aotk.dialect.trace import KTensor
 
@@ -104,7 +104,7 @@ def _contractions(block) -> list[SSAValue]:
     return [
         r
         for inner in block.ops
-        if is_registered(inner) and lookup(inner).kind is Kind.CONTRACTION
+        if kind_of(inner) is Kind.CONTRACTION
         for r in inner.results
         if _is_float(r)
     ]

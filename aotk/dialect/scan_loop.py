@@ -16,8 +16,8 @@ from xdsl.ir import Operation, SSAValue
 from aotk.dialect import scan_prepack, strided_views
 from aotk.dialect.base import elem_of
 from aotk.dialect.fused import YieldOp
-from aotk.dialect.in_place import aliases, carries_in_place, kind_of
-from aotk.dialect.registry import BodyLowering, Kind
+from aotk.dialect.in_place import aliases, carries_in_place
+from aotk.dialect.registry import BodyLowering, Kind, kind_of
 from aotk.dialect.scan import ScanOp
 from aotk.kernels.kernel import Buf, DimV
 

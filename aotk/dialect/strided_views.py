@@ -16,10 +16,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from xdsl.ir import Operation, SSAValue, Use
-from xdsl.irdl import IRDLOperation
 
 from aotk.dialect.fused import FusedOp
-from aotk.dialect.registry import Kind, is_registered, lookup
+from aotk.dialect.registry import Kind, kind_of
 from aotk.dialect.scan import ScanOp
 from aotk.dialect.shape import FULL, SliceOp, slice_bounds
 from aotk.kernels.kernel import Buf, DimV, Kernel
@@ -67,12 +66,10 @@ def _reads_view(use: Use, attrs: dict[str, Any]) -> bool:
                 attrs["start"][1:], attrs["stop"][1:], attrs["step"][1:], strict=True
             )
         )
-    if any(c <= 0 for c in attrs["step"]):
-        return False
-    if isinstance(user, FusedOp):
-        return True
-    return (
-        isinstance(user, IRDLOperation)
-        and is_registered(user)
-        and lookup(user).kind is Kind.ELEMENTWISE
-    )
+    return all(c > 0 for c in attrs["step"]) and elementwise_loop(user)
+
+
+def elementwise_loop(op: Operation) -> bool:
+    """Whether `op` is lowered by `elementwise_nest.emit`: `aotk.fused` or a plain
+    elementwise op."""
+    return isinstance(op, FusedOp) or kind_of(op) is Kind.ELEMENTWISE

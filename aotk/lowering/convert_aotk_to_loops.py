@@ -34,7 +34,7 @@ from aotk import dtypes
 from aotk.dialect import metadata, strided_views
 from aotk.dialect.base import elem_of, located, shape_of, tensor
 from aotk.dialect.elementwise import lower_scalar
-from aotk.dialect.registry import Kind, is_registered, lookup
+from aotk.dialect.registry import Kind, is_registered, kind_of, lookup
 from aotk.kernels import elementwise_nest, library
 from aotk.kernels.checked_sizes import SizeKernel
 from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
@@ -73,7 +73,9 @@ class _Lowerer:
         self.ws_offset: DimV = 0
         self.ws: SSAValue | None = None
         self._scratch: dict[Any, Buf] = {}
-        self.overwritten = overwritten(fn, variable_updates(fn))
+        updates = variable_updates(fn)
+        self.in_place = in_place_updates(fn, updates)  # output indices
+        self.overwritten = overwritten(fn, updates, self.in_place)
 
     def dims_from_args(self, dim_args: list[SSAValue]) -> dict[tuple[int, int], SSAValue]:
         return {
@@ -182,7 +184,7 @@ def _kernel(fn: func.FuncOp) -> func.FuncOp:
     for i, (arg, mem) in enumerate(zip(fn.body.block.args, in_args, strict=True)):
         low.bind_input(arg, mem, i, dims)
     returned = _returned(fn)
-    targets = _output_targets(fn, list(out_args))
+    targets = _output_targets(fn, list(out_args), low.in_place)
     for op in fn.body.block.ops:
         if not isinstance(op, func.ReturnOp):
             low.lower_op(op, targets)
@@ -207,7 +209,8 @@ def _plan(fn: func.FuncOp, block: Block, checked: bool) -> _Lowerer:
     dims = low.dims_from_args(list(block.args[: len(dynamic_dims(fn))]))
     for i, arg in enumerate(fn.body.block.args):
         low.bind_input(arg, None, i, dims)
-    targets = _output_targets(fn, [low.k.index(0)] * len(fn.function_type.outputs))
+    outputs = [low.k.index(0)] * len(fn.function_type.outputs)
+    targets = _output_targets(fn, outputs, low.in_place)
     for op in fn.body.block.ops:
         if not isinstance(op, func.ReturnOp):
             low.lower_op(op, targets)
@@ -278,7 +281,9 @@ def variable_updates(fn: func.FuncOp) -> dict[int, int]:
     return dict(zip(pairs[::2], pairs[1::2], strict=True))
 
 
-def _output_targets(fn: func.FuncOp, out_mems: list[SSAValue]) -> dict[SSAValue, Buf]:
+def _output_targets(
+    fn: func.FuncOp, out_mems: list[SSAValue], in_place: set[int]
+) -> dict[SSAValue, Buf]:
     """Results computed straight into an output buffer (the first return of each).
 
     A variable's new value is one only when it can be written in place
@@ -286,15 +291,10 @@ def _output_targets(fn: func.FuncOp, out_mems: list[SSAValue]) -> dict[SSAValue,
     may still read, so the value is computed aside and copied in at the very end.
     """
     late = variable_updates(fn)
-    late = {i: arg for i, arg in late.items() if i not in in_place_updates(fn, late)}
+    late = {i: arg for i, arg in late.items() if i not in in_place}
     targets: dict[SSAValue, Buf] = {}
     for i, (v, out) in enumerate(zip(_returned(fn), out_mems, strict=True)):
-        if (
-            i not in late
-            and v not in targets
-            and is_registered(v.owner)
-            and lookup(v.owner).kind is not Kind.VIEW  # type: ignore[arg-type]
-        ):
+        if i not in late and v not in targets and kind_of(v.owner) not in (None, Kind.VIEW):
             targets[v] = Buf(out, (), elem_of(v.type))
     return targets
 

@@ -15,8 +15,8 @@ from xdsl.ir import Operation, SSAValue
 
 from aotk.dialect.base import shape_of
 from aotk.dialect.fused import FusedOp
-from aotk.dialect.in_place import aliases, elementwise_in, kind_of, read_after
-from aotk.dialect.registry import Kind
+from aotk.dialect.in_place import aliases, elementwise_in, read_after
+from aotk.dialect.registry import Kind, kind_of
 
 
 def in_place_updates(fn: func.FuncOp, updates: dict[int, int]) -> set[int]:
@@ -46,17 +46,12 @@ def in_place_updates(fn: func.FuncOp, updates: dict[int, int]) -> set[int]:
     return chosen
 
 
-def overwritten(fn: func.FuncOp, updates: dict[int, int]) -> set[SSAValue]:
-    """The values whose buffer an in-place update overwrites: each such variable and its
-    views. A slice of one must be copied before the update, not read in place after it
-    (`dialect.strided_views`)."""
+def overwritten(fn: func.FuncOp, updates: dict[int, int], in_place: set[int]) -> set[SSAValue]:
+    """The values whose buffer an in-place update (`in_place`, from `in_place_updates`)
+    overwrites: each such variable and its views. A slice of one must be copied before
+    the update, not read in place after it (`dialect.strided_views`)."""
     args = fn.body.block.args
-    return {
-        alias
-        for out in in_place_updates(fn, updates)
-        if updates[out] >= 0
-        for alias in aliases(args[updates[out]])
-    }
+    return {alias for out in in_place if updates[out] >= 0 for alias in aliases(args[updates[out]])}
 
 
 def _computes(op: Operation) -> bool:
