@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, vector
 from xdsl.dialects.arith import FastMathFlagsAttr
-from xdsl.dialects.builtin import VectorType, i1
+from xdsl.dialects.builtin import DenseArrayBase, VectorType, i1, i64
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import SSAValue
 
@@ -90,6 +90,25 @@ def splat(k: Kernel, scalar: SSAValue, vt: VectorType) -> SSAValue:
 
 def vfma(k: Kernel, x: SSAValue, y: SSAValue, acc: SSAValue) -> SSAValue:
     return k.b.insert(vector.FMAOp(x, y, acc)).res
+
+
+def transpose(k: Kernel, rows: Sequence[SSAValue]) -> list[SSAValue]:
+    """The columns of the square matrix whose rows are `rows` (n vectors of n lanes, n a
+    power of two): log2(n) rounds of shuffles, round s swapping the off-diagonal s x s
+    blocks of every 2s x 2s block (s = n/2, ..., 1)."""
+    n = len(rows)
+    out = list(rows)
+    s = n // 2
+    while s:
+        low = DenseArrayBase.from_list(i64, [j if j & s == 0 else n + j - s for j in range(n)])
+        high = DenseArrayBase.from_list(i64, [j + s if j & s == 0 else n + j for j in range(n)])
+        for i in (i for i in range(n) if i & s == 0):
+            top, bottom, vt = out[i], out[i + s], out[i].type
+            assert isinstance(vt, VectorType)
+            out[i] = k.b.insert(vector.ShuffleOp(top, bottom, low, result_type=vt)).result
+            out[i + s] = k.b.insert(vector.ShuffleOp(top, bottom, high, result_type=vt)).result
+        s //= 2
+    return out
 
 
 def zero_fill(k: Kernel, ops: Operands, rows: tuple[DimV, DimV], cols: tuple[DimV, DimV]) -> None:

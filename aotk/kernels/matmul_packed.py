@@ -76,16 +76,17 @@ def pack_transposed_a(
     """A[rows, k-range] from an A stored [K, M] into scratch after the B block, as one
     sliver of `mr` rows per tile (kk-major): the tiles then read it in order. Unpacked,
     the K rows of a tile's column of A are M apart, which for M a multiple of 1024
-    puts them all in a few cache sets."""
+    puts them all in a few cache sets. A tile's mr elements are adjacent in a row of
+    the stored A and in the sliver: one vector of mr lanes moves them."""
     k0, k1 = k_range
     base = k.sub(_a_base(k, ops, tiles), k.mul(k0, tiles.mr))
+    tile_vt = VectorType(ops.vt.element_type, [tiles.mr])
     with k.loop(k1, lb=k0, parallel=True, trips=tiles.packed_kc) as kk:
         src = k.mul(kk, ops.m)
         dst = k.add(base, k.mul(kk, tiles.mr))
-        with k.loop(rows[1], lb=rows[0]) as i:
-            r = k.rem(i, tiles.mr)
-            at = k.add(dst, k.add(k.mul(k.sub(i, r), tiles.packed_kc), r))
-            k.store_flat(scratch, at, k.load_flat(ops.a, k.add(src, i)))
+        with k.loop(rows[1], lb=rows[0], step=tiles.mr) as i0:
+            value = mk.vload(k, ops.a, k.add(src, i0), tile_vt)
+            mk.vstore(k, scratch, k.add(dst, k.mul(i0, tiles.packed_kc)), value)
 
 
 def pack_b(
@@ -112,21 +113,29 @@ def pack_b(
 def _pack_transposed_b(
     k: Kernel, ops: mk.Operands, tiles: MatmulTiles, scratch: Buf, k_range: Range, j_range: Range
 ) -> None:
-    """The same slivers from a B stored [N, K]: each of its rows (a column of the sliver)
-    is read contiguously and scattered one element per sliver row; threads split the
-    rows, which write disjoint columns of the slivers."""
-    width = tiles.nr * tiles.lanes
+    """The same slivers from a B stored [N, K], a square of `lanes` of its rows (columns
+    of the sliver) by `lanes` of K at a time: loaded as rows, transposed in registers
+    (`transpose`), stored as sliver rows; the K left over, element by element. Threads
+    split the squares' rows, which write disjoint columns. Element by element, every
+    store of a column went to another cache line of the sliver."""
+    lanes, width = tiles.lanes, tiles.nr * tiles.lanes
     k0, k1 = k_range
     jb, j_end = j_range
-    with k.loop(j_end, lb=jb, parallel=True, trips=tiles.packed_nc) as j:
+    k_squares = k.add(k0, k.mul(k.div(k.sub(k1, k0), lanes), lanes))
+    with k.loop(j_end, lb=jb, step=lanes, parallel=True, trips=tiles.packed_nc // lanes) as j:
         within = k.sub(j, jb)
         lane = k.rem(within, width)
         column = k.add(k.mul(k.sub(within, lane), tiles.packed_kc), lane)
-        src = k.mul(j, ops.kdim)
         dst = k.sub(column, k.mul(k0, width))
-        with k.loop(k1, lb=k0, trips=tiles.packed_kc) as kk:
-            value = k.load_flat(ops.b, k.add(src, kk))
-            k.store_flat(scratch, k.add(dst, k.mul(kk, width)), value)
+        srcs = [k.mul(k.add(j, r), ops.kdim) for r in range(lanes)]
+        with k.loop(k_squares, lb=k0, step=lanes, trips=tiles.packed_kc // lanes) as kk:
+            square = [mk.vload(k, ops.b, k.add(src, kk), ops.vt) for src in srcs]
+            for r, row in enumerate(mk.transpose(k, square)):
+                mk.vstore(k, scratch, k.add(dst, k.mul(k.add(kk, r), width)), row)
+        with k.loop(k1, lb=k_squares, trips=lanes // 2) as kk:
+            at = k.add(dst, k.mul(kk, width))
+            for r, src in enumerate(srcs):
+                k.store_flat(scratch, k.add(at, r), k.load_flat(ops.b, k.add(src, kk)))
 
 
 def packed_tile(

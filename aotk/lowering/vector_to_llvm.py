@@ -1,5 +1,5 @@
 """Builders for the `vector` compute ops aotk kernels emit (broadcast, fma, reduction,
-create_mask).
+create_mask, shuffle).
 
 Used by `convert-aotk-std-to-llvm`. vector.load/store and their masked forms are
 lowered earlier by `aotk-memory-to-llvm`; their alignment is `NaturalAlignment`'s job in `to_llvm`.
@@ -70,10 +70,22 @@ def _create_mask(op: Operation) -> list[Operation]:
     return [zero, llvm.CallIntrinsicOp(name, [zero.result, op.mask_dim_sizes[0]], [mt])]
 
 
+def _shuffle(op: Operation) -> list[Operation]:
+    """vector.shuffle of two 1-D vectors -> llvm.shufflevector with the same mask."""
+    assert isinstance(op, vector.ShuffleOp)
+    vt = op.result.type
+    assert isinstance(vt, VectorType)
+    if vt.get_num_dims() != 1:
+        raise ValueError(_where(op, f"only 1-D vector.shuffle is supported, got {vt}"))
+    mask = DenseArrayBase.from_list(i32, list(op.mask.get_values()))
+    return [llvm.ShuffleVectorOp(op.v1, op.v2, mask, vt)]
+
+
 # op type -> the llvm ops replacing it (the last one's result replaces the op's)
 VECTOR_BUILDERS = {
     vector.BroadcastOp: _broadcast,
     vector.FMAOp: _fma,
     vector.ReductionOp: _reduction,
     vector.CreateMaskOp: _create_mask,
+    vector.ShuffleOp: _shuffle,
 }

@@ -42,3 +42,15 @@ func.func @edge_mask(%n: index) -> vector<16xi1> {
   %m = vector.create_mask %n : vector<16xi1>
   func.return %m : vector<16xi1>
 }
+
+// -----
+
+// vector.shuffle becomes llvm.shufflevector with the same mask (a matmul packing a
+// transposed B transposes squares of it in registers).
+// CHECK-LABEL: llvm.func @trade_halves(
+// CHECK-NEXT:    %[[S:.*]] = llvm.shufflevector %a, %b [0, 1, 4, 5] : vector<4xf32>
+// CHECK-NEXT:    llvm.return %[[S]] : vector<4xf32>
+func.func @trade_halves(%a: vector<4xf32>, %b: vector<4xf32>) -> vector<4xf32> {
+  %s = vector.shuffle %a, %b [0, 1, 4, 5] : vector<4xf32>, vector<4xf32>
+  func.return %s : vector<4xf32>
+}

@@ -1,8 +1,11 @@
 """`aotk.matmul` with `transpose_lhs` / `transpose_rhs`: compiled against NumPy.
 
-A transposed B is packed by columns (M >= 2 * mr) or read by dot products (fewer rows,
-and the last columns and rows around the packed tiles); a transposed A is packed per K
-block. The shapes cover each path, its edges, and dynamic dims; errors are measured
+A transposed B is packed by columns (M >= 2 * mr), in squares of lanes x lanes
+transposed in registers and the K left over element by element, or read by dot products
+(fewer rows, and the last columns and rows around the packed tiles); a transposed A is
+packed per K block. The shapes cover each path, its edges (70 x 257 x 530: a K block of
+one row; 20 x 40 x 1010: two panels of B, K of two squares and 8 left over), and
+dynamic dims; errors are measured
 against |A| @ |B| as in `test_matmul_kernel`.
 """
 
@@ -17,7 +20,15 @@ from aotk.function import Function
 
 RTOL = {"float32": 1e-5, "float64": 1e-13}
 FLAGS = [(True, False), (False, True), (True, True)]
-SHAPES = [(1, 1, 1), (1, 300, 37), (5, 17, 33), (12, 64, 48), (13, 9, 20), (70, 257, 530)]
+SHAPES = [
+    (1, 1, 1),
+    (1, 300, 37),
+    (5, 17, 33),
+    (12, 64, 48),
+    (13, 9, 20),
+    (70, 257, 530),
+    (20, 40, 1010),
+]
 
 
 def _operands(rng, m: int, k: int, n: int, flags: tuple[bool, bool], dtype: str):
