@@ -77,16 +77,17 @@ def pack_transposed_a(
     sliver of `mr` rows per tile (kk-major): the tiles then read it in order. Unpacked,
     the K rows of a tile's column of A are M apart, which for M a multiple of 1024
     puts them all in a few cache sets. A tile's mr elements are adjacent in a row of
-    the stored A and in the sliver: one vector of mr lanes moves them."""
+    the stored A and in the sliver: one vector of mr lanes moves them. Threads split
+    the tiles, each written in order (row by row of A, every store went to another
+    tile's sliver, `mr * kc` elements on: all in one L1 set)."""
     k0, k1 = k_range
     base = k.sub(_a_base(k, ops, tiles), k.mul(k0, tiles.mr))
     tile_vt = VectorType(ops.vt.element_type, [tiles.mr])
-    with k.loop(k1, lb=k0, parallel=True, trips=tiles.packed_kc) as kk:
-        src = k.mul(kk, ops.m)
-        dst = k.add(base, k.mul(kk, tiles.mr))
-        with k.loop(rows[1], lb=rows[0], step=tiles.mr) as i0:
-            value = mk.vload(k, ops.a, k.add(src, i0), tile_vt)
-            mk.vstore(k, scratch, k.add(dst, k.mul(i0, tiles.packed_kc)), value)
+    with k.loop(rows[1], lb=rows[0], step=tiles.mr, parallel=True) as i0:
+        dst = k.add(base, k.mul(i0, tiles.packed_kc))
+        with k.loop(k1, lb=k0, trips=tiles.packed_kc) as kk:
+            value = mk.vload(k, ops.a, k.add(k.mul(kk, ops.m), i0), tile_vt)
+            mk.vstore(k, scratch, k.add(dst, k.mul(kk, tiles.mr)), value)
 
 
 def pack_b(

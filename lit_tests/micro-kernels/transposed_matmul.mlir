@@ -35,19 +35,19 @@
 // TB:           arith.addf {{.*}} fastmath<reassoc,contract> : f32
 // TB:         func.return
 
-// A stored [K, M]: per K block, the mr (6 on AVX2) elements of a tile of rows are
-// adjacent in a row of A^T and in the tile's sliver: one vector copies them, so a tile's
-// broadcasts read consecutive scratch instead of rows M apart.
+// A stored [K, M]: per K block, threads split the tiles of rows, and each tile's sliver
+// is written in order: its mr (6 on AVX2) elements are adjacent in a row of A^T and in
+// the sliver, so one vector copies them per K row. A tile's broadcasts then read
+// consecutive scratch instead of rows M apart.
 // TA-LABEL: func.func @aotk_uk_matmul_float32_packed_ta(
-// TA-DAG:     %[[M:.*]] = arith.index_cast %m : i64 to index
 // TA-DAG:     %[[A:.*]] = ptr_xdsl.from_ptr %a : !ptr_xdsl.ptr -> memref<?xf32>
 // TA-DAG:     %[[S:.*]] = ptr_xdsl.from_ptr %scratch : !ptr_xdsl.ptr -> memref<?xf32>
 // TA:         } else {
-// TA:         %[[ROW:.*]] = arith.muli %{{.*}}, %[[M]] : index
-// TA:         scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// TA-NEXT:      %[[AT:.*]] = arith.addi %[[ROW]], %[[I]] : index
-// TA-NEXT:      %[[V:.*]] = vector.load %[[A]][%[[AT]]] : memref<?xf32>, vector<6xf32>
-// TA:           vector.store %[[V]], %[[S]][%{{.*}}] : memref<?xf32>, vector<6xf32>
-// TA:         } {aotk.parallel =
+// TA:         %[[V:.*]] = vector.load %[[A]][%{{.*}}] : memref<?xf32>, vector<6xf32>
+// TA-NEXT:    %{{.*}} = arith.muli %{{.*}} : index
+// TA-NEXT:    %{{.*}} = arith.addi %{{.*}} : index
+// TA-NEXT:    vector.store %[[V]], %[[S]][%{{.*}}] : memref<?xf32>, vector<6xf32>
+// TA-NEXT:    }
+// TA-NEXT:    } {aotk.parallel =
 // TA:         vector.fma
 // TA:         func.return
