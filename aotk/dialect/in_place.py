@@ -3,7 +3,8 @@
 A new value (a training step's weight `w - lr * g`, a scan step's carry) is by default
 computed into a buffer of its own and copied over the old one at the end, since later
 ops may still read the old value. When it is elementwise in the old one (read at the
-index it is written, never broadcast) and nothing after its writer reads the old value,
+index it is written, never broadcast), or its writer accumulates into it (a matmul
+update), and nothing after its writer reads the old value,
 writing it in place is safe, and saves the copy and its workspace. This module holds the
 rule, and applies it to a scan's carries; `lowering.update_in_place` applies it to a
 function's variable updates.
@@ -17,7 +18,7 @@ from xdsl.dialects import func
 from xdsl.ir import Block, Operation, SSAValue
 
 from aotk.dialect import strided_views
-from aotk.dialect.registry import Kind, kind_of
+from aotk.dialect.registry import Kind, accumulates_into, kind_of
 from aotk.dialect.scan import ScanOp
 
 
@@ -66,7 +67,14 @@ def aliases(arg: SSAValue, strided: bool = False) -> set[SSAValue]:
 
 def elementwise_in(writer: Operation, value: SSAValue, arg: SSAValue, old: set[SSAValue]) -> bool:
     """`writer` computes `value` elementwise, reading the old buffer only as `arg` itself
-    of the result's type (so at the index it writes)."""
+    of the result's type (so at the index it writes); or it accumulates into `arg`
+    (`OpDef.accumulates_into`: read where, and before, it writes) and reads no other
+    part of the old buffer."""
+    into = accumulates_into(writer)
+    if into is not None:
+        others = [o for i, o in enumerate(writer.operands) if i != into]
+        accumulator = writer.operands[into]
+        return accumulator is arg and arg.type == value.type and not set(others) & old
     return strided_views.elementwise_loop(writer) and all(
         o not in old or (o is arg and o.type == value.type) for o in writer.operands
     )

@@ -73,14 +73,14 @@ def matmul_shape(
     return [*rows, dims[1][0] if transpose_rhs else dims[1][1]]
 
 
-def _np_matmul(
+def np_matmul(
     a: np.ndarray, b: np.ndarray, transpose_lhs: bool = False, transpose_rhs: bool = False
 ) -> np.ndarray:
     a, b = a.T if transpose_lhs else a, b.T if transpose_rhs else b
     return np.matmul(a, b).astype(a.dtype, copy=False)
 
 
-def _mnk(k: Kernel, a: Buf, b: Buf, a_t: bool, b_t: bool) -> tuple[Any, Any, Any]:
+def mnk(k: Kernel, a: Buf, b: Buf, a_t: bool, b_t: bool) -> tuple[Any, Any, Any]:
     m = a.dims[1] if a_t else k.product(a.dims[:-1])
     return m, b.dims[0] if b_t else b.dims[1], a.dims[0] if a_t else a.dims[-1]
 
@@ -94,13 +94,13 @@ def _lower(
     transpose_lhs: bool = False,
     transpose_rhs: bool = False,
 ) -> None:
-    m, n, kdim = _mnk(k, a, b, transpose_lhs, transpose_rhs)
+    m, n, kdim = mnk(k, a, b, transpose_lhs, transpose_rhs)
     matmul_kernel.emit(
         k, out, a, b, m=m, n=n, kdim=kdim, scratch=scratch, a_t=transpose_lhs, b_t=transpose_rhs
     )
 
 
-def _scratch(
+def matmul_scratch(
     k: Kernel,
     ins: list[Buf],
     result_type: Attribute,
@@ -110,11 +110,11 @@ def _scratch(
     """Room to pack a block of B (a fixed size, whatever M is), and a K block of a
     transposed A."""
     a, b = ins
-    mnk = _mnk(k, a, b, transpose_lhs, transpose_rhs)
-    return matmul_kernel.scratch_elems(k, a.elem, mnk, transpose_lhs)
+    dims = mnk(k, a, b, transpose_lhs, transpose_rhs)
+    return matmul_kernel.scratch_elems(k, a.elem, dims, transpose_lhs)
 
 
-def _grad(
+def matmul_grad(
     g: Any, y: Any, a: Any, b: Any, transpose_lhs: bool = False, transpose_rhs: bool = False
 ) -> tuple[Any, ...]:
     """d(a @ b): g @ b^T for a, and a^T @ g with a's leading dims folded into M for b;
@@ -124,7 +124,7 @@ def _grad(
     if transpose_lhs or transpose_rhs:
         a_eff = lib.transpose(a, (1, 0)) if transpose_lhs else a
         b_eff = lib.transpose(b, (1, 0)) if transpose_rhs else b
-        ga, gb = _grad(g, y, a_eff, b_eff)
+        ga, gb = matmul_grad(g, y, a_eff, b_eff)
         return (
             lib.transpose(ga, (1, 0)) if transpose_lhs else ga,
             lib.transpose(gb, (1, 0)) if transpose_rhs else gb,
@@ -143,10 +143,10 @@ register(
         ir=MatMulOp,
         kind=Kind.CONTRACTION,
         infer=infer_matmul,
-        numpy=_np_matmul,
+        numpy=np_matmul,
         lower=_lower,
         shape=matmul_shape,
-        grad=_grad,
-        scratch=_scratch,
+        grad=matmul_grad,
+        scratch=matmul_scratch,
     )
 )

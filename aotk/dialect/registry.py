@@ -63,6 +63,9 @@ class OpDef:
     # (kernel, ins, result_type, **attrs) -> elements of scratch memory the lowering may use
     # while it runs (passed as `scratch=`); 0 for none. Counted in the workspace size.
     scratch: Callable[..., Any] | None = None
+    # the operand a kernel may compute the result into, if any: one of the result's type
+    # that the lowering reads only where, and before, it writes (`dialect.in_place`)
+    accumulates_into: int | None = None
 
 
 REGISTRY: dict[type[IRDLOperation], OpDef] = {}
@@ -85,6 +88,12 @@ def kind_of(op: object) -> Kind | None:
     """The kind of an aotk op, None for any other op."""
     opdef = REGISTRY.get(type(op))  # type: ignore[arg-type]
     return opdef.kind if opdef is not None else None
+
+
+def accumulates_into(op: object) -> int | None:
+    """`OpDef.accumulates_into` of an aotk op, None for any other op."""
+    opdef = REGISTRY.get(type(op))  # type: ignore[arg-type]
+    return opdef.accumulates_into if opdef is not None else None
 
 
 class BodyLowering(Protocol):

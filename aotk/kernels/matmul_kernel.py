@@ -53,44 +53,49 @@ def emit(
     scratch: Buf | None = None,
     a_t: bool = False,
     b_t: bool = False,
+    alpha: Buf | None = None,
 ) -> None:
     """Emit c = a @ b; with `scratch` (see `scratch_elems`), B is packed. `a_t`: `a` is
-    stored as [K, M]; `b_t`: `b` is stored as [N, K]."""
+    stored as [K, M]; `b_t`: `b` is stored as [N, K]. With `alpha` (a float buffer of
+    one element), c = c + alpha * (a @ b) instead."""
     if not isinstance(c.elem, Float32Type | Float64Type):
+        assert alpha is None, "matmul updates are float micro-kernels"
         ops = mk.Operands(c, a, b, m, n, kdim, VectorType(c.elem, [1]), a_t, b_t)
         _emit_scalar(k, ops, m)
         return
     pointers = [c, a, b] if scratch is None else [c, a, b, scratch]
-    name = _kernel_name(c.elem, scratch is not None, a_t, b_t)
-    library.call(k, name, [*pointers, m, n, kdim])
+    name = _kernel_name(c.elem, (scratch is not None, a_t, b_t, alpha is not None))
+    library.call(k, name, [*pointers, *([alpha] if alpha is not None else []), m, n, kdim])
 
 
-def _kernel_name(elem: Attribute, packed: bool, a_t: bool, b_t: bool) -> str:
-    flags = ("_packed", packed), ("_ta", a_t), ("_tb", b_t)
+def _kernel_name(elem: Attribute, variant: tuple[bool, bool, bool, bool]) -> str:
+    flags = zip(("_packed", "_ta", "_tb", "_update"), variant, strict=True)
     return f"matmul_{dtypes.numpy_dtype(elem)}" + "".join(tag for tag, on in flags if on)
 
 
 def _build(
     elem: Float32Type | Float64Type,
-    variant: tuple[bool, bool, bool],
+    variant: tuple[bool, bool, bool, bool],
     k: Kernel,
     args: list[SSAValue],
 ) -> None:
-    """The body of a float matmul micro-kernel: (c, a, b[, scratch], m, n, k)."""
-    packed, a_t, b_t = variant
+    """The body of a float matmul micro-kernel: (c, a, b[, scratch][, alpha], m, n, k)."""
+    packed, a_t, b_t, update = variant
     m, n, kdim = args[-3:]
     flat = MemRefType(elem, [DYNAMIC_INDEX])
     scratch = scratch_elems(k, elem, (m, n, kdim), a_t)
     a_dims = (kdim, m) if a_t else (m, kdim)
     b_dims = (n, kdim) if b_t else (kdim, n)
-    dims: list[tuple[DimV, ...]] = [(m, n), a_dims, b_dims, (scratch,)]
+    dims: list[tuple[DimV, ...]] = [(m, n), a_dims, b_dims]
+    dims += [(scratch,)] * packed + [(1,)] * update
     bufs = [
         Buf(k.b.insert(ptr.FromPtrOp(p, flat)).res, d, elem)
-        for p, d in zip(args[:-3], dims, strict=False)
+        for p, d in zip(args[:-3], dims, strict=True)
     ]
     c, a, b = bufs[:3]
     vt = VectorType(elem, [heuristics.matmul_tiles(dtypes.byte_size(elem), m, n, kdim).lanes])
-    ops = mk.Operands(c, a, b, m, n, kdim, vt, a_t, b_t)
+    alpha = k.load_flat(bufs[-1], 0) if update else None
+    ops = mk.Operands(c, a, b, m, n, kdim, vt, a_t, b_t, alpha)
     emit_loops(k, ops, scratch=bufs[3] if packed else None)
 
 
@@ -251,13 +256,14 @@ def _panels(
 ) -> None:
     """C[rows, cols] = A[rows, :] @ B[:, cols] by panel updates, blocked over K and N;
     the panels add to C, zeroed here first (only the part they cover: the register tiles
-    write the rest without reading it)."""
+    write the rest without reading it), or not for an update (`Operands.alpha`)."""
     if _known_empty(*rows) or _known_empty(*cols):
         return
     if ops.b_t:
         _dot_panels(k, ops, rows, cols)
         return
-    mk.zero_fill(k, ops, rows, cols)
+    if ops.alpha is None:  # an update adds to what C holds
+        mk.zero_fill(k, ops, rows, cols)
     heights = tuple(r for r, _ in tiles.panels)
     unroll = dict(tiles.panels)
     lo, hi = cols
@@ -379,13 +385,13 @@ def _emit_scalar(k: Kernel, ops: mk.Operands, m: DimV) -> None:
 
 
 for _elem in (Float32Type(), Float64Type()):
-    for _packed, _a_t, _b_t in itertools.product((False, True), repeat=3):
-        _variant = (_packed, _a_t, _b_t)
+    for _packed, _a_t, _b_t, _update in itertools.product((False, True), repeat=4):
+        _variant = (_packed, _a_t, _b_t, _update)
         library.register(
             library.MicroKernel(
-                _kernel_name(_elem, *_variant),
-                "ppp" + "p" * _packed + "iii",
+                _kernel_name(_elem, _variant),
+                "ppp" + "p" * (_packed + _update) + "iii",
                 functools.partial(_build, _elem, _variant),
-                ("c", "a", "b", *(["scratch"] * _packed), "m", "n", "k"),
+                ("c", "a", "b", *["scratch"] * _packed, *["alpha"] * _update, "m", "n", "k"),
             )
         )

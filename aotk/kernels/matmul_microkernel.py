@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import arith, vector
+from xdsl.dialects import arith, math, vector
 from xdsl.dialects.arith import FastMathFlagsAttr
 from xdsl.dialects.builtin import DenseArrayBase, VectorType, i1, i64
 from xdsl.dialects.utils.fast_math import FastMathFlag
@@ -34,6 +34,9 @@ class Operands:
 
     `a_t`: A is stored transposed, as [K, M]; `b_t`: B is stored as [N, K]. Reading a
     transposed operand in place is what spares the gradient of a matmul its transposes.
+    `alpha` (a scalar): C = C + alpha * (A @ B), an update of what C holds (a training
+    step's `w - lr * x^T @ dz`): the products are summed as for C = A @ B and added,
+    scaled, where they are stored (`store_c`), or the panels' A values are scaled.
     """
 
     c: Buf
@@ -45,6 +48,7 @@ class Operands:
     vt: VectorType
     a_t: bool = False
     b_t: bool = False
+    alpha: SSAValue | None = None
 
     @property
     def lanes(self) -> int:
@@ -111,6 +115,24 @@ def transpose(k: Kernel, rows: Sequence[SSAValue]) -> list[SSAValue]:
     return out
 
 
+def store_c(
+    k: Kernel, ops: Operands, at: DimV, acc: SSAValue, mask: SSAValue | None = None
+) -> None:
+    """C[at:] = acc (a vector; `mask`: its first lanes only), or with `ops.alpha`,
+    C[at:] + alpha * acc."""
+    if ops.alpha is not None:
+        if mask is None:
+            old = vload(k, ops.c, at, ops.vt)
+        else:
+            zero = splat(k, const(k.b, 0.0, ops.vt.element_type), ops.vt)
+            old = vload_masked(k, ops.c, at, mask, zero)
+        acc = vfma(k, splat(k, ops.alpha, ops.vt), acc, old)
+    if mask is None:
+        vstore(k, ops.c, at, acc)
+    else:
+        vstore_masked(k, ops.c, at, mask, acc)
+
+
 def zero_fill(k: Kernel, ops: Operands, rows: tuple[DimV, DimV], cols: tuple[DimV, DimV]) -> None:
     """C[rows, cols] = 0, threads splitting the rows: whole vectors, then scalars."""
     lanes = ops.lanes
@@ -136,12 +158,16 @@ def panel(
     j_range: tuple[DimV, DimV],
     vectors: int | None = None,
 ) -> None:
-    """C[i0:i0+rows, j-range] += A[i0:i0+rows, kk:kk+ku] @ B[kk:kk+ku, j-range];
-    the j-range is whole vectors (see `column_tile` for the rest); `vectors`: their
-    typical number, for cost estimates. B is read by rows, so it must not be transposed."""
+    """C[i0:i0+rows, j-range] += A[i0:i0+rows, kk:kk+ku] @ B[kk:kk+ku, j-range] (A's
+    values times `ops.alpha`, if any); the j-range is whole vectors (see `column_tile`
+    for the rest); `vectors`: their typical number, for cost estimates. B is read by
+    rows, so it must not be transposed."""
     lanes, vt = ops.lanes, ops.vt
     avals = [
-        [k.load_flat(ops.a, ops.a_at(k, k.add(i0, r), k.add(kk, u))) for u in range(ku)]
+        [
+            _scaled(k, ops, k.load_flat(ops.a, ops.a_at(k, k.add(i0, r), k.add(kk, u))))
+            for u in range(ku)
+        ]
         for r in range(rows)
     ]
     asplat = [[splat(k, v, vt) for v in row] for row in avals]
@@ -157,6 +183,13 @@ def panel(
             vstore(k, ops.c, k.add(c_rows[r], j), accs[r])
 
 
+def _scaled(k: Kernel, ops: Operands, value: SSAValue) -> SSAValue:
+    """alpha * value for an update (`Operands.alpha`), else value."""
+    if ops.alpha is None:
+        return value
+    return k.b.insert(arith.MulfOp(ops.alpha, value)).result
+
+
 def column_tile(
     k: Kernel,
     ops: Operands,
@@ -169,11 +202,11 @@ def column_tile(
     """C[i0:i0+rows, j:j+count] (+)= A[rows, k-range] @ B[k-range, j:j+count] for tile =
     (i0, rows) and cols = (j, count): one vector per row (masked to its first count
     lanes; count None: all of them), kept in registers over the K range; C is read
-    first when `accumulate`. B's row kk starts at b_rows = (offset of row 0, row
-    stride), by default B's own (j, N). Used for the last columns, fewer than a panel's
-    or tile's width: a classifier's 10 outputs are all edge, and a panel's round trip
-    through C at every step would stall there, as a masked store does not forward to the
-    masked load after it."""
+    first when `accumulate` (an update always adds to C: `store_c`). B's row kk starts
+    at b_rows = (offset of row 0, row stride), by default B's own (j, N). Used for the
+    last columns, fewer than a panel's or tile's width: a classifier's 10 outputs are
+    all edge, and a panel's round trip through C at every step would stall there, as a
+    masked store does not forward to the masked load after it."""
     vt = ops.vt
     (i0, rows), (j, count) = tile, cols
     zero = splat(k, const(k.b, 0.0, vt.element_type), vt)
@@ -189,17 +222,16 @@ def column_tile(
         avals = [k.load_flat(ops.a, ops.a_at(k, k.add(i0, r), kk)) for r in range(rows)]
         return [vfma(k, splat(k, av, vt), bv, acc) for av, acc in zip(avals, accs, strict=True)]
 
-    accs = [load(ops.c, at) for at in c_at] if accumulate else [zero] * rows
+    from_c = accumulate and ops.alpha is None  # an update adds C where it stores
+    accs = [load(ops.c, at) for at in c_at] if from_c else [zero] * rows
     accs = k.fold_loop(k_range[1], accs, step, lb=k_range[0])
     for at, acc in zip(c_at, accs, strict=True):
-        if mask is None:
-            vstore(k, ops.c, at, acc)
-        else:
-            vstore_masked(k, ops.c, at, mask, acc)
+        store_c(k, ops, at, acc, mask)
 
 
 def dot_panel(k: Kernel, ops: Operands, i: DimV, j0: DimV, cols: int) -> None:
-    """C[i, j0:j0+cols] = A[i, :] @ B[:, j0:j0+cols] for a B stored [N, K]: one dot
+    """C[i, j0:j0+cols] = A[i, :] @ B[:, j0:j0+cols] (or C + alpha * that, for an
+    update) for a B stored [N, K]: one dot
     product of two contiguous rows per element, A's row read once for all `cols`; LLVM
     vectorizes the loop over K into per-lane partial sums."""
     ct = ops.vt.element_type
@@ -220,4 +252,7 @@ def dot_panel(k: Kernel, ops: Operands, i: DimV, j0: DimV, cols: int) -> None:
     sums = k.fold_loop(ops.kdim, [zero] * cols, step, trips=256)
     c_row = k.mul(i, ops.n)
     for c, total in enumerate(sums):
-        k.store_flat(ops.c, k.add(c_row, k.add(j0, c)), total)
+        at = k.add(c_row, k.add(j0, c))
+        if ops.alpha is not None:
+            total = k.b.insert(math.FmaOp(ops.alpha, total, k.load_flat(ops.c, at))).result
+        k.store_flat(ops.c, at, total)

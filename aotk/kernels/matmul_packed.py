@@ -12,6 +12,7 @@ the packing by rows of B, then the tiles by rows of C.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith
@@ -175,10 +176,10 @@ def packed_tile(
         return _tile_update(k, tiles, vt, (scratch, b_row), lambda r: a_value(r, kk), accs)
 
     def tile(k_end: DimV) -> None:
-        inits = _tile_inits(k, ops.c, c_offs, vt, k0)
+        inits = _tile_inits(k, ops, c_offs, k0)
         results = k.fold_loop(k_end, inits, step, lb=k0, trips=tiles.packed_kc)
         for off, value in zip(c_offs, results, strict=True):
-            mk.vstore(k, ops.c, off, value)
+            mk.store_c(k, ops, off, value)
 
     if isinstance(k0, int) and isinstance(k1, int):
         tile(k1)
@@ -187,14 +188,18 @@ def packed_tile(
     k.if_else(full, lambda: tile(k.add(k0, tiles.packed_kc)), lambda: tile(k1))
 
 
-def _tile_inits(k: Kernel, c: Buf, offs: list[DimV], vt: VectorType, k0: DimV) -> list[SSAValue]:
+def _tile_inits(k: Kernel, ops: mk.Operands, offs: list[DimV], k0: DimV) -> list[SSAValue]:
     """The accumulators a tile starts a K block with: C's values, or zero for the first
-    block (so C needs no zeroing pass before the matmul)."""
+    block (so C needs no zeroing pass before the matmul) and for an update's every block
+    (`mk.store_c` adds them to C, scaled)."""
+    vt = ops.vt
     zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
-    if isinstance(k0, int) and k0 == 0:
+    if (isinstance(k0, int) and k0 == 0) or ops.alpha is not None:
         return [zero] * len(offs)
     first = k.b.insert(arith.CmpiOp(k.index(k0), k.index(0), "eq")).result
-    return [k.b.insert(arith.SelectOp(first, zero, mk.vload(k, c, off, vt))).result for off in offs]
+    return [
+        k.b.insert(arith.SelectOp(first, zero, mk.vload(k, ops.c, off, vt))).result for off in offs
+    ]
 
 
 def _tile_update(
@@ -345,7 +350,7 @@ def whole_k_tile(
         inits = [mk.vload(k, init, at, vt) for at in c_at]
     results = k.fold_loop(ops.kdim, inits, step, trips=tiles.packed_kc)
     for at, value in zip(c_at, results, strict=True):
-        mk.vstore(k, ops.c, at, value)
+        mk.store_c(k, ops, at, value)
 
 
 def emit_edge(
@@ -373,7 +378,7 @@ def emit_edge(
         for v, lanes in enumerate(masks):
             value = mk.vload_masked(k, ops.b, k.add(src, v * tiles.lanes), lanes, zero)
             mk.vstore(k, scratch, k.add(dst, v * tiles.lanes), value)
-    edge = mk.Operands(ops.c, ops.a, scratch, ops.m, ops.n, ops.kdim, ops.vt, ops.a_t)
+    edge = dataclasses.replace(ops, b=scratch, b_t=False)
 
     def b_rows(j: DimV) -> tuple[DimV, DimV]:
         return k.add(base, k.sub(j, lo)), width

@@ -2,12 +2,12 @@
 
 Every memref and `!ptr_xdsl.ptr` value becomes an `!llvm.ptr`. A load or store at an
 element index becomes an inbounds GEP typed by the element (so LLVM sees the base pointer
-and the stride, and vectorizes) and an `llvm.load`/`llvm.store`; views
-(`ptr_xdsl.from_ptr`/`to_ptr`) vanish. Going through `ptr_xdsl` byte offsets instead, as
-xDSL's memref-to-ptr, ptr-type-offsets and ptr-to-llvm do, built a multiply, a cast pair
-and a GEP per access only for later passes to fold them: it cost a fifth of a recurrent
-model's compile. Memrefs need static strides and offset (identity layout: all but the
-first dimension static); aotk's own kernels use 1-D views.
+and the stride, and vectorizes) and an `llvm.load`/`llvm.store`; a memref's address, a
+`ptrtoint`; views (`ptr_xdsl.from_ptr`/`to_ptr`) vanish. Going through `ptr_xdsl` byte
+offsets instead, as xDSL's memref-to-ptr, ptr-type-offsets and ptr-to-llvm do, built a
+multiply, a cast pair and a GEP per access only for later passes to fold them: it cost a
+fifth of a recurrent model's compile. Memrefs need static strides and offset (identity
+layout: all but the first dimension static); aotk's own kernels use 1-D views.
 """
 
 from __future__ import annotations
@@ -151,6 +151,15 @@ def _store(low: _Lowering, op: Operation) -> None:
     Rewriter.insert_op(llvm.StoreOp(value, address), InsertPoint.before(op))
 
 
+def _address(low: _Lowering, op: Operation) -> SSAValue:
+    """memref.extract_aligned_pointer_as_index -> ptrtoint (the memref is its pointer)."""
+    assert isinstance(op, memref.ExtractAlignedPointerAsIndexOp)
+    as_int = llvm.PtrToIntOp(op.source, i64)
+    index = arith.IndexCastOp(as_int.output, IndexType())
+    Rewriter.insert_op([as_int, index], InsertPoint.before(op))
+    return index.result
+
+
 def _masked_access(low: _Lowering, op: Operation) -> SSAValue | None:
     """vector.maskedload/maskedstore -> llvm.masked.load/store at the element's address,
     aligned to the element: lanes outside the mask are neither read nor written."""
@@ -207,6 +216,7 @@ def _ptradd(low: _Lowering, op: Operation) -> SSAValue | None:
 _LOWER: dict[type[Operation], Callable[[_Lowering, Operation], SSAValue | None]] = {
     memref.LoadOp: _load,
     memref.StoreOp: _store,
+    memref.ExtractAlignedPointerAsIndexOp: _address,
     vector.LoadOp: _load,
     vector.StoreOp: _store,
     vector.MaskedLoadOp: _masked_access,

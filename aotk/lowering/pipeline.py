@@ -26,7 +26,7 @@ STAGES: dict[str, str] = {
     "trace": "",
     "graph": (
         "aotk-simplify,canonicalize,aotk-cse,aotk-merge-scans,dce,aotk-hoist-scan-matmuls,"
-        "aotk-scan-accumulations,dce,"
+        "aotk-scan-accumulations,dce,aotk-matmul-updates,dce,"
         "aotk-fuse,aotk-cse,dce"
     ),
     "loops": f"convert-aotk-to-loops,{LOOPS_CLEANUP}",
@@ -106,6 +106,12 @@ def _scan_accumulations() -> type[ModulePass]:
     return AotkScanAccumulationsPass
 
 
+def _matmul_updates() -> type[ModulePass]:
+    from aotk.transforms.matmul_updates import AotkMatmulUpdatesPass
+
+    return AotkMatmulUpdatesPass
+
+
 def _canonicalize() -> type[ModulePass]:
     from aotk.transforms.canonicalize import AotkCanonicalizePass
 
@@ -166,6 +172,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "aotk-merge-scans": _merge_scans,
     "aotk-hoist-scan-matmuls": _hoist_scan_matmuls,
     "aotk-scan-accumulations": _scan_accumulations,
+    "aotk-matmul-updates": _matmul_updates,
     "aotk-canonicalize": _canonicalize,
     "aotk-cse": _cse,
     "aotk-check-stage": _check_stage,

@@ -3,6 +3,7 @@
 // RUN: aotk kernels --tile-for avx2 --print matmul_float32_packed | filecheck %s --check-prefix=LOOPS
 // RUN: aotk kernels --tile-for avx2 --print matmul_float32_packed --stage llvm | filecheck %s --check-prefix=LLVM
 // RUN: aotk kernels --tile-for avx2 --print matmul_float32 | filecheck %s --check-prefix=EDGE
+// RUN: aotk kernels --tile-for avx2 --print matmul_float32_packed_update | filecheck %s --check-prefix=UPD
 
 // Stage loops: pointers and i64 dims in, every dim dynamic; B packed into the scratch
 // buffer, then register tiles of vector FMAs run over the packed block. Nothing zeroes
@@ -62,3 +63,19 @@
 // EDGE:           }
 // EDGE-COUNT-4:   vector.maskedstore %{{.*}}[%{{.*}}], %[[MASK]], %{{.*}}
 // EDGE:         } {aotk.parallel =
+
+// An update, C + alpha * A @ B (`aotk.matmul_update`): alpha is read once; a register
+// tile's accumulators start at one value in every K block (zero: no select from C), and
+// each is added to C, scaled by alpha, where it is stored: C is read once per tile.
+// UPD-LABEL: func.func @aotk_uk_matmul_float32_packed_update(
+// UPD-SAME:      %alpha: !ptr_xdsl.ptr, %m: i64, %n: i64, %k: i64)
+// UPD:         %[[C:.*]] = ptr_xdsl.from_ptr %c : !ptr_xdsl.ptr -> memref<?xf32>
+// UPD:         %[[AP:.*]] = ptr_xdsl.from_ptr %alpha : !ptr_xdsl.ptr -> memref<?xf32>
+// UPD-NEXT:    %[[ALPHA:.*]] = memref.load %[[AP]][%{{.*}}] : memref<?xf32>
+// UPD:         %[[ACC:[0-9]+]], {{.*}} = scf.for {{.*}} iter_args(%{{[0-9]+}} = %[[Z:[0-9]+]], %{{[0-9]+}} = %[[Z]], {{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// UPD:         scf.yield
+// UPD-NEXT:    }
+// UPD-NEXT:    %[[OLD:.*]] = vector.load %[[C]][%[[AT:.*]]] : memref<?xf32>, vector<8xf32>
+// UPD-NEXT:    %[[SCALE:.*]] = vector.broadcast %[[ALPHA]] : f32 to vector<8xf32>
+// UPD-NEXT:    %[[NEW:.*]] = vector.fma %[[SCALE]], %[[ACC]], %[[OLD]] : vector<8xf32>
+// UPD-NEXT:    vector.store %[[NEW]], %[[C]][%[[AT]]] : memref<?xf32>, vector<8xf32>

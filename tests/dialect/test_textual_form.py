@@ -4,9 +4,10 @@ prints the same (what `aotk-opt` users and the lit tests rely on).
 Each registered op is built from the cases of the module that tests it differentially:
 `SPECS` of test_differential.py, or the `CASES`-style tables of a sibling
 `test_differential_<family>.py` (imported, not copied). The ops whose sibling traces its
-cases inline (CTC, print_tensor, sparse_to_dense, the gradients of conv and pool) get a
-small case here; the random ops reuse their sibling's `_random_ops`. The region ops
-`aotk.scan` and `aotk.fused` come from `K.rnn` and from `aotk-fuse` on an elementwise chain.
+cases inline (CTC, print_tensor, sparse_to_dense, the gradients of conv and pool, and
+matmul_update) get a small case here; the random ops reuse their sibling's `_random_ops`.
+The region ops `aotk.scan` and `aotk.fused` come from `K.rnn` and from `aotk-fuse` on an
+elementwise chain.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from aotk.dialect.conv_backprop import ConvBackpropOp
 from aotk.dialect.conv_fused import ConvFusedOp
 from aotk.dialect.debug import PrintTensorOp
 from aotk.dialect.fused import FusedOp
+from aotk.dialect.matmul_update import MatMulUpdateOp
 from aotk.dialect.pool import PoolOp
 from aotk.dialect.pool_grad import PoolGradOp
 from aotk.dialect.random import RandomNormalOp, RandomUniformOp
@@ -164,6 +166,12 @@ def _fused() -> Traced:
     return [x, y], [emit(ar.AddOp, emit(ar.MulOp, emit(un.ExpOp, x), y), x)]
 
 
+def _matmul_update() -> Traced:
+    """acc + alpha * lhs^T @ rhs with a dynamic K, as a weight gradient's update."""
+    specs = [((5, 3), "float32"), ((None, 5), "float32"), ((None, 3), "float32")]
+    return _one(MatMulUpdateOp, [*specs, ((), "float32")], transpose_lhs=True)
+
+
 def _conv_fused() -> Traced:
     """A conv, a per-channel bias and relu, left for aotk-fuse to join."""
     case = conv.CONV_CASES[0]
@@ -196,6 +204,7 @@ BUILDERS: dict[type, Builder] = {
     ScanOp: _scan,
     FusedOp: _fused,
     ConvFusedOp: _conv_fused,
+    MatMulUpdateOp: _matmul_update,
 }
 GRAPH_STAGE = {FusedOp, ConvFusedOp}  # ops that only the graph stage creates
 OPS = sorted({*REGISTRY, ScanOp, FusedOp, ConvFusedOp}, key=lambda op: op.name)
