@@ -145,6 +145,12 @@ class FillLikeOp(AotkOp):
     traits = traits_def(Pure())
 
 
+def is_zero_fill(value: SSAValue) -> bool:
+    """Whether `value` is an `aotk.fill_like` with zero (as a gradient's sum starts)."""
+    owner = value.owner
+    return isinstance(owner, FillLikeOp) and owner.attrs()["value"] == 0.0
+
+
 @irdl_op_definition
 class ConstantOp(AotkOp):
     """A rank-0 constant; larger constants are captured buffers, not IR."""

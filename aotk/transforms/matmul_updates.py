@@ -8,7 +8,8 @@ stores each tile, and the update may then be computed in w's own buffer.
 Forms matched, at a function's top level, with `m` a float32/float64 `aotk.matmul` read
 by nothing else, `c` a scalar of its dtype and `w` of m's static type:
 `w - c * m`, `w - m * c`, `w + c * m` (either order of the add, and of the multiply),
-`w - m` and `w + m`. The product `c * m`, if any, must have no other reader either.
+`w - m` and `w + m`. The product `c * m`, if any, must have no other reader either, and
+w must not be a fill with zero (a sum started at zero is no update).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from xdsl.pattern_rewriter import (
 from aotk import dtypes
 from aotk.dialect.arithmetic import AddOp, MulOp, SubOp
 from aotk.dialect.base import dtype_of, elem_of, shape_of, tensor
-from aotk.dialect.elementwise import ConstantOp
+from aotk.dialect.elementwise import ConstantOp, is_zero_fill
 from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.matmul_update import MatMulUpdateOp
 from aotk.dialect.unary import NegOp
@@ -83,7 +84,8 @@ def _fits(match: _Match, op: Operation) -> bool:
     m_type = match.m.result.type
     elem = elem_of(m_type)
     return (
-        match.w.type == m_type == op.results[0].type
+        not is_zero_fill(match.w)
+        and match.w.type == m_type == op.results[0].type
         and None not in shape_of(m_type)
         and dtypes.is_float(elem)
         and dtypes.byte_size(elem) >= 4

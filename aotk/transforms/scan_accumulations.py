@@ -6,7 +6,8 @@ acc += x_t^T @ dz_t. Done per step, that is T matmuls with only `batch` rows to 
 and a read-modify-write of the whole gradient each step. Summed over the steps it is one
 matmul, X^T @ dZ, of the sequences with their T and batch axes folded together
 ([T * batch, D]^T @ [T * batch, N]): a step's x_t is already a sequence, and dz_t becomes
-a stacked output of the scan. The carry goes, and its final value is init + X^T @ dZ.
+a stacked output of the scan. The carry goes, and its final value is init + X^T @ dZ
+(X^T @ dZ alone for an init of zeros, as a gradient starts).
 (Only the order of the float additions changes.)
 
 The gradient scan also stacks values nobody reads, such as the gradient of an input that
@@ -27,6 +28,7 @@ from xdsl.passes import ModulePass
 
 from aotk.dialect.arithmetic import AddOp
 from aotk.dialect.base import elem_of, shape_of, tensor
+from aotk.dialect.elementwise import is_zero_fill
 from aotk.dialect.fused import YieldOp
 from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.scan import ScanOp, result_types
@@ -149,9 +151,13 @@ def _rebuild(scan: ScanOp, found: list[_Accumulation], unread: list[int]) -> Non
     stacked.bind(list(new.results)[len(kept) :])
     for a in found:
         total = _summed_product(parent, scan, stacked.sequence(a.lhs), stacked.sequence(a.rhs))
-        final = AddOp.make([scan.inits[a.carry], total.result], scan.results[a.carry].type)
+        init, result = scan.inits[a.carry], scan.results[a.carry]
+        if is_zero_fill(init) and total.result.type == result.type:
+            result.replace_all_uses_with(total.result)  # a gradient summed from zero
+            continue
+        final = AddOp.make([init, total.result], result.type)
         parent.insert_op_before(final, scan)
-        scan.results[a.carry].replace_all_uses_with(final.result)
+        result.replace_all_uses_with(final.result)
     scan.detach()
     scan.erase()
     drop_unread_sequences(new)

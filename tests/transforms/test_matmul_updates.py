@@ -79,6 +79,7 @@ NOT_FOLDED: list[tuple[str, Build, np.ndarray]] = [
     ("m - w", lambda w, a, b, lr: K.dot(a, b) - w, W0),
     ("m read twice", lambda w, a, b, lr: (w - K.dot(a, b)) * K.dot(a, b), W0),
     ("c*m read twice", lambda w, a, b, lr: (w - 2.0 * K.dot(a, b)) + 2.0 * K.dot(a, b), W0),
+    ("zeros + m", lambda w, a, b, lr: K.zeros_like(w) + K.dot(a, b), W0),
 ]
 
 
@@ -124,3 +125,28 @@ def test_an_sgd_step_updates_its_weights_in_place_by_matmul_updates() -> None:
         f([xs, ts])
     np.testing.assert_allclose(K.get_value(w1), v1, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(K.get_value(w2), v2, rtol=1e-12, atol=1e-12)
+
+
+def test_an_rnn_sgd_step_updates_its_weights_by_matmul_updates() -> None:
+    """A recurrent layer's weight gradients are sums over the steps, started at zero
+    (`aotk-scan-accumulations` makes each one matmul): their SGD updates fold too, and
+    the step's values are the interpreter's."""
+    x = K.placeholder((3, 4, 2))
+    w, u = K.variable(RNG.normal(0, 0.5, (2, 5))), K.variable(RNG.normal(0, 0.5, (5, 5)))
+
+    def step(x_t: Any, states: list[Any]) -> tuple[Any, list[Any]]:
+        h = K.tanh(K.dot(x_t, w) + K.dot(states[0], u))
+        return h, [h]
+
+    _, outputs, _ = K.rnn(step, x, [K.zeros_like(K.dot(x[:, 0], w))])
+    loss = K.sum(K.square(outputs))
+    news = [p - 0.1 * g for p, g in zip([w, u], K.gradients(loss, [w, u]), strict=True)]
+    module, captures = trace.extract([x], [loss, *news], "test")
+    xs = RNG.standard_normal((3, 4, 2))
+    want = interp.run_module(module, [xs, *(c.storage for c in captures)])
+    f = K.function([x], [loss], [K.update(w, news[0]), K.update(u, news[1])])
+    graph = pipeline.lower(f.module.clone(), stop_after="graph")
+    assert len(_ops(graph, MatMulUpdateOp)) == 2
+    f([xs])
+    np.testing.assert_allclose(K.get_value(w), want[1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(K.get_value(u), want[2], rtol=1e-12, atol=1e-12)

@@ -10,6 +10,7 @@ from aotk import backend as K
 from aotk import interp
 from aotk.dialect import trace
 from aotk.dialect.arithmetic import AddOp
+from aotk.dialect.elementwise import is_zero_fill
 from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.scan import ScanOp
 from aotk.lowering import pipeline
@@ -40,6 +41,10 @@ def test_weight_gradients_leave_the_loop_and_the_values_stay() -> None:
     after = before.clone()
     assert scan_accumulations(after) == 2
     assert _loop_shape(after) == (0, 0)
+    # the gradients start from zeros: each is its matmul, with no sum of zeros after it
+    sums = [op for op in after.walk() if isinstance(op, AddOp)]
+    products = [op for op in sums if any(isinstance(v.owner, MatMulOp) for v in op.operands)]
+    assert not any(is_zero_fill(v) for op in products for v in op.operands)
     check_values(module, captures, after, inputs, outputs)
 
 
