@@ -123,12 +123,7 @@ def _copy_unless_same(k: Kernel, out: Buf, src: Buf) -> None:
         return
     addresses = [k.b.insert(memref.ExtractAlignedPointerAsIndexOp.get(b.mem)) for b in (out, src)]
     differ = arith.CmpiOp(addresses[0].aligned_pointer, addresses[1].aligned_pointer, "ne")
-
-    def copy() -> None:
-        with k.loop(k.product(out.dims), parallel=True) as i:
-            k.store_flat(out, i, k.load_flat(src, i))
-
-    k.if_else(k.b.insert(differ).result, copy, None)
+    k.if_else(k.b.insert(differ).result, lambda: k.copy(src, out, parallel=True), None)
 
 
 def _scratch(

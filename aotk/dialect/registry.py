@@ -84,15 +84,19 @@ def is_registered(op: object) -> bool:
     return type(op) in REGISTRY
 
 
+def _opdef(op: object) -> OpDef | None:
+    return REGISTRY.get(type(op))  # type: ignore[arg-type]
+
+
 def kind_of(op: object) -> Kind | None:
     """The kind of an aotk op, None for any other op."""
-    opdef = REGISTRY.get(type(op))  # type: ignore[arg-type]
+    opdef = _opdef(op)
     return opdef.kind if opdef is not None else None
 
 
 def accumulates_into(op: object) -> int | None:
     """`OpDef.accumulates_into` of an aotk op, None for any other op."""
-    opdef = REGISTRY.get(type(op))  # type: ignore[arg-type]
+    opdef = _opdef(op)
     return opdef.accumulates_into if opdef is not None else None
 
 

@@ -194,9 +194,9 @@ class Kernel:
         flat = MemRefType(mem_type.element_type, [DYNAMIC_INDEX])
         return Buf(self.b.insert(ptr.FromPtrOp(moved, flat)).res, tuple(dims), buf.elem)
 
-    def copy(self, src: Buf, dst: Buf) -> None:
-        """Copy every element of `src` into `dst` (same size)."""
-        with self.loop(self.product(src.dims)) as i:
+    def copy(self, src: Buf, dst: Buf, *, parallel: bool = False) -> None:
+        """Copy every element of `src` into `dst` (same size); `parallel` as in `loop`."""
+        with self.loop(self.product(src.dims), parallel=parallel) as i:
             self.store_flat(dst, i, self.load_flat(src, i))
 
     def load(self, buf: Buf, idx: Sequence[DimV]) -> SSAValue:

@@ -191,7 +191,7 @@ def _kernel(fn: func.FuncOp) -> func.FuncOp:
     sources = _stage_updates(low, fn)
     for v, src, out in zip(returned, sources, out_args, strict=True):
         if targets.get(v) is None or targets[v].mem is not out:
-            _copy(low.k, src, Buf(out, src.dims, elem_of(v.type)))
+            low.k.copy(src, Buf(out, src.dims, elem_of(v.type)))
     low.k.b.insert(func.ReturnOp())
     kernel = func.FuncOp(fn.sym_name.data, (list(block.arg_types), []), Region(block))
     _name_args(kernel, fn, len(ins), len(outs))
@@ -263,7 +263,7 @@ def _stage_updates(low: _Lowerer, fn: func.FuncOp) -> list[Buf]:
         if i in variable_updates(fn) and buf.mem in inputs:
             staged = low.alloc(v.type, list(buf.dims))
             if low.code:
-                _copy(low.k, buf, staged)
+                low.k.copy(buf, staged)
             buf = staged
         sources.append(buf)
     return sources
@@ -297,11 +297,6 @@ def _output_targets(
         if i not in late and v not in targets and kind_of(v.owner) not in (None, Kind.VIEW):
             targets[v] = Buf(out, (), elem_of(v.type))
     return targets
-
-
-def _copy(k: Kernel, src: Buf, dst: Buf) -> None:
-    with k.loop(k.product(src.dims)) as i:
-        k.store_flat(dst, i, k.load_flat(src, i))
 
 
 def _name_args(kernel: func.FuncOp, fn: func.FuncOp, n_in: int, n_out: int) -> None:
