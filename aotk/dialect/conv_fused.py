@@ -22,7 +22,7 @@ from typing import Any, Self
 import numpy as np
 from xdsl.dialects.builtin import TensorType, VectorType
 from xdsl.dialects.utils.format import parse_assignment, print_assignment
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Attribute, Block, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -49,11 +49,11 @@ from aotk.kernels.kernel import Buf, Kernel
 from aotk.kernels.window import Window
 
 
-@irdl_op_definition
-class ConvFusedOp(ConvWindowOp):
-    """`aotk.conv` followed by an elementwise body applied to each output element."""
+class EpilogueConvOp(ConvWindowOp):
+    """A convolution whose result goes through an elementwise body: the form and checks
+    `aotk.conv_fused` and `aotk.conv_pool` share. A subclass says what its result is
+    (`inferred`) and which properties are the conv's (`conv_attrs`)."""
 
-    name = "aotk.conv_fused"
     x = operand_def(TensorType)
     kernel = operand_def(TensorType)
     extras = var_operand_def(TensorType)
@@ -113,16 +113,24 @@ class ConvFusedOp(ConvWindowOp):
             regions=[body],
         )
 
+    def conv_attrs(self) -> dict[str, Any]:
+        """The convolution's properties, as `aotk.conv`'s rules take them."""
+        return self.attrs()
+
+    def inferred(self) -> Attribute:
+        """The result type from the operands' (raises ValueError or TypeError)."""
+        return infer_conv(self.x.type, self.kernel.type, **self.conv_attrs())
+
     def verify_(self) -> None:
         try:
-            conv = infer_conv(self.x.type, self.kernel.type, **self.attrs())
+            expected = self.inferred()
         except (ValueError, TypeError) as err:
             raise VerifyException(f"{self.name}: {err}") from None
-        if not types_compatible(conv, self.result.type):
+        if not types_compatible(expected, self.result.type):
             raise VerifyException(
-                f"{self.name}: result type should be {conv}, got {self.result.type}"
+                f"{self.name}: result type should be {expected}, got {self.result.type}"
             )
-        channels = shape_of(conv)[-1]
+        channels = shape_of(expected)[-1]
         for value in self.extras:
             if not per_channel(shape_of(value.type), channels):
                 raise VerifyException(
@@ -130,6 +138,13 @@ class ConvFusedOp(ConvWindowOp):
                     f"value per output channel ({channels})"
                 )
         _verify_body(self)
+
+
+@irdl_op_definition
+class ConvFusedOp(EpilogueConvOp):
+    """`aotk.conv` followed by an elementwise body applied to each output element."""
+
+    name = "aotk.conv_fused"
 
 
 def per_channel(shape: Shape, channels: int | None) -> bool:
@@ -143,7 +158,7 @@ def _element(t: Any) -> TensorType:
     return tensor(elem_of(t), ())
 
 
-def _verify_body(op: ConvFusedOp) -> None:
+def _verify_body(op: EpilogueConvOp) -> None:
     block = op.body.block
     expected = [_element(op.x.type), *(_element(v.type) for v in op.extras)]
     if [a.type for a in block.args] != expected:
@@ -162,8 +177,13 @@ def _verify_body(op: ConvFusedOp) -> None:
 
 
 def _infer(op: ConvFusedOp, shapes: list[Shape], body_shapes: Any) -> list[Shape]:
+    return [shape_of(infer_conv(*operand_types(op, shapes), **op.attrs()))]
+
+
+def operand_types(op: EpilogueConvOp, shapes: list[Shape]) -> tuple[TensorType, TensorType]:
+    """x's and the kernel's types with the interpreter's `shapes`."""
     x, w = (tensor(elem_of(v.type), s) for v, s in zip(op.operands[:2], shapes, strict=False))
-    return [shape_of(infer_conv(x, w, **op.attrs()))]
+    return x, w
 
 
 def _numpy(op: ConvFusedOp, inputs: list[np.ndarray], run_body: Any) -> list[np.ndarray]:
@@ -180,13 +200,13 @@ def _lower(low: BodyLowering, op: ConvFusedOp, targets: dict[SSAValue, Buf]) -> 
     (out,) = low.bind_results(op, conv_shape(low.k, [x.dims, w.dims], **attrs), targets)
     if low.code:
         g = geometry(low.k, Window.of_conv(w.dims[:-2], **attrs), x.dims[1:-1])
-        block = op.body.block
-        body = Epilogue(
-            lambda k, xs: scalar_body(k, block, xs)[0],
-            tuple(extras),
-            _vector_body(block),
-        )
-        conv_kernel.emit(low.k, out, x, w, g, body)
+        conv_kernel.emit(low.k, out, x, w, g, epilogue_of(op, extras))
+
+
+def epilogue_of(op: EpilogueConvOp, extras: list[Buf]) -> Epilogue:
+    """The op's body as the kernels apply it, on the buffers of its extra operands."""
+    block = op.body.block
+    return Epilogue(lambda k, xs: scalar_body(k, block, xs)[0], tuple(extras), _vector_body(block))
 
 
 # Ops whose scalar rule is one arith op on its operands, so it applies to vectors as is.

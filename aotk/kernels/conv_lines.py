@@ -118,10 +118,10 @@ def line_at(
         length = k.select(cond, kind.length, length)
         here = steps(kind.axis)
         step = (k.select(cond, here[0], step[0]), k.select(cond, here[1], step[1]))
-    return Line(start, length, step, _tap_ranges(k, g, start))
+    return Line(start, length, step, tap_ranges(k, g, start))
 
 
-def _tap_ranges(k: Kernel, g: Geometry, start: Sequence[DimV]) -> list[Range]:
+def tap_ranges(k: Kernel, g: Geometry, start: Sequence[DimV]) -> list[Range]:
     """Per axis, the taps [lo, hi) of the window at `start` that land inside the input:
     0 <= p * stride + t * dilation - pad < size."""
     ranges: list[Range] = []

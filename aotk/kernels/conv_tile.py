@@ -110,11 +110,11 @@ def emit(
     count: DimV = 0
     for kind in kinds:
         count = k.add(count, kind.count)
-    for part in _parts(k, bufs):
+    for part in parts(k, bufs):
         with k.loop(k.mul(bufs[1].dims[0], count), parallel=True) as i:
             n, e = k.index(k.div(i, count)), k.index(k.rem(i, count))
             line = line_at(k, (bufs, g), kinds, e)
-            _line_tiles(k, (bufs, g), part, (n, line), (rows, epilogue))
+            line_tiles(k, (bufs, g), part, (n, line), (rows, epilogue))
 
 
 def _finish(k: Kernel, out: Buf, part: Part, line: tuple[DimV, Line], epilogue: Epilogue) -> None:
@@ -132,26 +132,30 @@ def _finish(k: Kernel, out: Buf, part: Part, line: tuple[DimV, Line], epilogue: 
         k.if_else(part.last, apply, lambda: None)
 
 
-def _line_tiles(
+def line_tiles(
     k: Kernel,
     where: tuple[Bufs, Geometry],
     part: Part,
     line: tuple[SSAValue, Line],
     plan: tuple[int, Epilogue | None],
+    out_at: DimV | None = None,
 ) -> None:
     """Tiles of `rows` positions along the line of image n, then one-position tiles for
     what is left; a vector epilogue applies to their accumulators, another to the line
     after them. With one part, a line
     of at least `rows` positions ends in a tile shifted back to end at its end, which
     recomputes a few positions; a later part adds to the output and would add those
-    twice."""
+    twice. `out_at`: where the line's first output goes, if not at its position in the
+    output (a band of scratch rows, `conv_pool`)."""
     (out, x, _), g = where
     n, ln = line
     rows, epilogue = plan
     finish = None
     if epilogue is not None and epilogue.vector is not None:
         finish = _finisher(k, part, epilogue)
-    at = k.add(k.linear([n, *ln.start], k.strides(out.dims)[:-1]), part.o0)
+    at = out_at
+    if at is None:
+        at = k.add(k.linear([n, *ln.start], k.strides(out.dims)[:-1]), part.o0)
     corner = _corner(k, g, x, [n, *ln.start])
 
     def tile(p: DimV, count: int) -> None:
@@ -176,7 +180,7 @@ def _line_tiles(
         _finish(k, out, part, (at, ln), epilogue)
 
 
-def _parts(k: Kernel, bufs: Bufs) -> Iterator[Part]:
+def parts(k: Kernel, bufs: Bufs) -> Iterator[Part]:
     """Yield each part inside the loops over blocks of output and input channels."""
     out, _, w = bufs
     cin, n_out = w.dims[-2], w.dims[-1]

@@ -27,7 +27,7 @@ STAGES: dict[str, str] = {
     "graph": (
         "aotk-simplify,canonicalize,aotk-cse,aotk-merge-scans,dce,aotk-hoist-scan-matmuls,"
         "aotk-scan-accumulations,dce,aotk-matmul-updates,dce,"
-        "aotk-fuse,aotk-cse,dce"
+        "aotk-fuse,aotk-conv-pool,aotk-cse,dce"
     ),
     "loops": f"convert-aotk-to-loops,{LOOPS_CLEANUP}",
     "llvm": ",".join(
@@ -112,6 +112,12 @@ def _matmul_updates() -> type[ModulePass]:
     return AotkMatmulUpdatesPass
 
 
+def _conv_pool() -> type[ModulePass]:
+    from aotk.transforms.conv_pool import AotkConvPoolPass
+
+    return AotkConvPoolPass
+
+
 def _canonicalize() -> type[ModulePass]:
     from aotk.transforms.canonicalize import AotkCanonicalizePass
 
@@ -173,6 +179,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "aotk-hoist-scan-matmuls": _hoist_scan_matmuls,
     "aotk-scan-accumulations": _scan_accumulations,
     "aotk-matmul-updates": _matmul_updates,
+    "aotk-conv-pool": _conv_pool,
     "aotk-canonicalize": _canonicalize,
     "aotk-cse": _cse,
     "aotk-check-stage": _check_stage,

@@ -19,7 +19,7 @@ from aotk.dialect.pool import PoolMode, PoolOp
 from aotk.dialect.unary import ExpOp, TanhOp
 
 
-def _monotone_operand(op: Operation) -> int | None:
+def monotone_operand(op: Operation) -> int | None:
     """The operand position of x when `op` is f(x) with f non-decreasing; else None."""
     if isinstance(op, TanhOp | ExpOp):
         return 0
@@ -39,7 +39,7 @@ class MaxPoolFirst(RewritePattern):
         inner = op.x.owner
         if op.attrs()["mode"] != PoolMode.MAX or not isinstance(inner, AotkOp):
             return
-        position = _monotone_operand(inner)
+        position = monotone_operand(inner)
         if position is None or not op.x.has_one_use():
             return
         x = inner.operands[position]

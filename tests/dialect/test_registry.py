@@ -24,7 +24,7 @@ def test_dialect_and_registry_hold_the_same_ops():
 
 def test_the_ops_with_a_body_are_registered_as_regions():
     regions = {op.name for op in REGISTERED if REGISTRY[op].kind is Kind.REGION}
-    assert regions == {"aotk.scan", "aotk.fused", "aotk.conv_fused"}
+    assert regions == {"aotk.scan", "aotk.fused", "aotk.conv_fused", "aotk.conv_pool"}
     for op in REGISTERED:
         assert (REGISTRY[op].kind is Kind.REGION) == bool(op.get_irdl_definition().regions)
 

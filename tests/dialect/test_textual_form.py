@@ -37,6 +37,7 @@ from aotk.dialect import unary as un
 from aotk.dialect.conv import ConvOp
 from aotk.dialect.conv_backprop import ConvBackpropOp
 from aotk.dialect.conv_fused import ConvFusedOp
+from aotk.dialect.conv_pool import ConvPoolOp
 from aotk.dialect.debug import PrintTensorOp
 from aotk.dialect.fused import FusedOp
 from aotk.dialect.matmul_update import MatMulUpdateOp
@@ -46,6 +47,7 @@ from aotk.dialect.random import RandomNormalOp, RandomUniformOp
 from aotk.dialect.scan import ScanOp
 from aotk.dialect.sparse import SparseToDenseOp
 from aotk.dialect.trace import KTensor
+from aotk.transforms.conv_pool import AotkConvPoolPass
 from aotk.transforms.fuse import AotkFusePass
 
 Traced = tuple[list[KTensor], list[KTensor]]  # a graph's inputs and outputs
@@ -182,6 +184,12 @@ def _conv_fused() -> Traced:
     return [*xs, bias], [emit(ar.MaximumOp, biased, zero)]
 
 
+def _conv_pool() -> Traced:
+    """The same, max pooled 2 x 2, left for aotk-fuse and aotk-conv-pool to join."""
+    inputs, (relu,) = _conv_fused()
+    return inputs, [emit(PoolOp, relu, window=(2, 2), strides=(2, 2), padding="valid", mode="max")]
+
+
 BUILDERS: dict[type, Builder] = {
     **{op: _from_spec(op) for op in SPECS},
     **{op: _from_table(data, op) for op in data.COVERED_OPS},
@@ -204,9 +212,10 @@ BUILDERS: dict[type, Builder] = {
     ScanOp: _scan,
     FusedOp: _fused,
     ConvFusedOp: _conv_fused,
+    ConvPoolOp: _conv_pool,
     MatMulUpdateOp: _matmul_update,
 }
-GRAPH_STAGE = {FusedOp, ConvFusedOp}  # ops that only the graph stage creates
+GRAPH_STAGE = {FusedOp, ConvFusedOp, ConvPoolOp}  # ops that only the graph stage creates
 OPS = sorted({*REGISTRY, ScanOp, FusedOp, ConvFusedOp}, key=lambda op: op.name)
 
 
@@ -221,6 +230,7 @@ def _module(op: Any) -> ModuleOp:
     module, _ = trace.extract(inputs, outputs, "test")
     if op in GRAPH_STAGE:
         AotkFusePass().apply(make_context(), module)
+        AotkConvPoolPass().apply(make_context(), module)
     return module
 
 

@@ -1,0 +1,124 @@
+"""`aotk.conv_pool`: a 2-D convolution, an elementwise epilogue, then max or average pooling.
+
+    %y = aotk.conv_pool %x, %w pool_window [2, 2] pool_mode max strides [1, 1] ...
+           groups 1 epilogue(%acc, %b = %bias) : (tensor<?x32x32x32xf32>,
+           tensor<3x3x32x64xf32>, tensor<64xf32>) -> tensor<?x16x16x64xf32> {
+      %s = "aotk.add"(%acc, %b) : ...
+      aotk.yield %s : tensor<f32>
+    }
+
+y = pool(epilogue(conv(x, w))): the conv and body as `aotk.conv_fused`'s, then windows
+`pool_window` wide with strides equal to them and no padding (Keras' MaxPooling2D and
+AveragePooling2D defaults). Only `aotk-conv-pool` builds it, after autodiff: the kernel
+pools the conv's rows while they are in cache (`kernels.conv_pool`), so the conv's
+full-size output never goes to memory. It takes what the register tiles compute: float32
+or float64, no groups, no input dilation, and output channels of at least 32 bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import DenseArrayBase
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import irdl_op_definition, prop_def
+
+from aotk import dtypes
+from aotk.dialect.base import Shape, dtype_of, elem_of, shape_of, tensor
+from aotk.dialect.conv import conv_shape, infer_conv, np_conv
+from aotk.dialect.conv_fused import EpilogueConvOp, epilogue_of, operand_types
+from aotk.dialect.pool import PoolModeAttr, np_pool, pool_shape
+from aotk.dialect.registry import BodyLowering, Kind, OpDef, register
+from aotk.kernels import conv_pool
+from aotk.kernels.conv_geometry import geometry
+from aotk.kernels.dim_arith import STATIC
+from aotk.kernels.kernel import Buf, Kernel
+from aotk.kernels.window import Window
+
+POOL_PROPS = ("pool_window", "pool_mode")
+# the narrowest output channels the register tiles take: one ymm (`conv_tile.tile_shape`)
+MIN_CHANNEL_BYTES = 32
+
+
+@irdl_op_definition
+class ConvPoolOp(EpilogueConvOp):
+    """`aotk.conv_fused`, pooled over windows that neither overlap nor pad."""
+
+    name = "aotk.conv_pool"
+    pool_window = prop_def(DenseArrayBase)
+    pool_mode = prop_def(PoolModeAttr)
+
+    def conv_attrs(self) -> dict[str, Any]:
+        return {k: v for k, v in self.attrs().items() if k not in POOL_PROPS}
+
+    def pool_attrs(self) -> dict[str, Any]:
+        """The pooling as `aotk.pool`'s properties."""
+        window = self.attrs()["pool_window"]
+        return {"window": window, "strides": window, "padding": "valid"}
+
+    def inferred(self) -> Attribute:
+        conv = infer_conv(self.x.type, self.kernel.type, **self.conv_attrs())
+        check_tiled(conv, self.kernel.type, **self.conv_attrs())
+        return pooled_type(conv, self.attrs()["pool_window"])
+
+
+def check_tiled(conv: Attribute, kernel: Attribute, **attrs: Any) -> None:
+    """Raise unless the register tiles compute this conv (result type `conv`)."""
+    ks, elem = shape_of(kernel), elem_of(conv)
+    if len(ks) != 4:
+        raise ValueError(f"expected a 2-D convolution, got a kernel of rank {len(ks)}")
+    if dtypes.byte_size(elem) not in (4, 8):
+        raise TypeError(f"expected float32 or float64, got {dtype_of(conv)}")
+    if attrs["groups"] != 1 or any(v != 1 for v in attrs["lhs_dilation"]):
+        raise ValueError("expected groups 1 and no input dilation")
+    channels = shape_of(conv)[-1]
+    assert channels is not None  # the kernel's shape is static
+    if channels * dtypes.byte_size(elem) < MIN_CHANNEL_BYTES:
+        raise ValueError(
+            f"expected output channels of at least {MIN_CHANNEL_BYTES} bytes, got {channels}"
+        )
+
+
+def pooled_type(conv: Attribute, window: Any) -> Attribute:
+    """The conv's result type `conv` pooled over `window` (2 ints >= 1)."""
+    attrs = {"window": window, "strides": window, "padding": "valid"}
+    win = Window.of_pool(**attrs)
+    if win.rank != 2:
+        raise ValueError(f"pool_window must be 2 ints >= 1, got {list(window)}")
+    win.check_fits(shape_of(conv)[1:-1])
+    return tensor(elem_of(conv), pool_shape(STATIC, [shape_of(conv)], **attrs))
+
+
+def _infer(op: ConvPoolOp, shapes: list[Shape], body_shapes: Any) -> list[Shape]:
+    x, w = operand_types(op, shapes)
+    conv = infer_conv(x, w, **op.conv_attrs())
+    return [shape_of(pooled_type(conv, op.attrs()["pool_window"]))]
+
+
+def _numpy(op: ConvPoolOp, inputs: list[np.ndarray], run_body: Any) -> list[np.ndarray]:
+    """The conv's oracle, the body on whole arrays, then the pool's oracle."""
+    conv = np_conv(inputs[0], inputs[1], **op.conv_attrs())
+    extras = [np.broadcast_to(v, conv.shape) for v in inputs[2:]]
+    (value,) = run_body([conv, *extras])
+    value = np.ascontiguousarray(np.broadcast_to(value, conv.shape))
+    return [np_pool(value, mode=op.attrs()["pool_mode"], **op.pool_attrs())]
+
+
+def _lower(low: BodyLowering, op: ConvPoolOp, targets: dict[SSAValue, Buf]) -> None:
+    x, w, *extras = (low.bufs[v] for v in op.operands)
+    k: Kernel = low.k
+    conv_dims = conv_shape(k, [x.dims, w.dims], **op.conv_attrs())
+    (out,) = low.bind_results(op, pool_shape(k, [conv_dims], **op.pool_attrs()), targets)
+    pooling = conv_pool.Pooling(op.attrs()["pool_window"], str(op.attrs()["pool_mode"]))
+    n_out = w.dims[-1]
+    assert isinstance(n_out, int)
+    size = conv_pool.band_elems(k, out, n_out, pooling)
+    scratch = low.alloc(tensor(elem_of(op.result.type), (None,)), [size])
+    if low.code:
+        g = geometry(k, Window.of_conv(w.dims[:-2], **op.conv_attrs()), x.dims[1:-1])
+        epilogue = epilogue_of(op, extras)
+        conv_pool.emit(k, (out, x, w), g, (pooling, scratch), epilogue)
+
+
+register(OpDef(ir=ConvPoolOp, kind=Kind.REGION, infer=_infer, numpy=_numpy, lower=_lower))

@@ -1,0 +1,159 @@
+"""`aotk-conv-pool`: a pool over a convolution's output as one `aotk.conv_pool`.
+
+A CNN's conv and max pool otherwise write the conv's whole output for the pool to read
+back. Runs after `aotk-fuse`, so the conv may carry an epilogue (`aotk.conv_fused`: a
+bias, an activation), which the pooled conv applies before pooling. Matched: an
+`aotk.pool` (max or average) with strides equal to its window over a 2-D conv it alone
+reads, in the same block; its padding "valid", or "same" where the conv's spatial dims
+are static multiples of the window (the same windows). The conv must be one the register
+tiles compute (`dialect.conv_pool.check_tiled`).
+
+An activation that `aotk-simplify` moved after a max pool (`pool_first`: f(max_pool(y))
+== max_pool(f(y)) for a non-decreasing f) then joins the epilogue again: a kernel whose
+body is a chain of such ops on the pooled value alone. Applied to the conv's values in
+registers it costs nothing, where after the pool it was one more pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from aotk.dialect.base import elem_of, shape_of, tensor
+from aotk.dialect.conv import ConvOp
+from aotk.dialect.conv_fused import ConvFusedOp
+from aotk.dialect.conv_pool import ConvPoolOp, check_tiled
+from aotk.dialect.elementwise import ConstantOp
+from aotk.dialect.fused import FusedOp, YieldOp
+from aotk.dialect.pool import PoolMode, PoolOp
+from aotk.transforms.pool_first import monotone_operand
+
+
+def _same_windows(op: PoolOp) -> bool:
+    """Whether the pool's windows are the non-overlapping, unpadded ones."""
+    attrs = op.attrs()
+    window = attrs["window"]
+    if len(window) != 2 or tuple(attrs["strides"]) != tuple(window):
+        return False
+    if attrs["padding"] == "valid":
+        return True
+    sizes = shape_of(op.x.type)[1:-1]
+    return all(s is not None and s % w == 0 for s, w in zip(sizes, window, strict=True))
+
+
+def _identity_body(conv: ConvOp) -> Region:
+    block = Block(arg_types=[tensor(elem_of(conv.result.type), ())])
+    block.add_op(YieldOp(block.args[0]))
+    return Region(block)
+
+
+class PoolIntoConv(RewritePattern):
+    """pool(conv(x, w)) or pool(conv_fused(x, w, extras)) -> conv_pool(x, w, extras)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: PoolOp, rewriter: PatternRewriter, /) -> None:
+        conv = op.x.owner
+        if not isinstance(conv, ConvOp | ConvFusedOp) or not op.x.has_one_use():
+            return
+        if conv.parent_block() is not op.parent_block() or not _same_windows(op):
+            return
+        try:
+            check_tiled(conv.results[0].type, conv.kernel.type, **conv.attrs())
+        except (ValueError, TypeError):
+            return
+        if isinstance(conv, ConvFusedOp):
+            extras, body = list(conv.extras), conv.body.clone()
+        else:
+            extras, body = [], _identity_body(conv)
+        properties = {
+            **conv.properties,
+            "pool_window": DenseArrayBase.from_list(i64, list(op.attrs()["window"])),
+            "pool_mode": op.properties["mode"],
+        }
+        pooled = ConvPoolOp.create(
+            operands=[conv.x, conv.kernel, *extras],
+            result_types=[op.result.type],
+            properties=properties,
+            regions=[body],
+        )
+        rewriter.replace(op, pooled)
+        rewriter.erase(conv)
+
+
+def _monotone_chain(kernel: FusedOp) -> list[Operation] | None:
+    """The ops of a one-input kernel's body if they are a chain of non-decreasing ops
+    (`pool_first.monotone_operand`) from its input to what it yields, constants aside."""
+    block = kernel.body.block
+    if len(block.args) != 1:
+        return None
+    value: SSAValue = block.args[0]
+    ops = list(block.ops)
+    for inner in ops:
+        if isinstance(inner, ConstantOp):
+            continue
+        if isinstance(inner, YieldOp):
+            return ops if list(inner.operands) == [value] else None
+        position = monotone_operand(inner)
+        if position is None or inner.operands[position] is not value:
+            return None
+        value = inner.results[0]
+    return None
+
+
+class MonotoneIntoEpilogue(RewritePattern):
+    """f(conv_pool(...)) with a non-decreasing f, for a max pool: f joins the epilogue."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: FusedOp, rewriter: PatternRewriter, /) -> None:
+        if len(op.inputs) != 1 or len(op.results) != 1:
+            return
+        pooled = op.inputs[0].owner
+        if not isinstance(pooled, ConvPoolOp) or not op.inputs[0].has_one_use():
+            return
+        if pooled.attrs()["pool_mode"] != PoolMode.MAX or op.results[0].type != pooled.result.type:
+            return
+        chain = _monotone_chain(op)
+        if chain is None:
+            return
+        body = pooled.body.clone()
+        block = body.block
+        done = block.last_op
+        assert isinstance(done, YieldOp)
+        mapping: dict[SSAValue, SSAValue] = {op.body.block.args[0]: done.values[0]}
+        for inner in chain[:-1]:
+            block.insert_op_before(inner.clone(value_mapper=mapping), done)
+        block.insert_op_before(YieldOp(mapping.get(chain[-1].operands[0], done.values[0])), done)
+        block.erase_op(done)
+        rewriter.replace(
+            op,
+            ConvPoolOp.create(
+                operands=list(pooled.operands),
+                result_types=[op.results[0].type],
+                properties=dict(pooled.properties),
+                regions=[body],
+            ),
+        )
+        rewriter.erase(pooled)
+
+
+@dataclass(frozen=True)
+class AotkConvPoolPass(ModulePass):
+    """Pool convolutions' outputs as their tiles finish."""
+
+    name = "aotk-conv-pool"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([PoolIntoConv(), MonotoneIntoEpilogue()])
+        ).rewrite_module(op)
