@@ -16,6 +16,7 @@ registers it costs nothing, where after the pool it was one more pass.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -37,6 +38,7 @@ from aotk.dialect.conv_pool import ConvPoolOp, check_tiled
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.fused import FusedOp, YieldOp
 from aotk.dialect.pool import PoolMode, PoolOp
+from aotk.dialect.unary import ExpOp, TanhOp
 from aotk.transforms.pool_first import monotone_operand
 
 
@@ -91,19 +93,49 @@ class PoolIntoConv(RewritePattern):
         rewriter.erase(conv)
 
 
-def _monotone_chain(kernel: FusedOp) -> list[Operation] | None:
-    """The ops of a one-input kernel's body if they are a chain of non-decreasing ops
+# (the epilogue's block, the value f applies to, the op to insert before) -> f's value
+Append = Callable[[Block, SSAValue, Operation], SSAValue]
+
+
+def _monotone(op: Operation) -> tuple[SSAValue, Append] | None:
+    """(x, how to apply f in an epilogue) when op is y = f(x) for a non-decreasing f: a
+    lone tanh or exp, or a one-input kernel whose body is a chain of such ops
     (`pool_first.monotone_operand`) from its input to what it yields, constants aside."""
-    block = kernel.body.block
-    if len(block.args) != 1:
+    if isinstance(op, TanhOp | ExpOp):
+
+        def lone(block: Block, value: SSAValue, before: Operation) -> SSAValue:
+            scalar = type(op).make([value], tensor(elem_of(op.results[0].type), ()))
+            block.insert_op_before(scalar, before)
+            return scalar.results[0]
+
+        return op.operands[0], lone
+    if not isinstance(op, FusedOp) or len(op.inputs) != 1 or len(op.results) != 1:
         return None
-    value: SSAValue = block.args[0]
-    ops = list(block.ops)
+    chain = _monotone_chain(op.body.block)
+    if chain is None:
+        return None
+
+    def inline(block: Block, value: SSAValue, before: Operation) -> SSAValue:
+        mapping: dict[SSAValue, SSAValue] = {op.body.block.args[0]: value}
+        for inner in chain:
+            block.insert_op_before(inner.clone(value_mapper=mapping), before)
+        done = op.body.block.last_op
+        assert isinstance(done, YieldOp)
+        return mapping[done.values[0]]
+
+    return op.inputs[0], inline
+
+
+def _monotone_chain(body: Block) -> list[Operation] | None:
+    """The body's ops but its yield, if they are constants and a chain of non-decreasing
+    ops from its one argument to what it yields."""
+    value: SSAValue = body.args[0]
+    ops = list(body.ops)
     for inner in ops:
         if isinstance(inner, ConstantOp):
             continue
         if isinstance(inner, YieldOp):
-            return ops if list(inner.operands) == [value] else None
+            return ops[:-1] if list(inner.operands) == [value] else None
         position = monotone_operand(inner)
         if position is None or inner.operands[position] is not value:
             return None
@@ -112,29 +144,25 @@ def _monotone_chain(kernel: FusedOp) -> list[Operation] | None:
 
 
 class MonotoneIntoEpilogue(RewritePattern):
-    """f(conv_pool(...)) with a non-decreasing f, for a max pool: f joins the epilogue."""
+    """f(conv_pool(...)) with a non-decreasing f, for a max pool: f joins the epilogue
+    (f(max_pool(y)) == max_pool(f(y)))."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: FusedOp, rewriter: PatternRewriter, /) -> None:
-        if len(op.inputs) != 1 or len(op.results) != 1:
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        found = _monotone(op)
+        if found is None:
             return
-        pooled = op.inputs[0].owner
-        if not isinstance(pooled, ConvPoolOp) or not op.inputs[0].has_one_use():
+        pooled_value, append = found
+        pooled = pooled_value.owner
+        if not isinstance(pooled, ConvPoolOp) or not pooled_value.has_one_use():
             return
         if pooled.attrs()["pool_mode"] != PoolMode.MAX or op.results[0].type != pooled.result.type:
             return
-        chain = _monotone_chain(op)
-        if chain is None:
-            return
         body = pooled.body.clone()
-        block = body.block
-        done = block.last_op
+        done = body.block.last_op
         assert isinstance(done, YieldOp)
-        mapping: dict[SSAValue, SSAValue] = {op.body.block.args[0]: done.values[0]}
-        for inner in chain[:-1]:
-            block.insert_op_before(inner.clone(value_mapper=mapping), done)
-        block.insert_op_before(YieldOp(mapping.get(chain[-1].operands[0], done.values[0])), done)
-        block.erase_op(done)
+        result = append(body.block, done.values[0], done)
+        body.block.insert_op_before(YieldOp(result), done)
+        body.block.erase_op(done)
         rewriter.replace(
             op,
             ConvPoolOp.create(
