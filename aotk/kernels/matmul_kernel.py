@@ -31,11 +31,10 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, Float64Type, MemRe
 from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
-from aotk.kernels import heuristics, library
+from aotk.kernels import heuristics, library, matmul_scalar
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels import matmul_packed as packed
 from aotk.kernels.kernel import PARALLEL_GRAIN, Buf, DimV, Kernel
-from aotk.kernels.scalar import compute_type, const
 
 Range = tuple[DimV, DimV]
 GEMV_ROWS = 2  # up to this many rows of C, threads split its columns instead
@@ -61,7 +60,7 @@ def emit(
     if not isinstance(c.elem, Float32Type | Float64Type):
         assert alpha is None, "matmul updates are float micro-kernels"
         ops = mk.Operands(c, a, b, m, n, kdim, VectorType(c.elem, [1]), a_t, b_t)
-        _emit_scalar(k, ops, m)
+        matmul_scalar.emit(k, ops, m)
         return
     pointers = [c, a, b] if scratch is None else [c, a, b, scratch]
     name = _kernel_name(c.elem, (scratch is not None, a_t, b_t, alpha is not None))
@@ -139,8 +138,11 @@ def _rows_of_tiles(
     """C = A @ B with threads splitting the rows: register tiles on packed blocks of B
     (with scratch) for the bulk, panels for the edges."""
     m, n, kdim = ops.m, ops.n, ops.kdim
-    if scratch is None:
-        _panels(k, ops, tiles, (0, m), (0, n))
+    if scratch is None:  # N narrower than a sliver (`scratch_elems`)
+        m_tiled = 0 if ops.b_t else k.mul(k.div(m, tiles.mr), tiles.mr)
+        if not _known_empty(0, m_tiled):
+            _narrow(k, ops, tiles, (0, m_tiled), (0, n))
+        _panels(k, ops, tiles, (m_tiled, m), (0, n))
         return
     width = tiles.nr * tiles.lanes
     m_pack = _packed_rows(k, ops, tiles)
@@ -170,8 +172,9 @@ def _rows_of_tiles(
 def _right_edge(
     k: Kernel, ops: mk.Operands, plan: tuple[heuristics.MatmulTiles, Buf], rows: Range, cols: Range
 ) -> None:
-    """C[rows, cols] for the columns right of the last whole sliver: packed and tiled
-    over all of K when N holds a sliver (scratch then has room for them), else panels."""
+    """C[rows, cols] for the columns right of the last whole sliver, tiled over all of
+    K, threads splitting the row tiles: packed when N holds a sliver (scratch then has
+    room for them), else B read in place (`_narrow`)."""
     tiles, scratch = plan
     if _known_empty(*rows) or _known_empty(*cols):
         return
@@ -179,11 +182,22 @@ def _right_edge(
     def edge() -> None:
         packed.emit_edge(k, ops, tiles, scratch, rows, cols)
 
-    def panels() -> None:
-        _panels(k, ops, tiles, rows, cols)
+    def narrow() -> None:
+        _narrow(k, ops, tiles, rows, cols)
 
-    # a whole sliver left of the edge (else panels); nothing at all for no rows
-    k.if_positive(k.sub(rows[1], rows[0]), lambda: k.if_positive(cols[0], edge, panels))
+    # a whole sliver left of the edge, or none; nothing at all for no rows
+    k.if_positive(k.sub(rows[1], rows[0]), lambda: k.if_positive(cols[0], edge, narrow))
+
+
+def _narrow(
+    k: Kernel, ops: mk.Operands, tiles: heuristics.MatmulTiles, rows: Range, cols: Range
+) -> None:
+    """C[rows, cols], fewer columns than a sliver (a classifier's 10), B read in place:
+    threads split the row tiles (`rows` a multiple of mr long), each over all of K.
+    Panels, blocked over K, had run a parallel loop per K block: 256 for W5's 64 x
+    16384 x 10."""
+    with k.loop(rows[1], lb=rows[0], step=tiles.mr, parallel=True) as i0:
+        packed.edge_columns(k, ops, tiles, (i0, tiles.mr), cols)
 
 
 def _even_panels(k: Kernel, n_main: DimV, tiles: heuristics.MatmulTiles) -> DimV:
@@ -354,34 +368,6 @@ def _typical(span: Range, block: int) -> int:
 
 def _known_empty(lo: DimV, hi: DimV) -> bool:
     return isinstance(lo, int) and isinstance(hi, int) and lo >= hi
-
-
-def _emit_scalar(k: Kernel, ops: mk.Operands, m: DimV) -> None:
-    """K-blocked i-k-j loops; the inner loop runs along N, contiguous in C (and in B
-    unless it is transposed)."""
-    c, a, b, n, kdim = ops.c, ops.a, ops.b, ops.n, ops.kdim
-    is_float = dtypes.is_float(a.elem)
-    zero = const(k.b, 0, compute_type(c.elem))
-    with k.loop(k.mul(m, n)) as i:
-        k.store_flat(c, i, zero)
-    block = heuristics.matmul_k_block(kdim, n)
-    with k.loop(kdim, step=block) as k0:
-        k_end = k.min(k.add(k0, block), kdim)
-        with k.loop(m, parallel=True) as i:
-            c_row = k.mul(i, n)
-            with k.loop(k_end, lb=k0, trips=block) as kk:
-                av = k.load_flat(a, ops.a_at(k, i, kk))
-                with k.loop(n) as j:
-                    bv = k.load_flat(b, ops.b_at(k, kk, j))
-                    c_off = k.add(c_row, j)
-                    cv = k.load_flat(c, c_off)
-                    if is_float:
-                        prod = k.b.insert(arith.MulfOp(av, bv)).result
-                        acc = k.b.insert(arith.AddfOp(cv, prod)).result
-                    else:
-                        prod = k.b.insert(arith.MuliOp(av, bv)).result
-                        acc = k.b.insert(arith.AddiOp(cv, prod)).result
-                    k.store_flat(c, c_off, acc)
 
 
 for _elem in (Float32Type(), Float64Type()):

@@ -198,11 +198,13 @@ def column_tile(
     cols: tuple[DimV, DimV | None],
     b_rows: tuple[DimV, DimV] | None = None,
     accumulate: bool = True,
+    k_trips: int | None = None,
 ) -> None:
     """C[i0:i0+rows, j:j+count] (+)= A[rows, k-range] @ B[k-range, j:j+count] for tile =
     (i0, rows) and cols = (j, count): one vector per row (masked to its first count
-    lanes; count None: all of them), kept in registers over the K range; C is read
-    first when `accumulate` (an update always adds to C: `store_c`). B's row kk starts
+    lanes; count None: all of them), kept in registers over the K range (`k_trips`: its
+    typical length); C is read first when `accumulate` (an update always adds to C:
+    `store_c`). B's row kk starts
     at b_rows = (offset of row 0, row stride), by default B's own (j, N). Used for the
     last columns, fewer than a panel's or tile's width: a classifier's 10 outputs are
     all edge, and a panel's round trip through C at every step would stall there, as a
@@ -224,7 +226,7 @@ def column_tile(
 
     from_c = accumulate and ops.alpha is None  # an update adds C where it stores
     accs = [load(ops.c, at) for at in c_at] if from_c else [zero] * rows
-    accs = k.fold_loop(k_range[1], accs, step, lb=k_range[0])
+    accs = k.fold_loop(k_range[1], accs, step, lb=k_range[0], trips=k_trips)
     for at, acc in zip(c_at, accs, strict=True):
         store_c(k, ops, at, acc, mask)
 

@@ -308,7 +308,8 @@ def edge_columns(
 
     def column(j: DimV, count: DimV | None) -> None:
         b_at = b_rows(j) if b_rows is not None else None
-        mk.column_tile(k, ops, tile, (0, ops.kdim), (j, count), b_at, accumulate)
+        whole_k = (0, ops.kdim)
+        mk.column_tile(k, ops, tile, whole_k, (j, count), b_at, accumulate, tiles.packed_kc)
 
     with k.loop(vectors_end, lb=lo, step=tiles.lanes, trips=tiles.nr - 1) as j:
         column(j, None)

@@ -25,6 +25,9 @@ CASES = [
     ((70, 257, 530), [(70, 257, 530)], False, True, "float64"),  # B packed, dot panels
     ((None, None, 20), [(3, 0, 20), (70, 300, 20)], True, True, "float64"),  # K = 0
     ((None, 24, 1024), [(1, 24, 1024), (130, 24, 1024)], False, False, "float32"),
+    # narrower than a sliver: column tiles over all of K, threads splitting row tiles
+    ((1030, 128, 10), [(1030, 128, 10)], True, False, "float32"),
+    ((64, 300, 20), [(64, 300, 20)], False, False, "float64"),
 ]
 
 

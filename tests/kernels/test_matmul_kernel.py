@@ -245,6 +245,12 @@ PACKED_SHAPES = [
     (64, 300, 96),
     (70, 257, 530),
     (101, 5, 49),
+    # narrower than a sliver: threads split row tiles over all of K, B in place; a
+    # classifier's 10 columns (one masked vector), two vectors and a masked one, and
+    # rows past the last tile
+    (64, 300, 10),
+    (72, 37, 40),
+    (131, 17, 20),
 ]
 
 
