@@ -5,13 +5,14 @@ W1 elementwise chain, W2 matmul, W3 MLP (batch 1, 256), W4 its SGD step, W5 CNN,
 inputs and NumPy's answers from `bench.problems`. The header gives the limits measured
 in the same run (OpenBLAS sgemm on one thread, a triad). Run `python -m bench.bench_workloads`
 (`--quick`: at most 5 timed calls per case; `--peers`: also JAX, ONNX Runtime and PyTensor,
-see `bench.peers`).
+see `bench.peers`; `--rounds N`: the peers' timings N times, interleaved, each ratio the
+median of the rounds' with their range).
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import astuple
 from typing import Any
@@ -278,7 +279,7 @@ def _print_header(
     )
 
 
-def run(quick: bool = False, peers: bool = False) -> None:
+def run(quick: bool = False, peers: bool = False, rounds: int = 1) -> None:
     """Measure the limits and every workload; print the header and two tables, and with
     `peers` a third: aotk against the best of JAX, ONNX Runtime and PyTensor."""
     kernel_triad, numpy_triad = _triads(quick)
@@ -314,19 +315,32 @@ def run(quick: bool = False, peers: bool = False) -> None:
     )
     if peers:
         print()
-        _print_peers([case.name for case, _, _ in rows], quick)
+        _print_peers([case.name for case, _, _ in rows], quick, rounds)
 
 
-def _print_peers(names: list[str], quick: bool) -> None:
+def _print_peers(names: list[str], quick: bool, rounds: int) -> None:
     from bench.peers import report, run
 
     python = run.peer_python()
     if python is None:
         print("no peers' interpreter: make .venv-peers as bench/peers/__init__.py says")
         return
-    results, notes = run.collect(python, quick)
-    report.print_table(names, results, notes)
+    rounds_results, notes = run.collect(python, quick, rounds)
+    report.print_table(names, rounds_results, notes)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="at most 5 timed calls a case")
+    parser.add_argument("--peers", action="store_true", help="also time the peers")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="interleaved rounds of the peers' timings"
+    )
+    args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    run(quick=args.quick, peers=args.peers, rounds=args.rounds)
 
 
 if __name__ == "__main__":
-    run(quick="--quick" in sys.argv[1:], peers="--peers" in sys.argv[1:])
+    main()

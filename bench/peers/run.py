@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,27 +47,40 @@ def thread_env(threads: int) -> dict[str, str]:
     return env
 
 
-def collect(python: Path, quick: bool) -> tuple[Results, list[str]]:
-    """Every peer, and aotk, at each thread count; and the lines to print about them
-    (versions, workloads a peer lacks or failed on)."""
-    results: Results = {}
+def collect(python: Path, quick: bool, rounds: int = 1) -> tuple[list[Results], list[str]]:
+    """Every peer, and aotk, at each thread count, `rounds` times over: a round runs
+    them one after another, alternate rounds in the reverse order, so that each
+    round's ratios compare timings taken minutes apart at most, on a machine whose
+    speed drifts. Also the lines to print about them (versions, workloads a peer
+    lacks or failed on)."""
+    every: list[Results] = []
     notes: list[str] = []
-    for peer in (SELF, *PEERS):
-        for threads in (1, 2):
-            interpreter = sys.executable if peer == SELF else str(python)
-            cmd = [interpreter, "-m", "bench.peers.run", peer, str(threads)]
-            cmd += ["--quick"] if quick else []
-            proc = subprocess.run(
-                cmd, env=thread_env(threads), cwd=ROOT, capture_output=True, text=True
-            )
-            if proc.returncode != 0:
-                notes.append(f"{peer} t{threads}: failed: {proc.stderr.strip()[-300:]}")
-                continue
-            out = json.loads(proc.stdout.strip().splitlines()[-1])
-            results.setdefault(peer, {})[threads] = {k: Timing(*v) for k, v in out["times"].items()}
-            if threads == 1:
-                notes.append(f"{out['version']}: " + _skipped(out["skipped"]))
-    return results, notes
+    for r in range(rounds):
+        order = (SELF, *PEERS) if r % 2 == 0 else (*reversed(PEERS), SELF)
+        results: Results = {}
+        for peer in order:
+            for threads in (1, 2):
+                out = _run_child(python, peer, threads, quick)
+                if isinstance(out, str):
+                    notes.append(f"{peer} t{threads}, round {r + 1}: failed: {out}")
+                    continue
+                times = {k: Timing(*v) for k, v in out["times"].items()}
+                results.setdefault(peer, {})[threads] = times
+                if threads == 1 and r == 0:
+                    notes.append(f"{out['version']}: " + _skipped(out["skipped"]))
+        every.append(results)
+    return every, notes
+
+
+def _run_child(python: Path, peer: str, threads: int, quick: bool) -> dict[str, Any] | str:
+    """One child's JSON, or the end of its error output."""
+    interpreter = sys.executable if peer == SELF else str(python)
+    cmd = [interpreter, "-m", "bench.peers.run", peer, str(threads)]
+    cmd += ["--quick"] if quick else []
+    proc = subprocess.run(cmd, env=thread_env(threads), cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return proc.stderr.strip()[-300:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def _skipped(skipped: dict[str, str]) -> str:
