@@ -52,3 +52,45 @@ def test_keras_training_step_with_free_target_dims_is_refused_clearly(tmp_path):
     model.compile("sgd", "mse")
     with pytest.raises(ValueError, match=r"aotk\.export: dynamic dim 0 of input 1 is tied"):
         aotk.export(model, tmp_path, "step", step="train")
+
+
+def _np_conv_relu_pool(x: np.ndarray, kernel: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """A 'same' 3 x 3 Conv2D with a bias and relu, then 2 x 2 max pooling, in float64."""
+    n, h, w, _ = x.shape
+    xp = np.pad(x.astype(np.float64), [(0, 0), (1, 1), (1, 1), (0, 0)])
+    y = bias + sum(
+        np.einsum("nhwc,co->nhwo", xp[:, i : i + h, j : j + w], kernel[i, j])
+        for i in range(3)
+        for j in range(3)
+    )
+    y = np.maximum(y, 0)[:, : h // 2 * 2, : w // 2 * 2]
+    return y.reshape(n, h // 2, 2, w // 2, 2, -1).max(axis=(2, 4))
+
+
+@pytest.mark.aot
+def test_keras_cnn_pools_its_convs_and_the_library_predicts_like_numpy(tmp_path):
+    """Conv2D with relu then MaxPooling2D, twice: each conv pools its own rows
+    (aotk.conv_pool), in Python and in the exported library."""
+    rng = np.random.default_rng(1)
+    model = Sequential(
+        [
+            layers.Conv2D(16, 3, padding="same", activation="relu", input_shape=(9, 10, 3)),
+            layers.MaxPooling2D(),
+            layers.Conv2D(16, 3, padding="same", activation="relu"),
+            layers.MaxPooling2D(),
+            layers.Flatten(),
+            layers.Dense(3),
+        ]
+    )
+    for i in (0, 2, 5):  # non-zero biases: the epilogues must add them
+        kernel, bias = model.layers[i].get_weights()
+        model.layers[i].set_weights([kernel, rng.normal(size=bias.shape).astype(np.float32)])
+    x = rng.normal(size=(5, 9, 10, 3)).astype(np.float32)
+    (k1, b1), (k2, b2), (wd, bd) = (model.layers[i].get_weights() for i in (0, 2, 5))
+    h = _np_conv_relu_pool(_np_conv_relu_pool(x, k1, b1), k2, b2)
+    want = h.reshape(len(x), -1) @ wd + bd
+    np.testing.assert_allclose(model.predict(x), want, rtol=1e-4, atol=1e-4)
+    loaded = aotk.load(aotk.export(model, tmp_path, "cnn").library)
+    got = loaded([x])
+    got = got[0] if isinstance(got, list) else got
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
