@@ -33,7 +33,7 @@ from aotk.dialect.registry import BodyLowering, Kind, OpDef, register
 from aotk.kernels import conv_pool
 from aotk.kernels.conv_geometry import geometry
 from aotk.kernels.dim_arith import STATIC
-from aotk.kernels.kernel import Buf, Kernel
+from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.window import Window
 
 POOL_PROPS = ("pool_window", "pool_mode")
@@ -105,20 +105,40 @@ def _numpy(op: ConvPoolOp, inputs: list[np.ndarray], run_body: Any) -> list[np.n
     return [np_pool(value, mode=op.attrs()["pool_mode"], **op.pool_attrs())]
 
 
+def _pooled_dims(k: Kernel, ins: list[Buf], **attrs: Any) -> list[DimV]:
+    """The result's dims from the operands' (x and the kernel first)."""
+    conv_attrs = {name: v for name, v in attrs.items() if name not in POOL_PROPS}
+    conv_dims = conv_shape(k, [ins[0].dims, ins[1].dims], **conv_attrs)
+    window = attrs["pool_window"]
+    return pool_shape(k, [conv_dims], window=window, strides=window, padding="valid")
+
+
+def _scratch(k: Kernel, ins: list[Buf], result_type: Attribute, **attrs: Any) -> DimV:
+    """The bands of `kernels.conv_pool` (at least one element: `_lower` takes a buffer)."""
+    n_out = ins[1].dims[-1]
+    assert isinstance(n_out, int)  # the kernel's shape is static
+    out = (_pooled_dims(k, ins, **attrs), elem_of(result_type))
+    return k.max(conv_pool.band_elems(k, out, n_out, attrs["pool_window"]), 1)
+
+
 def _lower(low: BodyLowering, op: ConvPoolOp, targets: dict[SSAValue, Buf]) -> None:
-    x, w, *extras = (low.bufs[v] for v in op.operands)
-    k: Kernel = low.k
-    conv_dims = conv_shape(k, [x.dims, w.dims], **op.conv_attrs())
-    (out,) = low.bind_results(op, pool_shape(k, [conv_dims], **op.pool_attrs()), targets)
-    pooling = conv_pool.Pooling(op.attrs()["pool_window"], str(op.attrs()["pool_mode"]))
-    n_out = w.dims[-1]
-    assert isinstance(n_out, int)
-    size = conv_pool.band_elems(k, out, n_out, pooling)
-    scratch = low.alloc(tensor(elem_of(op.result.type), (None,)), [size])
+    ins = [low.bufs[v] for v in op.operands]
+    (x, w, *extras), k = ins, low.k
+    (out,) = low.bind_results(op, _pooled_dims(k, ins, **op.attrs()), targets)
+    scratch = low.scratch(op, ins)["scratch"]
     if low.code:
+        pooling = conv_pool.Pooling(op.attrs()["pool_window"], str(op.attrs()["pool_mode"]))
         g = geometry(k, Window.of_conv(w.dims[:-2], **op.conv_attrs()), x.dims[1:-1])
-        epilogue = epilogue_of(op, extras)
-        conv_pool.emit(k, (out, x, w), g, (pooling, scratch), epilogue)
+        conv_pool.emit(k, (out, x, w), g, (pooling, scratch), epilogue_of(op, extras))
 
 
-register(OpDef(ir=ConvPoolOp, kind=Kind.REGION, infer=_infer, numpy=_numpy, lower=_lower))
+register(
+    OpDef(
+        ir=ConvPoolOp,
+        kind=Kind.REGION,
+        infer=_infer,
+        numpy=_numpy,
+        lower=_lower,
+        scratch=_scratch,
+    )
+)

@@ -113,6 +113,9 @@ class BodyLowering(Protocol):
     def bind_results(
         self, op: Operation, dims: Sequence[DimV], targets: dict[SSAValue, Buf]
     ) -> list[Buf]: ...
+    # the op's `OpDef.scratch` as {"scratch": buffer} ({} for none), one slice per op
+    # however often it is lowered (a scan plans its body before its loop emits it)
+    def scratch(self, op: Operation, ins: list[Buf]) -> dict[str, Buf]: ...
 
 
 def lookup(op: IRDLOperation | type[IRDLOperation]) -> OpDef:

@@ -14,10 +14,11 @@ Conv rows and columns past the last whole window are never computed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
 from aotk.kernels import conv_tile
@@ -60,12 +61,14 @@ class _Band:
     width: int  # channels of a part: elements per band position
 
 
-def band_elems(k: Kernel, out: Buf, n_out: int, pooling: Pooling) -> DimV:
-    """Scratch elements for every slot's band, for the pooled output `out` of a conv
-    with `n_out` output channels."""
-    lanes, _, nvec = conv_tile.tile_shape(dtypes.byte_size(out.elem), n_out)  # type: ignore[arg-type]
-    rows, cols = pooling.window
-    return k.mul(k.mul(out.dims[2], cols), SLOTS * rows * nvec * lanes)
+def band_elems(
+    k: Kernel, out: tuple[Sequence[DimV], Attribute], n_out: int, window: tuple[int, int]
+) -> DimV:
+    """Scratch elements for every slot's band, for a pooled output of dims and element
+    type `out`, from a conv of `n_out` output channels, pooled `window` = rows x columns."""
+    dims, elem = out
+    lanes, _, nvec = conv_tile.tile_shape(dtypes.byte_size(elem), n_out)  # type: ignore[arg-type]
+    return k.mul(k.mul(dims[2], window[1]), SLOTS * window[0] * nvec * lanes)
 
 
 @dataclass(frozen=True)

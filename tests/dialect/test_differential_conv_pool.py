@@ -18,6 +18,7 @@ from conftest import emit, placeholder, random_array, run_both
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
+from aotk import backend as K
 from aotk import interp
 from aotk.context import make_context
 from aotk.dialect.arithmetic import AddOp, MaximumOp
@@ -210,3 +211,23 @@ def test_a_1d_conv_is_rejected() -> None:
     module = Parser(make_context(), text).parse_module()
     with pytest.raises(VerifyException, match="expected a 2-D convolution, got a kernel of rank 3"):
         module.verify()
+
+
+def test_conv_pool_in_a_scan_step_matches_interpreted() -> None:
+    """A conv and its pool in an RNN's step: the bands are planned once, before the loop
+    that emits the step (a second slice from inside the loop overran the workspace)."""
+    shapes = {"x": (2, 3, 8, 8, 4), "w": (3, 3, 4, 16), "s0": (2, 16)}
+    x, w, s0 = (placeholder(shape, "float32", name) for name, shape in shapes.items())
+
+    def step(xt: Any, states: list[Any]) -> tuple[Any, list[Any]]:
+        pooled = K.pool2d(K.relu(emit(ConvOp, xt, w, **_conv_attrs())), (2, 2), (2, 2))
+        total = states[0] + K.sum(pooled, axis=[1, 2])
+        return total, [total]
+
+    last, _, _ = K.rnn(step, x, [s0])
+    rng = np.random.default_rng(2)
+    calls = [[random_array(rng, shape, "float32") for shape in shapes.values()]]
+    f = run_both([x, w, s0], [last], calls, scales=[3 * 16 * 10.0 * 36])
+    graph = f.module.clone()
+    pipeline.lower(graph, stop_after="graph")
+    assert any(isinstance(op, ConvPoolOp) for op in graph.walk())
