@@ -49,20 +49,26 @@
 // LLVM:          llvm.call @aotk_parallel_for(
 // LLVM:        llvm.func @aotk_uk_matmul_float32_packed_par0(
 
-// The last N mod 8 columns (all of a classifier's 10 outputs but one vector): after
-// the panels, each row tile loads one masked vector of C per row, keeps it in
-// registers over the K block with one masked vector of B per step, and stores it masked.
+// Fewer columns than a sliver (a classifier's 10 outputs) and no scratch: threads split
+// the row tiles, and each column of a tile stays in registers over all of K: 6
+// accumulators of one vector, started at zero (C is written, never read), then for the
+// last N mod 8 columns one masked vector of B per step and 6 masked stores. (Panels
+// blocked over K had a parallel loop per K block.)
 // EDGE-LABEL: func.func @aotk_uk_matmul_float32(
 // EDGE:         } else {
-// EDGE:         vector.fma
+// EDGE:           scf.for {{.*}} iter_args({{.*}}) -> ({{(vector<8xf32>, ){5}vector<8xf32>}}) {
+// EDGE-COUNT-6:     vector.fma
 // EDGE:           %[[MASK:.*]] = vector.create_mask %{{.*}} : vector<8xi1>
-// EDGE-COUNT-4:   vector.maskedload %{{.*}}[%{{.*}}], %[[MASK]], %{{.*}} : memref<?xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
-// EDGE-NEXT:      %{{.*}} = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
-// EDGE:             vector.maskedload %{{.*}}[%{{.*}}], %[[MASK]]
-// EDGE-COUNT-4:     vector.fma
+// EDGE-NOT:       vector.maskedload
+// EDGE:           scf.for {{.*}} iter_args({{.*}}) -> ({{(vector<8xf32>, ){5}vector<8xf32>}}) {
+// EDGE-NEXT:        arith.muli
+// EDGE-NEXT:        arith.addi
+// EDGE-NEXT:        vector.maskedload %{{.*}}[%{{.*}}], %[[MASK]]
+// EDGE-COUNT-6:     vector.fma
 // EDGE:           }
-// EDGE-COUNT-4:   vector.maskedstore %{{.*}}[%{{.*}}], %[[MASK]], %{{.*}}
-// EDGE:         } {aotk.parallel =
+// EDGE-COUNT-6:   vector.maskedstore %{{.*}}[%{{.*}}], %[[MASK]], %{{.*}}
+// EDGE-NEXT:    }
+// EDGE-NEXT:  } {aotk.parallel =
 
 // An update, C + alpha * A @ B (`aotk.matmul_update`): alpha is read once; a register
 // tile's accumulators start at one value in every K block (zero: no select from C), and
