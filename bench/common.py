@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -71,8 +71,7 @@ def measure(fn: Callable[[], object], repeat: int = 30, warmup: int = 3) -> Timi
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    q1, med, q3 = np.percentile(times, [25, 50, 75])
-    return Timing(float(med), float(q1), float(q3), min(times), max(times))
+    return _summary(times)
 
 
 def measure_threads(
@@ -167,24 +166,65 @@ def _load(module: str) -> Callable[[bool], list[Case]]:
     return importlib.import_module(module).cases  # type: ignore[no-any-return]
 
 
-def time_numpy_only(modules: Sequence[str], quick: bool = False) -> dict[str, Timing]:
-    """Time the NumPy side of every case of `modules` (run in the 1-thread subprocess)."""
-    out: dict[str, Timing] = {}
+def measure_pair(
+    a: Callable[[], object], b: Callable[[], object], repeat: int = 30, warmup: int = 3
+) -> tuple[Timing, Timing]:
+    """`measure` of a and of b, their calls alternating: both see the same machine, whose
+    speed drifts within minutes when it is shared."""
+    for _ in range(warmup):
+        a()
+        b()
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(repeat):
+        for fn, into in ((a, times[0]), (b, times[1])):
+            t0 = time.perf_counter()
+            fn()
+            into.append(time.perf_counter() - t0)
+    return _summary(times[0]), _summary(times[1])
+
+
+def _summary(times: list[float]) -> Timing:
+    q1, med, q3 = np.percentile(times, [25, 50, 75])
+    return Timing(float(med), float(q1), float(q3), min(times), max(times))
+
+
+def time_one_thread(
+    modules: Sequence[str], quick: bool = False, with_aotk: bool = False
+) -> dict[str, dict[str, Timing]]:
+    """Time the cases of `modules` (run in the 1-thread subprocess): NumPy's side, and
+    with `with_aotk` aotk's too, their calls alternating. {case: {"numpy": .., "aotk": ..}}"""
+    out: dict[str, dict[str, Timing]] = {}
     for module in modules:
-        for case in _load(module)(False):
-            out[case.name] = measure(case.numpy, repeats(case, quick))
+        for case in _load(module)(with_aotk):
+            if with_aotk and case.aotk is not None:
+                mine, theirs = measure_pair(case.aotk, case.numpy, repeats(case, quick))
+                out[case.name] = {"aotk": mine, "numpy": theirs}
+            else:
+                out[case.name] = {"numpy": measure(case.numpy, repeats(case, quick))}
     return out
 
 
 def numpy_one_thread(modules: Sequence[str], quick: bool = False) -> dict[str, Timing]:
     """NumPy timings with OPENBLAS_NUM_THREADS=1, which must be set before NumPy loads."""
+    both = one_thread_timings(modules, quick)
+    return {name: t["numpy"] for name, t in both.items()}
+
+
+def one_thread_timings(
+    modules: Sequence[str], quick: bool = False, with_aotk: bool = False
+) -> dict[str, dict[str, Timing]]:
+    """`time_one_thread` in a subprocess where NumPy's BLAS and aotk's pool have one
+    thread each; {} if it fails."""
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "bench.common", *modules, *(["--quick"] if quick else [])]
+    env["AOTK_NUM_THREADS"] = "1"
+    flags = [*(["--quick"] if quick else []), *(["--with-aotk"] if with_aotk else [])]
+    cmd = [sys.executable, "-m", "bench.common", *modules, *flags]
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        print(f"(1-thread NumPy run failed: {proc.stderr.strip()[-300:]})", file=sys.stderr)
+        print(f"(1-thread run failed: {proc.stderr.strip()[-300:]})", file=sys.stderr)
         return {}
-    return {k: Timing(*v) for k, v in json.loads(proc.stdout.strip().splitlines()[-1]).items()}
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {name: {k: Timing(*v) for k, v in t.items()} for name, t in out.items()}
 
 
 def _fmt(t: Timing | None) -> str:
@@ -228,10 +268,11 @@ def run(modules: Sequence[str], one_thread: bool = True) -> None:
 
 
 def main(argv: Sequence[str]) -> None:
-    """Subprocess entry: time the NumPy side of `argv`'s modules (`--quick`: fewer runs)."""
-    modules = [a for a in argv if a != "--quick"]
-    timings = time_numpy_only(modules, quick="--quick" in argv)
-    print(json.dumps({k: [t.median, t.q1, t.q3, t.lo, t.hi] for k, t in timings.items()}))
+    """Subprocess entry: time the NumPy side of `argv`'s modules (`--quick`: fewer runs;
+    `--with-aotk`: aotk's too, alternating)."""
+    modules = [a for a in argv if not a.startswith("--")]
+    timings = time_one_thread(modules, "--quick" in argv, "--with-aotk" in argv)
+    print(json.dumps({name: {k: astuple(v) for k, v in t.items()} for name, t in timings.items()}))
 
 
 if __name__ == "__main__":
