@@ -27,6 +27,8 @@ from aotk.dialect.conv_pool import ConvPoolOp
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.pool import PoolOp
 from aotk.dialect.unary import TanhOp
+from aotk.kernels.dim_arith import STATIC
+from aotk.kernels.window import Window
 from aotk.lowering import pipeline
 
 COVERED_OPS = {ConvPoolOp}
@@ -110,7 +112,12 @@ def _arrays(case: Case, call: int, rng: np.random.Generator, dtype: str) -> list
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_conv_pool_compiled_matches_interpreted(dtype: str) -> None:
     cases = CASES if dtype == "float32" else [c for c in CASES if c.name in FLOAT64_CASES]
-    rng = np.random.default_rng(5)
+    _check(cases, dtype, np.random.default_rng(5))
+
+
+def _check(cases: list[Case], dtype: str, rng: np.random.Generator) -> None:
+    """One function of every case, compiled against interpreted on two calls; each case
+    must have become a conv_pool."""
     inputs, outputs = [], []
     for i, case in enumerate(cases):
         xs, y = _graph(case, i, dtype)
@@ -123,6 +130,40 @@ def test_conv_pool_compiled_matches_interpreted(dtype: str) -> None:
     pipeline.lower(graph, stop_after="graph")
     assert sum(isinstance(op, ConvPoolOp) for op in graph.walk()) == len(cases)
     assert not any(isinstance(op, PoolOp | ConvOp) for op in graph.walk())
+
+
+def _random_case(rng: np.random.Generator, i: int) -> Case:
+    """A conv of random window, strides, dilation and padding, pooled over a random
+    window, on images at least as large as it needs."""
+
+    def ints(lo: int, hi: int) -> tuple[int, int]:
+        a, b = rng.integers(lo, hi, 2)
+        return int(a), int(b)
+
+    taps, strides, dilation, window = ints(1, 5), ints(1, 3), ints(1, 3), ints(1, 4)
+    conv: dict[str, Any] = {"strides": strides, "dilation": dilation}
+    if rng.random() < 0.5:
+        conv |= {"padding": "explicit", "pad_before": ints(0, 3), "pad_after": ints(0, 3)}
+    cin, cout = int(rng.choice([1, 3, 8, 33, 70])), int(rng.choice([8, 16, 24, 64, 72]))
+    attrs = _conv_attrs(**conv)
+    while True:
+        size = ints(1, 15)
+        out = Window.of_conv(taps, **attrs).out_dims(STATIC, size)
+        if all(o >= w for o, w in zip(out, window, strict=True)):
+            break
+    shapes = tuple((n, *size, cin) for n in (2, 1))
+    mode = str(rng.choice(["max", "avg"]))
+    activation = [None, "relu", "tanh"][int(rng.integers(3))]
+    decl, kernel = (None, *size, cin), (*taps, cin, cout)
+    return _case(
+        f"random_{i}", decl, kernel, shapes, window, mode=mode, activation=activation, conv=conv
+    )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_random_geometries_match_interpreted(dtype: str) -> None:
+    rng = np.random.default_rng({"float32": 11, "float64": 12}[dtype])
+    _check([_random_case(rng, i) for i in range(12)], dtype, rng)
 
 
 def _module(body: str, types: tuple[str, str], result: str) -> Any:
