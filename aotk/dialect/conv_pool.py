@@ -30,15 +30,21 @@ from aotk.dialect.conv import conv_shape, infer_conv, np_conv
 from aotk.dialect.conv_fused import EpilogueConvOp, epilogue_of, operand_types
 from aotk.dialect.pool import PoolModeAttr, np_pool, pool_shape
 from aotk.dialect.registry import BodyLowering, Kind, OpDef, register
-from aotk.kernels import conv_pool
+from aotk.kernels import conv_pool, conv_tile, heuristics
 from aotk.kernels.conv_geometry import geometry
 from aotk.kernels.dim_arith import STATIC
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.window import Window
 
 POOL_PROPS = ("pool_window", "pool_mode")
-# the narrowest output channels the register tiles take: one ymm (`conv_tile.tile_shape`)
-MIN_CHANNEL_BYTES = 32
+
+
+def split_props(attrs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An op's properties as the conv's (`aotk.conv`'s rules take them) and the pool's
+    (`aotk.pool`'s, mode aside)."""
+    conv = {name: v for name, v in attrs.items() if name not in POOL_PROPS}
+    window = attrs["pool_window"]
+    return conv, {"window": window, "strides": window, "padding": "valid"}
 
 
 @irdl_op_definition
@@ -50,17 +56,16 @@ class ConvPoolOp(EpilogueConvOp):
     pool_mode = prop_def(PoolModeAttr)
 
     def conv_attrs(self) -> dict[str, Any]:
-        return {k: v for k, v in self.attrs().items() if k not in POOL_PROPS}
+        return split_props(self.attrs())[0]
 
     def pool_attrs(self) -> dict[str, Any]:
         """The pooling as `aotk.pool`'s properties."""
-        window = self.attrs()["pool_window"]
-        return {"window": window, "strides": window, "padding": "valid"}
+        return split_props(self.attrs())[1]
 
     def inferred(self) -> Attribute:
         conv = infer_conv(self.x.type, self.kernel.type, **self.conv_attrs())
         check_tiled(conv, self.kernel.type, **self.conv_attrs())
-        return pooled_type(conv, self.attrs()["pool_window"])
+        return pooled_type(conv, self.pool_attrs())
 
 
 def check_tiled(conv: Attribute, kernel: Attribute, **attrs: Any) -> None:
@@ -74,26 +79,25 @@ def check_tiled(conv: Attribute, kernel: Attribute, **attrs: Any) -> None:
         raise ValueError("expected groups 1 and no input dilation")
     channels = shape_of(conv)[-1]
     assert channels is not None  # the kernel's shape is static
-    if channels * dtypes.byte_size(elem) < MIN_CHANNEL_BYTES:
+    if conv_tile.tile_shape(dtypes.byte_size(elem), channels)[2] == 0:  # no vector to tile
         raise ValueError(
-            f"expected output channels of at least {MIN_CHANNEL_BYTES} bytes, got {channels}"
+            f"expected output channels of at least {heuristics.VECTOR_BYTES} bytes, got {channels}"
         )
 
 
-def pooled_type(conv: Attribute, window: Any) -> Attribute:
-    """The conv's result type `conv` pooled over `window` (2 ints >= 1)."""
-    attrs = {"window": window, "strides": window, "padding": "valid"}
-    win = Window.of_pool(**attrs)
+def pooled_type(conv: Attribute, pool: dict[str, Any]) -> Attribute:
+    """The conv's result type `conv` pooled as `pool` says (`split_props`)."""
+    win = Window.of_pool(**pool)
     if win.rank != 2:
-        raise ValueError(f"pool_window must be 2 ints >= 1, got {list(window)}")
+        raise ValueError(f"pool_window must be 2 ints >= 1, got {list(pool['window'])}")
     win.check_fits(shape_of(conv)[1:-1])
-    return tensor(elem_of(conv), pool_shape(STATIC, [shape_of(conv)], **attrs))
+    return tensor(elem_of(conv), pool_shape(STATIC, [shape_of(conv)], **pool))
 
 
 def _infer(op: ConvPoolOp, shapes: list[Shape], body_shapes: Any) -> list[Shape]:
     x, w = operand_types(op, shapes)
     conv = infer_conv(x, w, **op.conv_attrs())
-    return [shape_of(pooled_type(conv, op.attrs()["pool_window"]))]
+    return [shape_of(pooled_type(conv, op.pool_attrs()))]
 
 
 def _numpy(op: ConvPoolOp, inputs: list[np.ndarray], run_body: Any) -> list[np.ndarray]:
@@ -107,10 +111,8 @@ def _numpy(op: ConvPoolOp, inputs: list[np.ndarray], run_body: Any) -> list[np.n
 
 def _pooled_dims(k: Kernel, ins: list[Buf], **attrs: Any) -> list[DimV]:
     """The result's dims from the operands' (x and the kernel first)."""
-    conv_attrs = {name: v for name, v in attrs.items() if name not in POOL_PROPS}
-    conv_dims = conv_shape(k, [ins[0].dims, ins[1].dims], **conv_attrs)
-    window = attrs["pool_window"]
-    return pool_shape(k, [conv_dims], window=window, strides=window, padding="valid")
+    conv, pool = split_props(attrs)
+    return pool_shape(k, [conv_shape(k, [ins[0].dims, ins[1].dims], **conv)], **pool)
 
 
 def _scratch(k: Kernel, ins: list[Buf], result_type: Attribute, **attrs: Any) -> DimV:

@@ -141,7 +141,7 @@ def _rows_of_tiles(
     if scratch is None:  # N narrower than a sliver (`scratch_elems`)
         m_tiled = 0 if ops.b_t else k.mul(k.div(m, tiles.mr), tiles.mr)
         if not _known_empty(0, m_tiled):
-            _narrow(k, ops, tiles, (0, m_tiled), (0, n))
+            packed.edge_rows(k, ops, tiles, ((0, m_tiled), (0, n)), parallel=True)
         _panels(k, ops, tiles, (m_tiled, m), (0, n))
         return
     width = tiles.nr * tiles.lanes
@@ -174,7 +174,8 @@ def _right_edge(
 ) -> None:
     """C[rows, cols] for the columns right of the last whole sliver, tiled over all of
     K, threads splitting the row tiles: packed when N holds a sliver (scratch then has
-    room for them), else B read in place (`_narrow`)."""
+    room for them), else B read in place (a classifier's 10 columns). Panels, blocked
+    over K, had run a parallel loop per K block: 256 for W5's 64 x 16384 x 10."""
     tiles, scratch = plan
     if _known_empty(*rows) or _known_empty(*cols):
         return
@@ -183,21 +184,10 @@ def _right_edge(
         packed.emit_edge(k, ops, tiles, scratch, rows, cols)
 
     def narrow() -> None:
-        _narrow(k, ops, tiles, rows, cols)
+        packed.edge_rows(k, ops, tiles, (rows, cols), parallel=True)
 
     # a whole sliver left of the edge, or none; nothing at all for no rows
     k.if_positive(k.sub(rows[1], rows[0]), lambda: k.if_positive(cols[0], edge, narrow))
-
-
-def _narrow(
-    k: Kernel, ops: mk.Operands, tiles: heuristics.MatmulTiles, rows: Range, cols: Range
-) -> None:
-    """C[rows, cols], fewer columns than a sliver (a classifier's 10), B read in place:
-    threads split the row tiles (`rows` a multiple of mr long), each over all of K.
-    Panels, blocked over K, had run a parallel loop per K block: 256 for W5's 64 x
-    16384 x 10."""
-    with k.loop(rows[1], lb=rows[0], step=tiles.mr, parallel=True) as i0:
-        packed.edge_columns(k, ops, tiles, (i0, tiles.mr), cols)
 
 
 def _even_panels(k: Kernel, n_main: DimV, tiles: heuristics.MatmulTiles) -> DimV:

@@ -279,13 +279,21 @@ def emit_direct(k: Kernel, ops: mk.Operands, tiles: MatmulTiles, rows: Range, co
             with k.loop(rows[1], lb=rows[0], step=tiles.mr, trips=4) as i0:
                 _direct_tile(k, ops, tiles, i0, j0)
 
-        k.if_else(whole, sliver, lambda: _direct_edge(k, ops, tiles, rows, (j0, hi)))
+        k.if_else(whole, sliver, lambda: edge_rows(k, ops, tiles, (rows, (j0, hi))))
 
 
-def _direct_edge(k: Kernel, ops: mk.Operands, tiles: MatmulTiles, rows: Range, cols: Range) -> None:
+def edge_rows(
+    k: Kernel,
+    ops: mk.Operands,
+    tiles: MatmulTiles,
+    block: tuple[Range, Range],
+    parallel: bool = False,
+) -> None:
     """C[rows, cols] for fewer columns than a sliver, B read in place, a row tile at a
-    time."""
-    with k.loop(rows[1], lb=rows[0], step=tiles.mr, trips=4) as i0:
+    time (block = (rows, cols), rows a multiple of mr long; `parallel`: threads split
+    the row tiles)."""
+    rows, cols = block
+    with k.loop(rows[1], lb=rows[0], step=tiles.mr, parallel=parallel, trips=4) as i0:
         edge_columns(k, ops, tiles, (i0, tiles.mr), cols)
 
 
