@@ -5,7 +5,9 @@ blocks of `nc`; within a block, rows of C are taken a few at a time (`panels` of
 tiles; the last rows by smaller panels) and updated by `matmul_microkernel.panel`,
 k_unroll rows of B per pass. With scratch (`scratch_elems` of it), the bulk of C is done
 by register tiles on packed blocks of B (`matmul_packed`), which write C without reading
-it first, and only the edges by panels (whose part of C alone is zeroed).
+it first, and only the edges by panels (whose part of C alone is zeroed). On two threads
+or more, for M up to twice N and neither operand transposed, all of B is packed at once
+and each tile kept over all of K instead (`matmul_prepacked.emit_whole_k`).
 Every dim may be dynamic; edges are smaller panels, and the last columns (fewer than a
 vector) one masked vector per row, kept in registers over each K block.
 Integers and float16 take a plain i-k-j nest that LLVM vectorizes along N.
@@ -34,6 +36,7 @@ from aotk import dtypes
 from aotk.kernels import heuristics, library, matmul_scalar
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels import matmul_packed as packed
+from aotk.kernels import matmul_prepacked as prepacked
 from aotk.kernels.kernel import PARALLEL_GRAIN, Buf, DimV, Kernel
 
 Range = tuple[DimV, DimV]
@@ -135,17 +138,34 @@ def _column_stripes(k: Kernel, ops: mk.Operands, tiles: heuristics.MatmulTiles) 
 def _rows_of_tiles(
     k: Kernel, ops: mk.Operands, tiles: heuristics.MatmulTiles, scratch: Buf | None
 ) -> None:
-    """C = A @ B with threads splitting the rows: register tiles on packed blocks of B
-    (with scratch) for the bulk, panels for the edges."""
-    m, n, kdim = ops.m, ops.n, ops.kdim
+    """C = A @ B with threads splitting the rows: register tiles on packed B (with
+    scratch: all of B, or block by block over K) for the bulk, panels for the edges."""
+    m, n = ops.m, ops.n
     if scratch is None:  # N narrower than a sliver (`scratch_elems`)
         m_tiled = 0 if ops.b_t else k.mul(k.div(m, tiles.mr), tiles.mr)
         if not _known_empty(0, m_tiled):
             packed.edge_rows(k, ops, tiles, ((0, m_tiled), (0, n)), parallel=True)
         _panels(k, ops, tiles, (m_tiled, m), (0, n))
         return
-    width = tiles.nr * tiles.lanes
     m_pack = _packed_rows(k, ops, tiles)
+    if ops.a_t or ops.b_t:  # a transposed B packs slower whole (one element at a time)
+        _blocked(k, ops, (tiles, scratch), m_pack)
+        return
+    k.if_else(
+        prepacked.whole_k_wins(k, ops, m_pack),
+        lambda: prepacked.emit_whole_k(k, ops, scratch),
+        lambda: _blocked(k, ops, (tiles, scratch), m_pack),
+    )
+
+
+def _blocked(
+    k: Kernel, ops: mk.Operands, plan: tuple[heuristics.MatmulTiles, Buf], m_pack: DimV
+) -> None:
+    """C = A @ B by register tiles on packed blocks of B, K block by K block, for the
+    rows of `m_pack`; the rest (edges, rows too few to pack) by the other paths."""
+    tiles, scratch = plan
+    m, n, kdim = ops.m, ops.n, ops.kdim
+    width = tiles.nr * tiles.lanes
     n_main = k.mul(k.div(n, width), width)
     if not _known_empty(0, m_pack) and not _known_empty(0, n_main):
         k_hi = kdim if isinstance(m_pack, int) else _select_if_positive(k, m_pack, kdim)

@@ -39,12 +39,18 @@ def panel_cols(tiles: MatmulTiles) -> int:
 def scratch_elems(k: Kernel, tiles: MatmulTiles, mnk: tuple[DimV, DimV, DimV], a_t: bool) -> DimV:
     """Elements of scratch the packed path needs: a K block of up to `panel_cols` whole
     slivers of B, for a transposed A one K block of all its rows, and a sliver's width
-    of all K rows for B's last columns (`emit_edge`); none when N is under a sliver."""
+    of all K rows for B's last columns (`emit_edge`), or without a transposed A, all of
+    B packed if more; none when N is under a sliver."""
     m, n, kdim = mnk
+    width = tiles.nr * tiles.lanes
     panel = k.mul(tiles.packed_kc, _panel_width(k, tiles, n))
-    edge = k.select(_has_panel(k, tiles, n), k.mul(kdim, tiles.nr * tiles.lanes), 0)
+    edge = k.select(_has_panel(k, tiles, n), k.mul(kdim, width), 0)
     total = k.add(panel, edge)
-    return k.add(total, k.mul(tiles.packed_kc, m)) if a_t else total
+    if a_t:
+        return k.add(total, k.mul(tiles.packed_kc, m))
+    # or all of B in whole slivers, for tiles over all of K (`matmul_kernel._whole_k`)
+    whole = k.mul(k.mul(k.div(k.add(n, width - 1), width), width), kdim)
+    return k.select(_has_panel(k, tiles, n), k.max(total, whole), 0)
 
 
 def _has_panel(k: Kernel, tiles: MatmulTiles, n: DimV) -> SSAValue | bool:

@@ -9,10 +9,14 @@ never read) and nothing copied per product. A scan packs its loop-invariant righ
 operands this way once before its steps (`aotk.dialect.scan_prepack`): unpacked, a
 32-row step read a 128 x 512 weight in place, its rows 2 KiB apart and so in a few
 cache sets, or repacked it every step.
+The packed matmul micro-kernels take the same path on two threads or more
+(`emit_whole_k`, B packed into their scratch each call), for M up to twice N, neither
+operand transposed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from xdsl.dialects import arith, ptr
@@ -27,6 +31,7 @@ from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 
 Range = tuple[DimV, DimV]
+WHOLE_K_ROWS_PER_COLUMN = 2  # `whole_k_wins`: 2048 x 256 x 256 ran slower whole
 
 
 def _tiles(elem: Attribute) -> heuristics.MatmulTiles:
@@ -61,13 +66,18 @@ def _flat(k: Kernel, pointer: SSAValue, dims: tuple[DimV, ...], elem: Attribute)
 def _build_pack(elem: Attribute, b_t: bool, k: Kernel, args: list[SSAValue]) -> None:
     """The body of `pack_rhs`: (packed, b, n, k)."""
     n, kdim = args[2:]
-    tiles = _tiles(elem)
     out = _flat(k, args[0], (packed_elems(k, elem, n, kdim),), elem)
     b = _flat(k, args[1], (n, kdim) if b_t else (kdim, n), elem)
+    pack(k, (out, b), (n, kdim), b_t)
+
+
+def pack(k: Kernel, bufs: tuple[Buf, Buf], nk: tuple[DimV, DimV], b_t: bool) -> None:
+    """bufs = (packed, b): all of B, stored [K, N] (or [N, K] with `b_t`), into slivers."""
+    tiles = _tiles(bufs[0].elem)
     if b_t:
-        _pack_columns(k, tiles, (out, b), n, kdim)
+        _pack_columns(k, tiles, bufs, *nk)
     else:
-        _pack_rows(k, tiles, (out, b), n, kdim)
+        _pack_rows(k, tiles, bufs, *nk)
 
 
 def _pack_rows(
@@ -119,35 +129,65 @@ def _pack_columns(
 
 def _build_matmul(elem: Attribute, addend: bool, k: Kernel, args: list[SSAValue]) -> None:
     """The body of `matmul_prepacked`: (c, a, packed, m, n, k); of `matmul_prepacked_add`,
-    C = X + A @ B: (c, a, packed, x, m, n, k), x shaped as C (it may be C itself).
+    C = X + A @ B: (c, a, packed, x, m, n, k), x shaped as C (it may be C itself)."""
+    m, n, kdim = args[-3:]
+    tiles = _tiles(elem)
+    c, a = _flat(k, args[0], (m, n), elem), _flat(k, args[1], (m, kdim), elem)
+    b = _flat(k, args[2], (packed_elems(k, elem, n, kdim),), elem)
+    x = _flat(k, args[3], (m, n), elem) if addend else None
+    emit(k, mk.Operands(c, a, b, m, n, kdim, VectorType(elem, [tiles.lanes])), x)
+
+
+def emit(k: Kernel, ops: mk.Operands, addend: Buf | None = None) -> None:
+    """C = A @ B (or C = addend + A @ B), `ops.b` being all of B packed (`pack`); with
+    `ops.alpha`, C += alpha * (A @ B).
 
     Threads share out (sliver, row tile) pairs, sliver-major, so the pairs a thread runs
     in a row read one sliver. A whole tile is one register tile over all of K; the last
     sliver and the last rows (fewer than a tile) are column tiles, the last vector masked.
     """
-    m, n, kdim = args[-3:]
-    tiles = _tiles(elem)
-    width = tiles.nr * tiles.lanes
-    c, a = _flat(k, args[0], (m, n), elem), _flat(k, args[1], (m, kdim), elem)
-    b = _flat(k, args[2], (packed_elems(k, elem, n, kdim),), elem)
-    x = _flat(k, args[3], (m, n), elem) if addend else None
-    ops = mk.Operands(c, a, b, m, n, kdim, VectorType(elem, [tiles.lanes]))
+    tiles = _tiles(ops.c.elem)
+    width, m, n = tiles.nr * tiles.lanes, ops.m, ops.n
     slivers = k.div(k.add(n, width - 1), width)
     row_tiles = k.div(k.add(m, tiles.mr - 1), tiles.mr)
     with k.loop(k.mul(slivers, row_tiles), parallel=True) as item:
         s = k.div(item, row_tiles)
         i0, j0 = k.mul(k.sub(item, k.mul(s, row_tiles)), tiles.mr), k.mul(s, width)
         rows, cols = (i0, k.min(k.add(i0, tiles.mr), m)), (j0, k.min(k.add(j0, width), n))
-        base = k.mul(j0, kdim)  # where the sliver starts
+        base = k.mul(j0, ops.kdim)  # where the sliver starts
         whole = k.b.insert(arith.AndIOp(_spans(k, rows, tiles.mr), _spans(k, cols, width))).result
 
         def b_row(kk: SSAValue) -> DimV:
             return k.add(base, k.mul(kk, width))
 
         def tile() -> None:
-            packed.whole_k_tile(k, ops, tiles, (i0, j0), b_row, x)
+            packed.whole_k_tile(k, ops, tiles, (i0, j0), b_row, addend)
 
-        k.if_else(whole, tile, lambda: _narrow(k, ops, tiles, (rows, cols), (base, x)))
+        k.if_else(whole, tile, lambda: _narrow(k, ops, tiles, (rows, cols), (base, addend)))
+
+
+def whole_k_wins(k: Kernel, ops: mk.Operands, m_pack: DimV) -> SSAValue:
+    """Whether to pack all of B and keep each tile over all of K (`emit_whole_k`): on two
+    threads or more, for rows that repay packing and M at most WHOLE_K_ROWS_PER_COLUMN x
+    N (the tiles reread A once per sliver). Blocked over K, such a product ran a pack
+    and a parallel loop per K block, and C was read and written once per block."""
+    tiles = _tiles(ops.c.elem)
+    limit = k.mul(ops.n, WHOLE_K_ROWS_PER_COLUMN)
+    conditions = [
+        (library.parallel_width(k), 2),  # threads
+        (m_pack, 1),  # rows to pack for
+        (ops.n, tiles.nr * tiles.lanes),  # a whole sliver (scratch has room for B then)
+        (limit, ops.m),  # few rows for the columns
+    ]
+    flags = [k.b.insert(arith.CmpiOp(k.index(a), k.index(b), "sge")).result for a, b in conditions]
+    return functools.reduce(lambda x, y: k.b.insert(arith.AndIOp(x, y)).result, flags)
+
+
+def emit_whole_k(k: Kernel, ops: mk.Operands, scratch: Buf) -> None:
+    """C = A @ B on all of B packed into scratch (`pack`, `emit`): a parallel loop
+    for the pack, one for the tiles, each tile's accumulators over all of K."""
+    pack(k, (scratch, ops.b), (ops.n, ops.kdim), ops.b_t)
+    emit(k, dataclasses.replace(ops, b=scratch, b_t=False))
 
 
 def _spans(k: Kernel, span: Range, length: int) -> SSAValue:

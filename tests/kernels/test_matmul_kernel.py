@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Region
 from xdsl.rewriter import InsertPoint
 
+import aotk
 from aotk import micro_kernels, runtime
 from aotk.codegen import jit, native_runtime
 from aotk.dialect.linalg import MatMulOp
@@ -261,6 +262,43 @@ def test_packed_path(rng: np.random.Generator, shape: tuple[int, int, int], dtyp
     a, b = _inputs(rng, (m,), (k, n), dtype)
     _check(_run_packed(a, b, (m, n, k)), a, b, f"packed static {shape}")
     _check(_run_packed(a, b, (None, None, None)), a, b, f"packed dynamic {shape}")
+
+
+# (M, K, N): M up to 2N takes the whole-K path on two threads; 300 x 40 x 100 does not
+WHOLE_K_SHAPES = [(64, 300, 96), (70, 257, 530), (128, 200, 1000), (200, 33, 100), (300, 40, 100)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", WHOLE_K_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_whole_k_path(rng: np.random.Generator, shape: tuple[int, int, int], threads: int) -> None:
+    """On two threads, for M <= 2N, all of B is packed into scratch (whole slivers of all
+    K rows, the last zero-padded) and each tile runs over all of K; on one thread, or for
+    a taller A, B is packed K block by K block."""
+    m, kd, n = shape
+    a, b = _inputs(rng, (m,), (kd, n), "float32")
+    compiled = _packed_kernel("float32", (None, None, None))
+    scratch = runtime.aligned_empty((_scratch_count("float32", m, n, kd),), np.float32)
+    scratch[:] = np.nan
+    c = runtime.aligned_empty((m, n), np.float32)
+    a, b = runtime.aligned_copy(a), runtime.aligned_copy(b)
+    before = aotk.get_num_threads()
+    aotk.set_num_threads(threads)
+    try:
+        compiled["mm"](a.ctypes.data, b.ctypes.data, c.ctypes.data, scratch.ctypes.data, m, n, kd)
+    finally:
+        aotk.set_num_threads(before)
+    _check(c, a, b, f"{shape} on {threads} threads")
+    tiles = heuristics.matmul_tiles(4, m, n, kd)
+    width = tiles.nr * tiles.lanes
+    sliver_1 = scratch[kd * width : (kd + 1) * width]  # row 0 of the second sliver, packed whole
+    if threads == 2 and m <= 2 * n:
+        slivers = scratch[: -(-n // width) * width * kd].reshape(-1, kd, width)
+        np.testing.assert_array_equal(slivers[0], b[:, :width])
+        last = n % width or width
+        np.testing.assert_array_equal(slivers[-1, :, :last], b[:, n - last :])
+        assert not slivers[-1, :, last:].any(), "the last sliver's padding must be zeros"
+    else:  # a K block of a panel (slivers packed_kc rows apart), or B read in place
+        assert not np.array_equal(sliver_1, b[0, width : 2 * width])
 
 
 @pytest.mark.slow
