@@ -6,7 +6,7 @@ tiles; the last rows by smaller panels) and updated by `matmul_microkernel.panel
 k_unroll rows of B per pass. With scratch (`scratch_elems` of it), the bulk of C is done
 by register tiles on packed blocks of B (`matmul_packed`), which write C without reading
 it first, and only the edges by panels (whose part of C alone is zeroed). On two threads
-or more, for M up to twice N and neither operand transposed, all of B is packed at once
+or more, for M up to twice N and A not transposed, all of B is packed at once
 and each tile kept over all of K instead (`matmul_prepacked.emit_whole_k`).
 Every dim may be dynamic; edges are smaller panels, and the last columns (fewer than a
 vector) one masked vector per row, kept in registers over each K block.
@@ -148,7 +148,7 @@ def _rows_of_tiles(
         _panels(k, ops, tiles, (m_tiled, m), (0, n))
         return
     m_pack = _packed_rows(k, ops, tiles)
-    if ops.a_t or ops.b_t:  # a transposed B packs slower whole (one element at a time)
+    if ops.a_t:  # its tiles would read A's columns, K rows M apart
         _blocked(k, ops, (tiles, scratch), m_pack)
         return
     k.if_else(

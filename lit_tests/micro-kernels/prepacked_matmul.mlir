@@ -1,6 +1,7 @@
 // The micro-kernels a scan's recurrent weight runs on, as `aotk kernels --print` shows
 // them, tiled for AVX2 (this file is only the test: the kernels are generated).
 // RUN: aotk kernels --tile-for avx2 --print pack_rhs_float32 | filecheck %s --check-prefix=PACK
+// RUN: aotk kernels --tile-for avx2 --print pack_rhs_float32_tb | filecheck %s --check-prefix=PACKT
 // RUN: aotk kernels --tile-for avx2 --print matmul_float32_prepacked_add | filecheck %s --check-prefix=ADD
 // RUN: aotk kernels --tile-for avx2 --print matmul_float32_packed | filecheck %s --check-prefix=ALIAS
 
@@ -21,6 +22,29 @@
 // PACK:             vector.maskedload
 // PACK:             vector.store
 // PACK:         } {aotk.parallel =
+
+// The packer from a B stored [N, K]: threads split squares' rows; a square is 8 rows of
+// B by 8 of K, loaded as 8 vectors, transposed by 3 rounds of 8 shuffles and stored as
+// 8 sliver rows; the K left over goes element by element, as do, after the parallel
+// loop, the rows left over and the padding columns (a select puts zeros there).
+// PACKT-LABEL: func.func @aotk_uk_pack_rhs_float32_tb(
+// PACKT:         %[[L:.*]] = arith.constant 8 : index
+// PACKT:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[L]] {
+// PACKT:           scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[L]] {
+// PACKT-COUNT-8:     vector.load {{.*}} vector<8xf32>
+// PACKT-COUNT-24:    vector.shuffle
+// PACKT-COUNT-8:     vector.store {{.*}} vector<8xf32>
+// PACKT-NEXT:      }
+// PACKT-NEXT:      scf.for
+// PACKT-COUNT-8:     memref.store
+// PACKT:         } {aotk.parallel =
+// PACKT:         scf.for
+// PACKT:           arith.cmpi slt
+// PACKT:           scf.for
+// PACKT:             %[[V:.*]] = memref.load
+// PACKT:             %[[Z:.*]] = arith.select %{{.*}}, %[[V]], %{{.*}} : f32
+// PACKT-NEXT:        memref.store %[[Z]],
+// PACKT:         func.return
 
 // The product from packed slivers with an addend: each (sliver, row tile) pair is one
 // item of a parallel loop; a whole 6 x 2-vector tile starts its 12 accumulators from X

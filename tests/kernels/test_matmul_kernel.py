@@ -182,7 +182,9 @@ def test_mlp_sizes(rng: np.random.Generator, shape: tuple[int, int, int]) -> Non
 # rows read it in place. Compiled modules live for the session (an MCJIT engine owns the
 # cached target machine, so freeing one would free it).
 @functools.cache
-def _packed_kernel(dtype: str, static: tuple[int | None, int | None, int | None]) -> Any:
+def _packed_kernel(
+    dtype: str, static: tuple[int | None, int | None, int | None], b_t: bool = False
+) -> Any:
     elem = {"float32": f32, "float64": f64}[dtype]
     mem = MemRefType(elem, [DYNAMIC_INDEX])
     body = Block(arg_types=[mem] * 4 + [i64] * 3)
@@ -192,8 +194,8 @@ def _packed_kernel(dtype: str, static: tuple[int | None, int | None, int | None]
     m, n, kd = (d if d is not None else v for d, v in zip(static, dims, strict=True))
     count = matmul_kernel.scratch_elems(k, elem, (m, n, kd))
     vt = VectorType(elem, [heuristics.matmul_tiles(elem.bitwidth // 8, m, n, kd).lanes])
-    bufs = Buf(c, (m, n), elem), Buf(a, (m, kd), elem), Buf(b, (kd, n), elem)
-    ops = Operands(*bufs, m, n, kd, vt)
+    bufs = Buf(c, (m, n), elem), Buf(a, (m, kd), elem), Buf(b, (n, kd) if b_t else (kd, n), elem)
+    ops = Operands(*bufs, m, n, kd, vt, False, b_t)
     matmul_kernel.emit_loops(k, ops, scratch=Buf(s, (count,), elem))
     k.b.insert(func.ReturnOp())
     module = ModuleOp([func.FuncOp("mm", (body.arg_types, ()), Region(body))])
@@ -268,23 +270,28 @@ def test_packed_path(rng: np.random.Generator, shape: tuple[int, int, int], dtyp
 WHOLE_K_SHAPES = [(64, 300, 96), (70, 257, 530), (128, 200, 1000), (200, 33, 100), (300, 40, 100)]
 
 
+@pytest.mark.parametrize("b_t", [False, True], ids=["b", "b_t"])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("shape", WHOLE_K_SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_whole_k_path(rng: np.random.Generator, shape: tuple[int, int, int], threads: int) -> None:
-    """On two threads, for M <= 2N, all of B is packed into scratch (whole slivers of all
-    K rows, the last zero-padded) and each tile runs over all of K; on one thread, or for
-    a taller A, B is packed K block by K block."""
+def test_whole_k_path(
+    rng: np.random.Generator, shape: tuple[int, int, int], threads: int, b_t: bool
+) -> None:
+    """On two threads, for M <= 2N, all of B (stored [K, N] or [N, K]) is packed into
+    scratch (whole slivers of all K rows, the last zero-padded) and each tile runs over
+    all of K; on one thread, or for a taller A, B is packed K block by K block."""
     m, kd, n = shape
     a, b = _inputs(rng, (m,), (kd, n), "float32")
-    compiled = _packed_kernel("float32", (None, None, None))
+    compiled = _packed_kernel("float32", (None, None, None), b_t)
+    stored = runtime.aligned_copy(np.ascontiguousarray(b.T) if b_t else b)
     scratch = runtime.aligned_empty((_scratch_count("float32", m, n, kd),), np.float32)
     scratch[:] = np.nan
     c = runtime.aligned_empty((m, n), np.float32)
-    a, b = runtime.aligned_copy(a), runtime.aligned_copy(b)
+    a = runtime.aligned_copy(a)
     before = aotk.get_num_threads()
     aotk.set_num_threads(threads)
     try:
-        compiled["mm"](a.ctypes.data, b.ctypes.data, c.ctypes.data, scratch.ctypes.data, m, n, kd)
+        args = [a.ctypes.data, stored.ctypes.data, c.ctypes.data, scratch.ctypes.data]
+        compiled["mm"](*args, m, n, kd)
     finally:
         aotk.set_num_threads(before)
     _check(c, a, b, f"{shape} on {threads} threads")
