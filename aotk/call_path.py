@@ -59,6 +59,7 @@ class CallPath:
         checker: ShapeChecker,
         state: tuple[list[Any], list[Any]],
         locked: bool,
+        packs: Any = None,
     ) -> None:
         self.sig, self._kernel, self._ws_size, self._checker = (
             signature,
@@ -79,6 +80,7 @@ class CallPath:
         self._pool_at = [0] * signature.n_outputs
         self._pool_lock = threading.Lock()
         self._call_lock = threading.Lock() if locked else None
+        self._packs = packs  # `weight_packs.Packs`: copies of weights, after the captures
 
     def run(self, values: Sequence[Any]) -> list[np.ndarray]:
         """The outputs of one call on `values` (one per input)."""
@@ -133,9 +135,14 @@ class CallPath:
         outs, out_at = self._outputs(plan.outputs)
         stored_at = self._stored_addresses()
         n_captured = len(self._captures)
+        packed = []
+        if self._packs is not None:
+            self._packs.refresh()
+            packed = self._packs.addresses
         pointers = [
             *addresses,
             *stored_at[:n_captured],
+            *packed,
             *out_at,
             *stored_at[n_captured:],
             self._workspace.address(plan.workspace),
@@ -145,6 +152,8 @@ class CallPath:
         else:
             with self._call_lock:  # a training step reads and writes its variables
                 self._kernel(*pointers, *plan.dims)
+            for var in self._updated:  # other functions' packed copies of it are stale
+                runtime.bump_version(var)
         return outs
 
     def _coerce(self, values: Sequence[Any]) -> list[np.ndarray]:

@@ -6,6 +6,7 @@ compilation through an in-process cache keyed on the traced IR and the target.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from aotk import call_path, dtypes, runtime, timing
+from aotk import call_path, dtypes, runtime, timing, weight_packs
 from aotk.call_check import ShapeChecker
 from aotk.dialect import metadata, trace
 from aotk.dialect.base import elem_of, shape_of
@@ -128,7 +129,9 @@ class Function:
         module, captures = trace.extract(list(inputs), values, where, fixed)
         self.module, self.captures = module, captures
         self._mark_updates(len(inputs))
-        self._setup([x.name for x in inputs], compile_traced(self.module))
+        # the JIT's module reads packed copies of the weights it does not write
+        jit_module, self._packs = weight_packs.plan(module, len(inputs), captures, self._updated)
+        self._setup([x.name for x in inputs], compile_traced(jit_module))
 
     def _setup(self, input_names: list[str], compiled: jit.CompiledModule) -> None:
         """Everything a call needs, from the traced module and its native code."""
@@ -157,6 +160,7 @@ class Function:
             self._checker,
             (self.captures, self._updated),
             locked=bool(self._updated) or self.stateful_captures,
+            packs=weight_packs.Packs(self._packs, self.captures) if self._packs else None,
         )
 
     def with_fixed_phase(self, phase: int, where: str) -> Function:
@@ -187,6 +191,7 @@ class Function:
             "single": self._single,
             "implicit_phase": self._implicit_phase,
             "updated": [_index_of(self.captures, v) for v in self._updated],
+            "packs": [dataclasses.astuple(p) for p in self._packs],
             "captures": [
                 (_name(c), bool(getattr(c, "kernel_updated", False))) for c in self.captures
             ],
@@ -282,6 +287,7 @@ def restore_function(blob: bytes, arrays: list[np.ndarray]) -> Function:
         for (name, updated), a in zip(meta["captures"], arrays, strict=True)
     ]
     fn._updated = [fn.captures[i] for i in meta["updated"]]
+    fn._packs = [weight_packs.Pack(*p) for p in meta.get("packs", [])]
     fn._setup(meta["names"], compiled)
     return fn
 

@@ -80,6 +80,11 @@ def ensure_loaded(symbols: Iterable[str]) -> None:
                 _link(symbol, cached(library.lookup(symbol).name).objects)
 
 
+def address_of(symbol: str) -> int:
+    """Where a micro-kernel linked into this process starts (`ensure_loaded` it first)."""
+    return _linked[symbol].engine.get_function_address(symbol)
+
+
 def provide(symbol: str, objects: tuple[bytes, ...]) -> None:
     """Link a micro-kernel from object code made elsewhere (a pickle), unless linked."""
     library.lookup(symbol)  # only known entry points

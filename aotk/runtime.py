@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -96,3 +97,9 @@ class Workspace:
             buf = aligned_empty((max(nbytes, ALIGN),), "uint8")
             self._local.held = held = (buf.nbytes, address(buf), buf)
         return held
+
+
+def bump_version(holder: Any) -> None:
+    """Record that a variable's array was written: packed copies of it are stale
+    (`aotk.weight_packs`)."""
+    holder.version = getattr(holder, "version", 0) + 1

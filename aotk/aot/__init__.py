@@ -108,7 +108,7 @@ def _native_code(fn: Any, cpu: str, features: str, prefix: str) -> Any:
     from aotk.function import lower_to_native
 
     source = fn._compiled.code
-    if not source.source_ir:
+    if not source.source_ir or fn._packs:  # the JIT's code reads packed weight copies
         return lower_to_native(fn.module, cpu, features, prefix)
     tm = llvm_ir.target_machine(cpu, features, jit=False)
     return jit.generate_from_ir(source.source_ir, source.signatures, tm, prefix)

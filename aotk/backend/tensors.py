@@ -264,6 +264,7 @@ def set_value(x: KVariable, value: Any) -> None:
             f"got a value of shape {array.shape}"
         )
     np.copyto(x.storage, array, casting="unsafe")
+    runtime.bump_version(x)
 
 
 def batch_get_value(ops: Sequence[KVariable]) -> list[np.ndarray]:

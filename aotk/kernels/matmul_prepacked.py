@@ -38,6 +38,12 @@ def _tiles(elem: Attribute) -> heuristics.MatmulTiles:
     return heuristics.matmul_tiles(dtypes.byte_size(elem), 1, 1, 1)
 
 
+def sliver_width(elem: Attribute) -> int:
+    """Columns of B in one sliver."""
+    tiles = _tiles(elem)
+    return tiles.nr * tiles.lanes
+
+
 def row_tile(elem: Attribute) -> int:
     """Rows of C one register tile covers."""
     return _tiles(elem).mr

@@ -24,7 +24,7 @@ import test_differential_random as rand
 import test_differential_unary as unary
 from conftest import emit, placeholder
 from test_differential import SPECS, _operand_dtypes
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, f32
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
@@ -40,6 +40,7 @@ from aotk.dialect.conv_fused import ConvFusedOp
 from aotk.dialect.conv_pool import ConvPoolOp
 from aotk.dialect.debug import PrintTensorOp
 from aotk.dialect.fused import FusedOp
+from aotk.dialect.matmul_packed_weight import MatMulPackedWeightOp, packed_size
 from aotk.dialect.matmul_update import MatMulUpdateOp
 from aotk.dialect.pool import PoolOp
 from aotk.dialect.pool_grad import PoolGradOp
@@ -174,6 +175,13 @@ def _matmul_update() -> Traced:
     return _one(MatMulUpdateOp, [*specs, ((), "float32")], transpose_lhs=True)
 
 
+def _matmul_packed_weight() -> Traced:
+    """A matmul on a weight and its packed copy, as `weight_packs` rewrites it."""
+    size = packed_size(f32, 32, 4)
+    specs = [((None, 4), "float32"), ((4, 32), "float32"), ((size,), "float32")]
+    return _one(MatMulPackedWeightOp, specs)
+
+
 def _conv_fused() -> Traced:
     """A conv, a per-channel bias and relu, left for aotk-fuse to join."""
     case = conv.CONV_CASES[0]
@@ -214,6 +222,7 @@ BUILDERS: dict[type, Builder] = {
     ConvFusedOp: _conv_fused,
     ConvPoolOp: _conv_pool,
     MatMulUpdateOp: _matmul_update,
+    MatMulPackedWeightOp: _matmul_packed_weight,
 }
 GRAPH_STAGE = {FusedOp, ConvFusedOp, ConvPoolOp}  # ops that only the graph stage creates
 OPS = sorted({*REGISTRY, ScanOp, FusedOp, ConvFusedOp}, key=lambda op: op.name)

@@ -1,0 +1,143 @@
+"""Weights packed once for many calls of a K.function.
+
+`plan` picks the matmuls that read a weight the function does not write: a captured
+variable or constant, a static float32/float64 matrix at least a sliver wide, the
+matmul's right operand as it is (not transposed). The JIT's module gets one more
+argument per such weight, after the captures, its packed copy, and those matmuls become
+`aotk.matmul_packed_weight`. The caller keeps the copies (`Packs`) and, before a call,
+packs again each one whose weight's `version` moved since: `K.set_value` bumps it, and
+so does every call of a function that updates the variable (`runtime.bump_version`).
+Exports and pickles keep the traced module, which reads the weights themselves.
+
+Writes through anything else go unseen: a variable's `storage` array is aotk's, not the
+user's (`K.get_value` returns a copy). A call that runs while another thread sets a
+weight it reads may see either value, as it would read the weight itself half-written.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, FunctionType, ModuleOp, StringAttr
+from xdsl.ir import Block, BlockArgument
+
+from aotk import dtypes, runtime
+from aotk.dialect import metadata
+from aotk.dialect.base import elem_of, shape_of, tensor
+from aotk.dialect.linalg import MatMulOp
+from aotk.dialect.matmul_packed_weight import MatMulPackedWeightOp, packable, packed_size
+from aotk.kernels import matmul_prepacked
+
+
+@dataclass(frozen=True)
+class Pack:
+    """One weight's packed copy: the capture it is made from, and its [K, N] shape."""
+
+    capture: int
+    kdim: int
+    n: int
+    dtype: str  # NumPy's name
+
+
+def plan(module: ModuleOp, n_inputs: int, captures: Sequence[Any], updated: Sequence[Any]):
+    """The module the JIT compiles (`module` itself when no weight qualifies, else a
+    rewritten copy) and the packs its extra arguments take, in order."""
+    written = {id(v) for v in updated}
+    jit = module.clone()
+    fn = next(iter(jit.ops))
+    assert isinstance(fn, func.FuncOp)
+    block = fn.body.block
+    readers: dict[int, list[MatMulOp]] = {}
+    for op in block.ops:
+        index = _weight_index(op, block, n_inputs)
+        if index is None:
+            continue
+        capture = captures[index - n_inputs]
+        if id(capture) in written or getattr(capture, "kernel_updated", False):
+            continue
+        readers.setdefault(index, []).append(op)  # type: ignore[arg-type]
+    if not readers:
+        return module, []
+    packs = [_add_pack(fn, block, index, ops, n_inputs) for index, ops in readers.items()]
+    return jit, packs
+
+
+def _weight_index(op: Any, block: Block, n_inputs: int) -> int | None:
+    """The argument index of the captured weight `op` multiplies by, if it qualifies."""
+    if not isinstance(op, MatMulOp) or op.transpose_lhs or op.transpose_rhs:
+        return None
+    rhs = op.rhs
+    if not isinstance(rhs, BlockArgument) or rhs.block is not block or rhs.index < n_inputs:
+        return None
+    if not packable(rhs.type) or elem_of(op.lhs.type) != elem_of(rhs.type):
+        return None
+    n = shape_of(rhs.type)[1]
+    assert n is not None
+    return rhs.index if n >= matmul_prepacked.sliver_width(elem_of(rhs.type)) else None
+
+
+def _add_pack(fn: func.FuncOp, block: Block, index: int, ops: list[MatMulOp], n_in: int) -> Pack:
+    """Append the packed copy of argument `index` to `fn` and point its matmuls at it."""
+    weight = block.args[index]
+    elem = elem_of(weight.type)
+    kdim, n = shape_of(weight.type)
+    assert kdim is not None and n is not None
+    packed = block.insert_arg(tensor(elem, [packed_size(elem, n, kdim)]), len(block.args))
+    for op in ops:
+        new = MatMulPackedWeightOp.make([op.lhs, weight, packed], op.result.type)
+        block.insert_op_before(new, op)
+        op.result.replace_all_uses_with(new.result)
+        block.erase_op(op)
+    inputs = [a.type for a in block.args]
+    fn.function_type = FunctionType.from_lists(inputs, list(fn.function_type.outputs.data))
+    names = fn.attributes.get(metadata.ARG_NAMES)
+    if isinstance(names, ArrayAttr):
+        packed_name = StringAttr(f"{names.data[index].data}_packed")  # type: ignore[attr-defined]
+        fn.attributes[metadata.ARG_NAMES] = ArrayAttr([*names.data, packed_name])
+    return Pack(index - n_in, kdim, n, dtypes.name_of(elem))
+
+
+class Packs:
+    """The packed copies one compiled function reads, packed again when stale."""
+
+    def __init__(self, packs: Sequence[Pack], captures: Sequence[Any]) -> None:
+        self.packs = list(packs)
+        self._holders = [captures[p.capture] for p in self.packs]
+        self._arrays = [runtime.aligned_empty((_size(p),), p.dtype) for p in self.packs]
+        self.addresses = [runtime.address(a) for a in self._arrays]
+        self._seen: list[tuple[int, int] | None] = [None] * len(self.packs)
+        self._pack_fns = [_packer(p.dtype) for p in self.packs]
+        self._lock = threading.Lock()
+
+    def refresh(self) -> None:
+        """Pack each copy whose weight changed (version or array) since it was packed."""
+        for i, holder in enumerate(self._holders):
+            state = (getattr(holder, "version", 0), id(holder.storage))
+            if self._seen[i] != state:
+                with self._lock:
+                    if self._seen[i] != state:
+                        p = self.packs[i]
+                        source = runtime.address(holder.storage)
+                        self._pack_fns[i](self.addresses[i], source, p.n, p.kdim)
+                        self._seen[i] = state
+
+
+def _size(p: Pack) -> int:
+    return packed_size(dtypes.element_type(p.dtype), p.n, p.kdim)
+
+
+def _packer(dtype: str) -> Any:
+    """The `pack_rhs_<dtype>(packed, b, n, k)` micro-kernel, callable from Python."""
+    from aotk import micro_kernels
+
+    name = matmul_prepacked.pack_name(dtypes.element_type(dtype), False)
+    symbol = f"aotk_uk_{name}"
+    micro_kernels.ensure_loaded([symbol])
+    address = micro_kernels.address_of(symbol)
+    kind = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+    return kind(address)
