@@ -44,7 +44,9 @@ class Pack:
     dtype: str  # NumPy's name
 
 
-def plan(module: ModuleOp, n_inputs: int, captures: Sequence[Any], updated: Sequence[Any]):
+def plan(
+    module: ModuleOp, n_inputs: int, captures: Sequence[Any], updated: Sequence[Any]
+) -> tuple[ModuleOp, list[Pack]]:
     """The module the JIT compiles (`module` itself when no weight qualifies, else a
     rewritten copy) and the packs its extra arguments take, in order."""
     written = {id(v) for v in updated}
