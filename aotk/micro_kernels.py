@@ -114,12 +114,15 @@ def _link(symbol: str, objects: tuple[bytes, ...]) -> None:
     _linked[symbol] = _Linked(engine, objects)
 
 
-def export_objects(llvm_ir_text: str, cpu: str, features: str, prefix: str) -> dict[str, bytes]:
-    """Objects of the micro-kernels an exported module calls, for `cpu`/`features`, their
-    functions renamed `<prefix><symbol>` and hidden as the module's own are."""
+def export_objects(
+    llvm_ir_text: str, cpu: str, features: str, prefix: str, also: Iterable[str] = ()
+) -> dict[str, bytes]:
+    """Objects of the micro-kernels an exported module calls (and of the symbols `also`,
+    which its runtime calls), for `cpu`/`features`, their functions renamed
+    `<prefix><symbol>` and hidden as the module's own are."""
     objects = {}
     tm = llvm_ir.target_machine(cpu, features, jit=False)
-    for symbol in sorted(library.called(llvm_ir_text)):
+    for symbol in sorted(library.called(llvm_ir_text) | set(also)):
         name = library.lookup(symbol).name
         source = cached(name)  # its LLVM IR, re-optimized for the target below
         objects[f"uk_{name}.o"] = jit.generate_from_ir(

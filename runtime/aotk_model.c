@@ -89,6 +89,20 @@ static aotk_status copy_embedded(aotk_model *m) {
   return AOTK_OK;
 }
 
+/* Pack the copies made from `capture` (all of them when it is negative), on the model's
+ * threads. The caller holds the state lock for writing, or has not shared the model. */
+static void repack(aotk_model *m, int32_t capture) {
+  const aotk_model_info *info = m->info;
+  aotk_pool *previous = aotk_pool_bind(m->pool);
+  for (int32_t i = 0; i < info->n_packs; i++) {
+    const aotk_pack_info *p = &info->packs[i];
+    if (capture >= 0 && p->capture != capture) continue;
+    p->pack((unsigned char *)m->packed + p->offset, m->payload + info->captures[p->capture].offset,
+            p->n, p->k);
+  }
+  aotk_pool_bind(previous);
+}
+
 static aotk_status init_model(aotk_model *m, const aotk_options *options) {
   const char *path = options != NULL ? options->weights_path : NULL;
   aotk_status s = path != NULL ? map_weights(m, path) : copy_embedded(m);
@@ -99,6 +113,13 @@ static aotk_status init_model(aotk_model *m, const aotk_options *options) {
   if (pthread_rwlock_init(&m->state_lock, NULL) != 0 || pthread_mutex_init(&m->ws_lock, NULL) != 0)
     return aotk_fail(AOTK_ERR_THREADS, "aotk_model_create: cannot create locks");
   m->locks_ready = 1;
+  if (m->info->n_packs > 0) {
+    m->packed = aotk_alloc(m->info->packed_size);
+    if (m->packed == NULL)
+      return aotk_fail(AOTK_ERR_NO_MEMORY, "aotk_model_create: no memory for %llu bytes of "
+                       "packed weights", (unsigned long long)m->info->packed_size);
+    repack(m, -1);
+  }
   return AOTK_OK;
 }
 
@@ -134,6 +155,7 @@ void aotk_model_destroy(aotk_model *m) {
   }
   if (m->mapped != NULL) munmap(m->mapped, m->mapped_size);
   aotk_free(m->owned);
+  aotk_free(m->packed);
   if (m->locks_ready) {
     pthread_rwlock_destroy(&m->state_lock);
     pthread_mutex_destroy(&m->ws_lock);
@@ -193,6 +215,7 @@ aotk_status aotk_model_set_variable(aotk_model *m, const char *name, const aotk_
   if (s != AOTK_OK) return s;
   pthread_rwlock_wrlock(&m->state_lock);
   memcpy(m->payload + v->offset, src->data, v->nbytes);
+  repack(m, (int32_t)(v - m->info->captures));
   pthread_rwlock_unlock(&m->state_lock);
   return AOTK_OK;
 }

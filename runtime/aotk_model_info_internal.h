@@ -21,6 +21,15 @@ typedef struct {
   uint64_t nbytes;
 } aotk_capture_info;
 
+/* A packed copy of a weight the kernel reads instead of the weight (its matmuls' right
+ * operand): made when the model is created and again whenever the weight is set. */
+typedef struct {
+  int32_t capture;   /* the weight */
+  int64_t n, k;      /* its [K, N] shape */
+  uint64_t offset;   /* in the model's packed area, a multiple of AOTK_ALIGNMENT */
+  void (*pack)(void *packed, void *weight, int64_t n, int64_t k);
+} aotk_pack_info;
+
 /* One dynamic dim, in kernel-argument order. */
 typedef struct {
   int32_t input, axis;
@@ -45,6 +54,9 @@ typedef struct {
   void (*kernel)(void *const *buffers, const int64_t *dims);
   int64_t (*workspace_size)(const int64_t *dims);
   void (*output_dims)(const int64_t *dims, int64_t *out);
+  int32_t n_packs;
+  const aotk_pack_info *packs; /* kernel arguments after the captures */
+  uint64_t packed_size;        /* bytes of all the packed copies */
 } aotk_model_info;
 
 /* The weights blob: a 64-byte little-endian header, then the 64-byte aligned payload. */

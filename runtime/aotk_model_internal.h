@@ -18,6 +18,7 @@ struct aotk_model {
   unsigned char *payload; /* the captured arrays, writable */
   void *owned;            /* payload copy of embedded weights, or NULL */
   void *mapped;           /* private mapping of a weights file, or NULL */
+  void *packed;           /* the packed copies of weights (info->packs), or NULL */
   size_t mapped_size;
   aotk_pool *pool;
   /* Runs read the captured arrays under a read lock; anything that writes them (a

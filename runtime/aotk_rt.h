@@ -122,7 +122,8 @@ AOTK_API const char *aotk_model_variable_name(const aotk_model *model, size_t in
 /* Copy a variable out: sets dst's dtype, rank and dims; dst->data needs the capacity. */
 AOTK_API aotk_status aotk_model_get_variable(aotk_model *model, const char *name,
                                              aotk_tensor *dst);
-/* Copy a new value in: src must have the variable's dtype and shape. */
+/* Copy a new value in: src must have the variable's dtype and shape. A weight the model
+ * reads packed for its matmuls is packed again here, before the call returns. */
 AOTK_API aotk_status aotk_model_set_variable(aotk_model *model, const char *name,
                                              const aotk_tensor *src);
 

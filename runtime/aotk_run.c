@@ -222,6 +222,8 @@ static void call_kernel(aotk_model *m, const aotk_tensor *inputs, aotk_tensor *o
     buffers[n++] = inputs[i].data != NULL ? inputs[i].data : empty_buffer;
   for (int32_t c = 0; c < info->n_captures; c++)
     buffers[n++] = m->payload + info->captures[c].offset;
+  for (int32_t p = 0; p < info->n_packs; p++)
+    buffers[n++] = (unsigned char *)m->packed + info->packs[p].offset;
   for (int32_t o = 0; o < info->n_outputs; o++)
     buffers[n++] = outputs[o].data != NULL ? outputs[o].data : empty_buffer;
   for (int32_t u = 0; u < info->n_updates; u++)

@@ -75,7 +75,9 @@ def export(
         objects = [f"kernels{i}.o" for i in range(len(code.objects))]
         for file, obj in zip(objects, code.objects, strict=True):
             (stage / file).write_bytes(obj)
-        for file, obj in micro_kernels.export_objects(code.llvm_ir, cpu, features, prefix).items():
+        packers = {p.packer.removeprefix(prefix) for p in spec.packs}
+        kernels = micro_kernels.export_objects(code.llvm_ir, cpu, features, prefix, packers)
+        for file, obj in kernels.items():
             (stage / file).write_bytes(obj)
             objects.append(file)
         if weights == "embedded":
@@ -108,7 +110,7 @@ def _native_code(fn: Any, cpu: str, features: str, prefix: str) -> Any:
     from aotk.function import lower_to_native
 
     source = fn._compiled.code
-    if not source.source_ir or fn._packs:  # the JIT's code reads packed weight copies
+    if not source.source_ir:
         return lower_to_native(fn.module, cpu, features, prefix)
     tm = llvm_ir.target_machine(cpu, features, jit=False)
     return jit.generate_from_ir(source.source_ir, source.signatures, tm, prefix)
@@ -179,7 +181,26 @@ def _spec(
         features=sorted(needed, key=lambda f: (f not in cgen.CHECKABLE_FEATURES, f)),
         loader_info=_loader_info(fn, name, slots),
     )
-    return spec, arrays
+    return _with_packs(spec, fn._packs, f"aotk_{name}_"), arrays
+
+
+def _with_packs(spec: cgen.ModelSpec, packs: list[Any], prefix: str) -> cgen.ModelSpec:
+    """The packed copies the kernels read (`weight_packs`), laid out one after another
+    at aligned offsets in the model's packed area."""
+    from dataclasses import replace
+
+    from aotk import dtypes
+    from aotk.dialect.matmul_packed_weight import packed_size
+    from aotk.kernels import matmul_prepacked
+
+    slots, offset = [], 0
+    for p in packs:
+        elem = dtypes.element_type(p.dtype)
+        packer = f"{prefix}aotk_uk_{matmul_prepacked.pack_name(elem, False)}"
+        slots.append(cgen.PackSlot(p.capture, p.n, p.kdim, offset, packer))
+        nbytes = packed_size(elem, p.n, p.kdim) * dtypes.byte_size(elem)
+        offset += -(-nbytes // layout.ALIGN) * layout.ALIGN
+    return replace(spec, packs=slots, packed_size=offset)
 
 
 def _graph_text(fn: Any) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -57,6 +57,18 @@ class Arg:
 
 
 @dataclass(frozen=True)
+class PackSlot:
+    """A packed copy of a weight the kernels read (`aotk.weight_packs`), in the model's
+    packed area: made by the micro-kernel `packer` from capture `capture`, [K, N]."""
+
+    capture: int
+    n: int
+    kdim: int
+    offset: int
+    packer: str  # its C symbol
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     name: str
     inputs: list[Arg]
@@ -70,6 +82,8 @@ class ModelSpec:
     cpu: str
     features: list[str]  # what the code needs (checked ones first)
     loader_info: dict  # what `aotk.load` needs to rebuild the Python signature
+    packs: list[PackSlot] = field(default_factory=list)
+    packed_size: int = 0  # bytes of the packed area
 
 
 def c_identifiers(names: list[str], taken: set[str]) -> list[str]:

@@ -37,7 +37,8 @@ def glue(spec: ModelSpec) -> str:
 
 
 def _n_buffers(spec: ModelSpec) -> int:
-    return len(spec.inputs) + len(spec.slots) + len(spec.outputs) + len(spec.updates) + 1
+    n = len(spec.inputs) + len(spec.slots) + len(spec.packs)
+    return n + len(spec.outputs) + len(spec.updates) + 1
 
 
 def _kernel_decls(spec: ModelSpec, sym: str) -> str:
@@ -51,6 +52,8 @@ def _kernel_decls(spec: ModelSpec, sym: str) -> str:
     ]
     if spec.weights_size:
         lines.append(f"extern const unsigned char aotk_{spec.name}_weights[];")
+    for packer in sorted({p.packer for p in spec.packs}):
+        lines.append(f"void {packer}(void *, void *, int64_t, int64_t);")
     return "\n".join(lines) + "\n"
 
 
@@ -93,6 +96,10 @@ def _capture_table(spec: ModelSpec) -> str:
     lines.append(f"static const aotk_capture_info captures[] = {{\n{rows or '  {0}'}\n}};")
     updates = ", ".join(map(str, spec.updates)) or "0"
     lines.append(f"static const int32_t updates[] = {{{updates}}};")
+    packs = ",\n".join(
+        f"  {{{p.capture}, {p.n}, {p.kdim}, {p.offset}u, {p.packer}}}" for p in spec.packs
+    )
+    lines.append(f"static const aotk_pack_info packs[] = {{\n{packs or '  {0}'}\n}};")
     return "\n".join(lines) + "\n"
 
 
@@ -147,6 +154,7 @@ def _info(spec: ModelSpec, sym: str) -> str:
   {int(spec.serialize)}, {weights}, {spec.weights_size}u,
   missing_cpu_feature, {_c_string(target)},
   call_kernel, call_workspace_size, call_output_dims,
+  {len(spec.packs)}, packs, {spec.packed_size}u,
 }};
 """
 

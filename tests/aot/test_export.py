@@ -51,11 +51,13 @@ def test_exported_files_and_header(exported_mlp) -> None:
 def test_the_library_links_its_own_hidden_copy_of_each_micro_kernel(exported_mlp) -> None:
     """Two exported models in one process must not share (or clash on) a micro-kernel."""
     _, exported, _ = exported_mlp
-    symbol = "aotk_mlp_aotk_uk_matmul_float32_packed"  # the dense layers' kernel, renamed
-    assert symbol.encode() in exported.library.read_bytes()
-    assert symbol.encode() in exported.static_library.read_bytes()
     lib = ctypes.CDLL(str(exported.library))
-    assert not hasattr(lib, symbol) and not hasattr(lib, "aotk_uk_matmul_float32_packed")
+    # the dense layers' kernel, on packed weights, and the packer the runtime calls
+    for kernel in ("aotk_uk_matmul_float32_prepacked", "aotk_uk_pack_rhs_float32"):
+        symbol = f"aotk_mlp_{kernel}"
+        assert symbol.encode() in exported.library.read_bytes()
+        assert symbol.encode() in exported.static_library.read_bytes()
+        assert not hasattr(lib, symbol) and not hasattr(lib, kernel)
 
 
 def test_a_recurrent_model_links_the_prepacked_matmul_and_predicts_like_jit(tmp_path: Path) -> None:
@@ -80,6 +82,23 @@ def test_a_recurrent_model_links_the_prepacked_matmul_and_predicts_like_jit(tmp_
     for batch in (1, 9):
         xs = rng.standard_normal((batch, 6, 5)).astype(np.float32)
         np.testing.assert_array_equal(g([xs])[0], f([xs])[0])
+
+
+def test_set_variable_packs_the_weight_again(tmp_path: Path) -> None:
+    """The library reads a packed copy of a weight it does not write, made when the model
+    is created and again by aotk_model_set_variable; a row or two read the weight."""
+    rng = np.random.default_rng(3)
+    x = K.placeholder((None, 12))
+    w = K.variable(rng.standard_normal((12, 64)).astype(np.float32), name="w")
+    f = K.function([x], [K.dot(x, w)])
+    assert [(p.kdim, p.n) for p in f._packs] == [(12, 64)]
+    g = aotk.load(aotk.export(f, tmp_path, "dense").library)
+    xs = rng.standard_normal((9, 12)).astype(np.float32)
+    np.testing.assert_allclose(g([xs])[0], xs @ K.get_value(w), rtol=1e-5, atol=1e-5)
+    for value in (rng.standard_normal((12, 64)), np.zeros((12, 64))):
+        g.set_variable("w", value.astype(np.float32))
+        for rows in (xs, xs[:1]):
+            np.testing.assert_allclose(g([rows])[0], rows @ value, rtol=1e-5, atol=1e-5)
 
 
 def test_exports_are_byte_identical(tmp_path: Path) -> None:
