@@ -7,7 +7,9 @@ argument per such weight, after the captures, its packed copy, and those matmuls
 `aotk.matmul_packed_weight`. The caller keeps the copies (`Packs`) and, before a call,
 packs again each one whose weight's `version` moved since: `K.set_value` bumps it, and
 so does every call of a function that updates the variable (`runtime.bump_version`).
-Exports and pickles keep the traced module, which reads the weights themselves.
+Pickles keep the traced module and rebuild the copies; an exported model (`aotk.export`)
+takes the JIT's code, and its C runtime packs the copies when the model is created and
+again in `aotk_model_set_variable`.
 
 Writes through anything else go unseen: a variable's `storage` array is aotk's, not the
 user's (`K.get_value` returns a copy). A call that runs while another thread sets a

@@ -51,7 +51,7 @@ def test_the_compiled_function_reads_the_packed_copy(rng: np.random.Generator) -
     x, _, _, y = _dense(rng, 300, 100)
     f = K.function([x], [y])
     assert "@aotk_uk_matmul_float32_prepacked(" in f.llvm_ir
-    assert "aotk.matmul_packed_weight" not in str(f.module)  # what exports and pickles keep
+    assert "aotk.matmul_packed_weight" not in str(f.module)  # the traced module, as pickled
 
 
 def test_set_value_repacks(rng: np.random.Generator) -> None:

@@ -32,7 +32,7 @@ def test_loaded_library_matches_jit(exported_mlp, batch: int) -> None:
     g = aotk.load(exported.library)
     x = np.random.default_rng(batch).standard_normal((batch, 12)).astype(np.float32)
     want, got = f([x]), g([x])
-    assert f._packs  # the JIT reads packed copies of the weights, the library the weights
+    assert f._packs  # the JIT and the library read packed copies of the weights
     assert got.shape == (batch, 5) and got.dtype == np.float32
     np.testing.assert_array_equal(got, want)
 
