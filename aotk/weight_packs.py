@@ -51,9 +51,22 @@ def plan(
 ) -> tuple[ModuleOp, list[Pack]]:
     """The module the JIT compiles (`module` itself when no weight qualifies, else a
     rewritten copy) and the packs its extra arguments take, in order."""
-    written = {id(v) for v in updated}
+    if not _readers(module, n_inputs, captures, updated):
+        return module, []  # nothing to rewrite: no copy of the module
     jit = module.clone()
     fn = next(iter(jit.ops))
+    assert isinstance(fn, func.FuncOp)
+    readers = _readers(jit, n_inputs, captures, updated)
+    packs = [_add_pack(fn, index, ops, n_inputs) for index, ops in readers.items()]
+    return jit, packs
+
+
+def _readers(
+    module: ModuleOp, n_inputs: int, captures: Sequence[Any], updated: Sequence[Any]
+) -> dict[int, list[MatMulOp]]:
+    """The matmuls of `module` that may read a packed weight, by the weight's argument."""
+    written = {id(v) for v in updated}
+    fn = next(iter(module.ops))
     assert isinstance(fn, func.FuncOp)
     block = fn.body.block
     readers: dict[int, list[MatMulOp]] = {}
@@ -65,10 +78,7 @@ def plan(
         if id(capture) in written or getattr(capture, "kernel_updated", False):
             continue
         readers.setdefault(index, []).append(op)  # type: ignore[arg-type]
-    if not readers:
-        return module, []
-    packs = [_add_pack(fn, block, index, ops, n_inputs) for index, ops in readers.items()]
-    return jit, packs
+    return readers
 
 
 def _weight_index(op: Any, block: Block, n_inputs: int) -> int | None:
@@ -85,8 +95,9 @@ def _weight_index(op: Any, block: Block, n_inputs: int) -> int | None:
     return rhs.index if n >= matmul_prepacked.sliver_width(elem_of(rhs.type)) else None
 
 
-def _add_pack(fn: func.FuncOp, block: Block, index: int, ops: list[MatMulOp], n_in: int) -> Pack:
+def _add_pack(fn: func.FuncOp, index: int, ops: list[MatMulOp], n_in: int) -> Pack:
     """Append the packed copy of argument `index` to `fn` and point its matmuls at it."""
+    block = fn.body.block
     weight = block.args[index]
     elem = elem_of(weight.type)
     kdim, n = shape_of(weight.type)

@@ -115,6 +115,34 @@ def transpose(k: Kernel, rows: Sequence[SSAValue]) -> list[SSAValue]:
     return out
 
 
+def transpose_into(
+    k: Kernel,
+    bufs: tuple[Buf, Buf],
+    rows: tuple[Sequence[DimV], DimV],
+    k_range: tuple[DimV, DimV],
+    width: int,
+    trips: int,
+) -> None:
+    """out[dst + kk * width + r] = b[srcs[r] + kk] for kk in k_range, for `lanes` rows of
+    b (rows = (srcs, dst)): squares of lanes x lanes loaded as rows and transposed in
+    registers (`transpose`), the K left over element by element. A packed sliver's
+    columns from a B stored [N, K]: element by element, every store went to another row
+    of the sliver."""
+    out, b = bufs
+    (srcs, dst), (k0, k1) = rows, k_range
+    lanes = len(srcs)
+    vt = VectorType(out.elem, [lanes])
+    squares = k.add(k0, k.mul(k.div(k.sub(k1, k0), lanes), lanes))
+    with k.loop(squares, lb=k0, step=lanes, trips=trips) as kk:
+        square = [vload(k, b, k.add(src, kk), vt) for src in srcs]
+        for r, row in enumerate(transpose(k, square)):
+            vstore(k, out, k.add(dst, k.mul(k.add(kk, r), width)), row)
+    with k.loop(k1, lb=squares, trips=lanes // 2) as kk:
+        at = k.add(dst, k.mul(kk, width))
+        for r, src in enumerate(srcs):
+            k.store_flat(out, k.add(at, r), k.load_flat(b, k.add(src, kk)))
+
+
 def store_c(
     k: Kernel, ops: Operands, at: DimV, acc: SSAValue, mask: SSAValue | None = None
 ) -> None:

@@ -121,29 +121,19 @@ def pack_b(
 def _pack_transposed_b(
     k: Kernel, ops: mk.Operands, tiles: MatmulTiles, scratch: Buf, k_range: Range, j_range: Range
 ) -> None:
-    """The same slivers from a B stored [N, K], a square of `lanes` of its rows (columns
-    of the sliver) by `lanes` of K at a time: loaded as rows, transposed in registers
-    (`transpose`), stored as sliver rows; the K left over, element by element. Threads
-    split the squares' rows, which write disjoint columns. Element by element, every
-    store of a column went to another cache line of the sliver."""
+    """The same slivers from a B stored [N, K], `lanes` of its rows (columns of the
+    sliver) at a time, transposed in registers (`transpose_into`). Threads split those
+    rows, which write disjoint columns."""
     lanes, width = tiles.lanes, tiles.nr * tiles.lanes
-    k0, k1 = k_range
     jb, j_end = j_range
-    k_squares = k.add(k0, k.mul(k.div(k.sub(k1, k0), lanes), lanes))
     with k.loop(j_end, lb=jb, step=lanes, parallel=True, trips=tiles.packed_nc // lanes) as j:
         within = k.sub(j, jb)
         lane = k.rem(within, width)
         column = k.add(k.mul(k.sub(within, lane), tiles.packed_kc), lane)
-        dst = k.sub(column, k.mul(k0, width))
+        dst = k.sub(column, k.mul(k_range[0], width))
         srcs = [k.mul(k.add(j, r), ops.kdim) for r in range(lanes)]
-        with k.loop(k_squares, lb=k0, step=lanes, trips=tiles.packed_kc // lanes) as kk:
-            square = [mk.vload(k, ops.b, k.add(src, kk), ops.vt) for src in srcs]
-            for r, row in enumerate(mk.transpose(k, square)):
-                mk.vstore(k, scratch, k.add(dst, k.mul(k.add(kk, r), width)), row)
-        with k.loop(k1, lb=k_squares, trips=lanes // 2) as kk:
-            at = k.add(dst, k.mul(kk, width))
-            for r, src in enumerate(srcs):
-                k.store_flat(scratch, k.add(at, r), k.load_flat(ops.b, k.add(src, kk)))
+        trips = tiles.packed_kc // lanes
+        mk.transpose_into(k, (scratch, ops.b), (srcs, dst), k_range, width, trips)
 
 
 def packed_tile(

@@ -114,27 +114,16 @@ def _pack_rows(
 def _pack_columns(
     k: Kernel, tiles: heuristics.MatmulTiles, bufs: tuple[Buf, Buf], n: DimV, kdim: DimV
 ) -> None:
-    """From B stored [N, K]: a square of `lanes` of its rows (columns of a sliver) by
-    `lanes` of K at a time, loaded as rows, transposed in registers and stored as sliver
-    rows; threads split the squares' rows. The K left over, the rows left over and the
-    padding columns (zeros) go one element at a time. Element by element, every store
-    went to another sliver row: W4's 1024 x 1024 weight packed at a third of the speed."""
+    """From B stored [N, K]: `lanes` of its rows (columns of a sliver) at a time,
+    transposed in registers (`matmul_microkernel.transpose_into`); threads split them.
+    The rows left over and the padding columns (zeros) go one element at a time."""
     out, b = bufs
     lanes, width = tiles.lanes, tiles.nr * tiles.lanes
-    vt = VectorType(out.elem, [lanes])
     squares_n = k.mul(k.div(n, lanes), lanes)
-    squares_k = k.mul(k.div(kdim, lanes), lanes)
     with k.loop(squares_n, step=lanes, parallel=True) as j:
         column = _sliver_column(k, width, j, kdim)
         srcs = [k.mul(k.add(j, r), kdim) for r in range(lanes)]
-        with k.loop(squares_k, step=lanes, trips=64) as kk:
-            square = [mk.vload(k, b, k.add(src, kk), vt) for src in srcs]
-            for r, row in enumerate(mk.transpose(k, square)):
-                mk.vstore(k, out, k.add(column, k.mul(k.add(kk, r), width)), row)
-        with k.loop(kdim, lb=squares_k, trips=lanes // 2) as kk:
-            at = k.add(column, k.mul(kk, width))
-            for r, src in enumerate(srcs):
-                k.store_flat(out, k.add(at, r), k.load_flat(b, k.add(src, kk)))
+        mk.transpose_into(k, (out, b), (srcs, column), (0, kdim), width, 64)
     padded = k.mul(k.div(k.add(n, width - 1), width), width)
     zero = const(k.b, 0.0, out.elem)
     with k.loop(padded, lb=squares_n, trips=width // 2) as j:
