@@ -143,7 +143,8 @@ def _step(pool: _Pool, rng: np.random.Generator, dtype: str, smooth: bool) -> tu
         fn = [K.sum, K.max, K.mean, K.min][rng.integers(4)]
         return fn(x, axis=axis, keepdims=keep), f"{fn.__name__} axis {axis}"
     if kind == "matmul":
-        out = int(rng.choice(WIDTHS[1:]))
+        # 64 columns hold a whole register tile: the weight is read from a packed copy
+        out = int(rng.choice((*WIDTHS[1:], 64)))
         w = K.variable(rng.normal(0, 1 / np.sqrt(width), (width, out)), dtype=dtype)
         return K.dot(x, w), f"dot {width}->{out}"
     if kind == "batch_dot":
