@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import aotk
 from aotk import backend as K
 
 TOL = {"float32": 2e-5, "float64": 1e-12}
@@ -34,17 +35,26 @@ def _check(got: np.ndarray, want: np.ndarray, dtype: str, label: str = "") -> No
     assert err <= TOL[dtype] * scale * 30, f"{label}: off by {err}"
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("k, n", [(300, 100), (37, 64), (128, 512)])
-def test_packed_weight_values(rng: np.random.Generator, dtype: str, k: int, n: int) -> None:
-    """Batches of 0 to 130 rows (matrix-vector products read the weight itself, the
-    rest its packed copy) against float64 NumPy."""
+def test_packed_weight_values(
+    rng: np.random.Generator, dtype: str, k: int, n: int, threads: int
+) -> None:
+    """Batches of 0 to 130 rows against float64 NumPy: on one thread one or two rows
+    read the weight itself, anything else the packed copy (tiles of 8 rows, or 6, then
+    of 4, 2 and 1 for the rest)."""
     x, w, b, y = _dense(rng, k, n, dtype)
     f = K.function([x], [y])
     assert [(p.kdim, p.n, p.dtype) for p in f._packs] == [(k, n, dtype)]
-    for rows in (0, 1, 2, 3, 8, 64, 130):
-        xs = rng.standard_normal((rows, k)).astype(dtype)
-        _check(f([xs])[0], _expected(xs, w, b), dtype, f"{rows} rows")
+    before = aotk.get_num_threads()
+    aotk.set_num_threads(threads)
+    try:
+        for rows in (0, 1, 2, 3, 7, 8, 15, 64, 130):
+            xs = rng.standard_normal((rows, k)).astype(dtype)
+            _check(f([xs])[0], _expected(xs, w, b), dtype, f"{rows} rows")
+    finally:
+        aotk.set_num_threads(before)
 
 
 def test_the_compiled_function_reads_the_packed_copy(rng: np.random.Generator) -> None:

@@ -218,8 +218,8 @@ def _narrow(
     sources: tuple[DimV, Buf | None],
 ) -> None:
     """C[rows, cols] of a tile cut short by the last sliver or the last rows: column tiles
-    of a whole tile's rows, else of one row at a time; an addend is copied to C first,
-    for them to add to."""
+    of a whole tile's rows, else shorter tiles; an addend is copied to C first, for the
+    column tiles to add to."""
     (lo, hi), cols = block
     base, addend = sources
     if addend is not None:
@@ -233,11 +233,31 @@ def _narrow(
     def tall() -> None:
         _column_tiles(k, ops, tiles, (lo, tiles.mr), cols, (base, accumulate))
 
-    def single_rows() -> None:
-        with k.loop(hi, lb=lo, trips=tiles.mr - 1) as i:
-            _column_tiles(k, ops, tiles, (i, 1), cols, (base, accumulate))
+    width = tiles.nr * tiles.lanes
 
-    k.if_else(_spans(k, (lo, hi), tiles.mr), tall, single_rows)
+    def b_row(kk: SSAValue) -> DimV:
+        return k.add(base, k.mul(kk, width))
+
+    def short_tiles() -> None:
+        # fewer rows than a tile: tiles of 4, 2 and 1 rows, each reading the sliver once
+        # (a register tile over all of K on a whole sliver, column tiles on the last)
+        whole = _spans(k, cols, width)
+        start = lo
+        for height in (h for h in (4, 2, 1) if h < tiles.mr):
+            end = k.add(start, k.mul(k.div(k.sub(hi, start), height), height))
+            short = dataclasses.replace(tiles, mr=height)
+            with k.loop(end, lb=start, step=height, trips=1) as i:
+
+                def tile(i: SSAValue = i, short: heuristics.MatmulTiles = short) -> None:
+                    packed.whole_k_tile(k, ops, short, (i, cols[0]), b_row, addend)
+
+                def columns(i: SSAValue = i, height: int = height) -> None:
+                    _column_tiles(k, ops, tiles, (i, height), cols, (base, accumulate))
+
+                k.if_else(whole, tile, columns)
+            start = end
+
+    k.if_else(_spans(k, (lo, hi), tiles.mr), tall, short_tiles)
 
 
 def _column_tiles(
