@@ -41,9 +41,9 @@ def _check(got: np.ndarray, want: np.ndarray, dtype: str, label: str = "") -> No
 def test_packed_weight_values(
     rng: np.random.Generator, dtype: str, k: int, n: int, threads: int
 ) -> None:
-    """Batches of 0 to 130 rows against float64 NumPy: on one thread one or two rows
-    read the weight itself, anything else the packed copy (tiles of 8 rows, or 6, then
-    of 4, 2 and 1 for the rest)."""
+    """Batches of 0 to 130 rows against float64 NumPy: on one thread, fewer rows than a
+    register tile (8 or 6) read the weight itself; anything else the packed copy (whole
+    tiles, then tiles of 4, 2 and 1 rows for the rest)."""
     x, w, b, y = _dense(rng, k, n, dtype)
     f = K.function([x], [y])
     assert [(p.kdim, p.n, p.dtype) for p in f._packs] == [(k, n, dtype)]

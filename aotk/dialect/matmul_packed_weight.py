@@ -3,9 +3,9 @@
 A K.function's matmul on a weight it does not update reads the weight from a copy packed
 once into slivers (`matmul_prepacked.pack`), kept by the caller from call to call and
 packed again only when the weight has changed (`aotk.weight_packs`). The op takes both
-the weight and that copy: the oracle, and products of one or two rows on one thread,
-read the weight; the rest run `matmul_<dtype>_prepacked` on the copy, one register tile
-over all of K per item, with nothing packed per call.
+the weight and that copy: the oracle, and products of fewer rows than a register tile
+on one thread, read the weight; the rest run `matmul_<dtype>_prepacked` on the copy,
+one register tile over all of K per item, with nothing packed per call.
 """
 
 from __future__ import annotations
@@ -89,15 +89,16 @@ def _lower(k: Kernel, out: Buf, a: Buf, w: Buf, packed: Buf) -> None:
         name = matmul_prepacked.matmul_name(a.elem)
         library.call(k, name, [out, a, packed, m, n, kdim])
 
-    def few() -> None:  # the weight read in place, a row or two at a time
+    def few() -> None:  # the weight read in place
         matmul_kernel.emit(k, out, a, w, m=m, n=n, kdim=kdim)
 
-    if isinstance(m, int) and m > matmul_kernel.GEMV_ROWS:
+    tile = matmul_prepacked.row_tile(a.elem)
+    if isinstance(m, int) and m >= tile:
         rows()
         return
-    # one or two rows on one thread: the weight in place is 5% faster; on two, the
-    # packed slivers 12-25% (a 1 x 784 x 1024 product)
-    small = k.b.insert(arith.CmpiOp(k.index(m), k.index(matmul_kernel.GEMV_ROWS), "sle"))
+    # fewer rows than a register tile, on one thread: the weight in place is 4-9% faster
+    # (1 to 7 x 784 x 1024); on two, the packed copy 11-40%
+    small = k.b.insert(arith.CmpiOp(k.index(m), k.index(tile), "slt"))
     alone = k.b.insert(arith.CmpiOp(library.parallel_width(k), k.index(1), "sle"))
     k.if_else(k.b.insert(arith.AndIOp(small, alone)).result, few, rows)
 

@@ -1,16 +1,17 @@
 // RUN: aotk-opt %s --aotk-tile-for=avx2 -p convert-aotk-to-loops | filecheck %s
 
-// A matmul on a weight packed once (by the caller, `aotk.weight_packs`): one or two rows
-// (M <= 2) on one thread call the plain kernel on the weight; anything else calls the
-// prepacked kernel on the packed copy: no scratch, nothing packed per call.
+// A matmul on a weight packed once (by the caller, `aotk.weight_packs`): fewer rows than
+// a register tile (6 with AVX2 tiles) on one thread call the plain kernel on the weight;
+// anything else calls the prepacked kernel on the packed copy: no scratch, nothing
+// packed per call.
 // The copy of a 4 x 32 weight is two slivers of 16 columns by 4 rows: 128 floats.
 // CHECK-LABEL: func.func @dense(
 // CHECK-SAME:      %x: memref<?xf32>, %w: memref<128xf32>, %w_packed: memref<128xf32>, %out0: memref<?xf32>, %workspace: !ptr_xdsl.ptr, %dim0: i64)
 // CHECK-NOT:     "aotk.
 // CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : index
-// CHECK-DAG:     %[[TWO:.*]] = arith.constant 2 : index
+// CHECK-DAG:     %[[TILE:.*]] = arith.constant 6 : index
 // CHECK-DAG:     %[[M:.*]] = arith.index_cast %dim0 : i64 to index
-// CHECK:         %[[ROWS:.*]] = arith.cmpi sle, %[[M]], %[[TWO]] : index
+// CHECK:         %[[ROWS:.*]] = arith.cmpi slt, %[[M]], %[[TILE]] : index
 // CHECK-NEXT:    %[[WIDTH:.*]] = func.call @aotk_parallel_width()
 // CHECK-NEXT:    %[[THREADS:.*]] = arith.index_cast %[[WIDTH]] : i64 to index
 // CHECK-NEXT:    %[[ALONE:.*]] = arith.cmpi sle, %[[THREADS]], %[[ONE]] : index
