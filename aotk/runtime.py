@@ -99,7 +99,17 @@ class Workspace:
         return held
 
 
+_writes = 0  # bump_version calls so far: packed copies look at each version only if it moved
+
+
 def bump_version(holder: Any) -> None:
     """Record that a variable's array was written: packed copies of it are stale
     (`aotk.weight_packs`)."""
+    global _writes
     holder.version = getattr(holder, "version", 0) + 1
+    _writes += 1
+
+
+def writes() -> int:
+    """How many times variables were written (`bump_version`) in this process."""
+    return _writes

@@ -128,9 +128,14 @@ class Packs:
         self._seen: list[tuple[int, int] | None] = [None] * len(self.packs)
         self._pack_fns = [_packer(p.dtype) for p in self.packs]
         self._lock = threading.Lock()
+        self._writes = -1  # `runtime.writes()` when every copy was last found current
 
     def refresh(self) -> None:
-        """Pack each copy whose weight changed (version or array) since it was packed."""
+        """Pack each copy whose weight changed (version or array) since it was packed;
+        nothing to look at when no variable was written since the last call."""
+        writes = runtime.writes()
+        if writes == self._writes:
+            return
         for i, holder in enumerate(self._holders):
             state = (getattr(holder, "version", 0), id(holder.storage))
             if self._seen[i] != state:
@@ -140,6 +145,7 @@ class Packs:
                         source = runtime.address(holder.storage)
                         self._pack_fns[i](self.addresses[i], source, p.n, p.kdim)
                         self._seen[i] = state
+        self._writes = writes
 
 
 def _size(p: Pack) -> int:
