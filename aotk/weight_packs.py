@@ -19,6 +19,7 @@ weight it reads may see either value, as it would read the weight itself half-wr
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,8 +50,11 @@ class Pack:
 def plan(
     module: ModuleOp, n_inputs: int, captures: Sequence[Any], updated: Sequence[Any]
 ) -> tuple[ModuleOp, list[Pack]]:
-    """The module the JIT compiles (`module` itself when no weight qualifies, else a
-    rewritten copy) and the packs its extra arguments take, in order."""
+    """The module the JIT compiles (`module` itself when no weight qualifies, or the
+    environment says AOTK_WEIGHT_PACKS=0; else a rewritten copy) and the packs its
+    extra arguments take, in order."""
+    if os.environ.get("AOTK_WEIGHT_PACKS", "1") in ("0", "off", "false"):
+        return module, []
     if not _readers(module, n_inputs, captures, updated):
         return module, []  # nothing to rewrite: no copy of the module
     jit = module.clone()

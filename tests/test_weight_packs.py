@@ -145,3 +145,12 @@ def test_concurrent_calls(rng: np.random.Generator) -> None:
         t.join()
     for i, xs in enumerate(inputs):
         _check(results[i], _expected(xs, w, b), "float32", f"thread {i}")
+
+
+def test_packs_can_be_turned_off(rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
+    x, w, b, y = _dense(rng, 64, 96)
+    monkeypatch.setenv("AOTK_WEIGHT_PACKS", "0")
+    f = K.function([x], [y])
+    assert f._packs == [] and "@aotk_uk_matmul_float32_prepacked(" not in f.llvm_ir
+    xs = rng.standard_normal((32, 64)).astype(np.float32)
+    _check(f([xs])[0], _expected(xs, w, b), "float32")
