@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import llvmlite.binding as llvm_binding
 from xdsl.dialects.builtin import ModuleOp
@@ -80,9 +81,12 @@ def ensure_loaded(symbols: Iterable[str]) -> None:
                 _link(symbol, cached(library.lookup(symbol).name).objects)
 
 
-def address_of(symbol: str) -> int:
-    """Where a micro-kernel linked into this process starts (`ensure_loaded` it first)."""
-    return _linked[symbol].engine.get_function_address(symbol)
+def function(symbol: str) -> Any:
+    """A micro-kernel as a Python callable (ctypes, typed by its compiled signature),
+    linked into this process first if it is not."""
+    ensure_loaded([symbol])
+    signature = cached(library.lookup(symbol).name).signatures[symbol]
+    return jit.prototype(signature)(_linked[symbol].engine.get_function_address(symbol))
 
 
 def provide(symbol: str, objects: tuple[bytes, ...]) -> None:

@@ -18,7 +18,6 @@ weight it reads may see either value, as it would read the weight itself half-wr
 
 from __future__ import annotations
 
-import ctypes
 import os
 import threading
 from collections.abc import Sequence
@@ -161,8 +160,4 @@ def _packer(dtype: str) -> Any:
     from aotk import micro_kernels
 
     name = matmul_prepacked.pack_name(dtypes.element_type(dtype), False)
-    symbol = f"aotk_uk_{name}"
-    micro_kernels.ensure_loaded([symbol])
-    address = micro_kernels.address_of(symbol)
-    kind = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
-    return kind(address)
+    return micro_kernels.function(f"aotk_uk_{name}")

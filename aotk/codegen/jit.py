@@ -134,9 +134,14 @@ def load(code: NativeCode) -> CompiledModule:
         address = engine.get_function_address(name)
         if not address:
             raise RuntimeError(f"aotk: the object code defines no function @{name}")
-        proto = ctypes.CFUNCTYPE(_RESULT_CTYPES[sig[0]], *(_ARG_CTYPES[c] for c in sig[1:]))
-        compiled.functions[name] = proto(address)
+        compiled.functions[name] = prototype(sig)(address)
     return compiled
+
+
+def prototype(signature: str) -> Any:
+    """The ctypes function type of a signature code (`signatures`)."""
+    args = (_ARG_CTYPES[c] for c in signature[1:])
+    return ctypes.CFUNCTYPE(_RESULT_CTYPES[signature[0]], *args)
 
 
 def compile_module(
