@@ -127,6 +127,15 @@ def get_or_compile(
         return code, True
 
 
+def stored(key: str, section: str) -> bool | None:
+    """Whether `section` holds an entry under `key` (unchecked: reading it checks it);
+    None when there is no usable cache, where nothing compiled is kept."""
+    root = paths.private_cache_dir()
+    if root is None:
+        return None
+    return (root / section / key[:2] / f"{key}.bin").is_file()
+
+
 def _read(path: Path, key: str) -> NativeCode | None:
     try:
         code, meta = decode(path.read_bytes())

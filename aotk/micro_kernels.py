@@ -10,7 +10,7 @@ and publishes its entry point, so every JIT module that calls it resolves it by 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,7 @@ class _Linked:
 _lock = threading.Lock()
 _linked: dict[str, _Linked] = {}  # by symbol
 BUILT = 0  # micro-kernels this process compiled (the rest came from the cache)
+_SECTION = "micro-kernels"  # their directory in the on-disk cache
 
 
 def lowered_module(names: Iterable[str]) -> ModuleOp:
@@ -54,12 +55,29 @@ def cached(name: str, cpu: str | None = None, features: str | None = None) -> ji
     from aotk import compile_cache
 
     cpu, features = cpu or llvm_ir.host_cpu(), features or llvm_ir.host_features()
-    key = compile_cache.entry_key(f"micro-kernel {name}", cpu, features)
     code, compiled = compile_cache.get_or_compile(
-        key, lambda: generate(name, cpu, features), section="micro-kernels"
+        _key(name, cpu, features), lambda: generate(name, cpu, features), section=_SECTION
     )
     BUILT += compiled
     return code
+
+
+def uncached(names: Sequence[str]) -> list[str] | None:
+    """Those of `names` whose code for this host the on-disk cache lacks, in order; None
+    when there is no usable cache."""
+    from aotk import compile_cache
+
+    cpu, features = llvm_ir.host_cpu(), llvm_ir.host_features()
+    found = [compile_cache.stored(_key(name, cpu, features), _SECTION) for name in names]
+    if None in found:
+        return None
+    return [name for name, hit in zip(names, found, strict=True) if not hit]
+
+
+def _key(name: str, cpu: str, features: str) -> str:
+    from aotk import compile_cache
+
+    return compile_cache.entry_key(f"micro-kernel {name}", cpu, features)
 
 
 def load(code: jit.NativeCode) -> jit.CompiledModule:
@@ -75,10 +93,14 @@ def ensure_called_loaded(objects: Iterable[bytes]) -> None:
 
 def ensure_loaded(symbols: Iterable[str]) -> None:
     """Link the named micro-kernels into this process, each once."""
-    for symbol in sorted(set(symbols) - set(_linked)):
-        with _lock:
-            if symbol not in _linked:
-                _link(symbol, cached(library.lookup(symbol).name).objects)
+    from aotk import micro_kernel_helper
+
+    wanted = sorted(set(symbols) - set(_linked))
+    with micro_kernel_helper.helping([library.lookup(s).name for s in wanted]):
+        for symbol in wanted:
+            with _lock:
+                if symbol not in _linked:
+                    _link(symbol, cached(library.lookup(symbol).name).objects)
 
 
 def function(symbol: str) -> Any:
@@ -124,11 +146,14 @@ def export_objects(
     """Objects of the micro-kernels an exported module calls (and of the symbols `also`,
     which its runtime calls), for `cpu`/`features`, their functions renamed
     `<prefix><symbol>` and hidden as the module's own are."""
+    from aotk import micro_kernel_helper
+
     objects = {}
     tm = llvm_ir.target_machine(cpu, features, jit=False)
-    for symbol in sorted(library.called(llvm_ir_text) | set(also)):
-        name = library.lookup(symbol).name
-        source = cached(name)  # its LLVM IR, re-optimized for the target below
+    names = [library.lookup(s).name for s in sorted(library.called(llvm_ir_text) | set(also))]
+    with micro_kernel_helper.helping(names):
+        sources = [cached(name) for name in names]  # the host's code: its LLVM IR is
+    for name, source in zip(names, sources, strict=True):  # optimized for the target
         objects[f"uk_{name}.o"] = jit.generate_from_ir(
             source.source_ir, source.signatures, tm, prefix, micro_kernel=True
         ).objects[0]

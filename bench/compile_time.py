@@ -4,7 +4,10 @@ Every compile runs in a fresh process with the compile cache off (`AOTK_DISK_CAC
 so nothing of an earlier compile is reused; the medians of `REPEAT` processes are shown,
 with the spread (max - min). The micro-kernel library is built once first, as on a
 user's first run, into a cache directory private to this benchmark, and its one-time
-cost is printed apart. Also measured: `import aotk.backend` in a fresh interpreter.
+cost is printed apart. Also measured: `import aotk.backend` in a fresh interpreter, and
+the first compile of W3 and W4 on a machine (an empty cache, so with the micro-kernels
+they call), with the process that helps build those (`aotk.micro_kernel_helper`) and
+without.
 Run with `python -m bench.compile_time` (it is part of `python -m bench.run_all`).
 """
 
@@ -23,6 +26,7 @@ from bench.workloads import GRAPHS
 
 REPEAT = 3
 IMPORT_REPEAT = 5
+FIRST_ON_A_MACHINE = ("W3 MLP inference", "W4 MLP SGD step")
 
 
 def cold_child(module: str, args: list[str], cache: str, **env: str) -> Any:
@@ -86,6 +90,21 @@ def import_seconds() -> float:
     return time.perf_counter() - t0
 
 
+def first_compiles(name: str) -> dict[str, list[float]]:
+    """Seconds of `name`'s compile in an empty cache with the helper ("on") and without
+    ("off"), alternating, REPEAT each."""
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    for _ in range(REPEAT):
+        for helper, runs in times.items():
+            with tempfile.TemporaryDirectory(prefix="aotk-bench-") as empty:
+                flag = "1" if helper == "on" else "0"
+                report = cold_child(
+                    "bench.compile_time", ["--one", name], empty, AOTK_BUILD_HELPER=flag
+                )
+            runs.append(report["total"])
+    return times
+
+
 def _spread(values: list[float]) -> str:
     return f"{statistics.median(values):7.3f} ±{(max(values) - min(values)) / 2:5.3f}"
 
@@ -96,7 +115,12 @@ def run() -> None:
         print(f"\nmicro-kernel library, built once per machine: {sum(library.values()):.2f} s")
         print(", ".join(f"{k} {v:.2f} s" for k, v in library.items()))
         imports = [_child(["--import"], cache)["seconds"] for _ in range(IMPORT_REPEAT)]
-        print(f"import aotk.backend: {_spread(imports)} s (median ± half range)\n")
+        print(f"import aotk.backend: {_spread(imports)} s (median ± half range)")
+        print("first compile on a machine (empty cache), s, with / without the helper:")
+        for name in FIRST_ON_A_MACHINE:
+            times = first_compiles(name)
+            print(f"  {name:36s} {_spread(times['on'])} / {_spread(times['off'])}")
+        print()
         head = (
             f"{'cold compile (s), median ± half range':38s} {'total':>14s} {'trace':>7s} "
             f"{'xdsl':>7s} {'llvm':>7s}   ops: trace -> loops -> llvm"

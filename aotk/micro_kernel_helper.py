@@ -1,0 +1,94 @@
+"""A second process that builds missing micro-kernels beside this one.
+
+A graph's first compile on a machine builds the micro-kernels it calls: one to two
+seconds each, most of it in xDSL's passes, which run in Python on one core. When two or
+more are missing from the cache and the host has two cores or more, `helping` starts
+this module as a process (`python -c`, importing this very aotk) that builds them from
+the last while the caller builds them from the first. The cache's per-entry lock makes
+either one wait for a kernel the other is building and then read it, so each is built
+once and the two meet in the middle. The helper writes only cache entries, in the
+private cache directory this process would write them to (`aotk.paths`); if it cannot
+start or fails, the caller builds what it finds missing, as it would have alone.
+`AOTK_BUILD_HELPER=0` keeps every build in the calling process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+BUILT = 0  # micro-kernels helpers have reported building for this process
+_REPORT = "built "  # the helper's line for each micro-kernel it compiled
+_CHILD = (
+    "import sys\n"
+    "if sys.argv[1] not in sys.path: sys.path.insert(0, sys.argv[1])\n"
+    "from aotk.micro_kernel_helper import main\n"
+    "sys.exit(main(sys.argv[2:]))\n"
+)
+
+
+@contextmanager
+def helping(names: Sequence[str]) -> Iterator[None]:
+    """Run the caller's builds of `names`, in this order, with a helper building those
+    missing from the cache in the reverse order (when that can pay)."""
+    helper = _start(names)
+    try:
+        yield
+    finally:
+        if helper is not None:
+            _stop(helper)
+
+
+def _start(names: Sequence[str]) -> subprocess.Popen[str] | None:
+    from aotk import micro_kernels
+
+    if os.environ.get("AOTK_BUILD_HELPER", "1") == "0" or _cores() < 2 or not sys.executable:
+        return None
+    missing = micro_kernels.uncached(names) if len(names) >= 2 else None
+    if missing is None or len(missing) < 2:
+        return None
+    source_root = str(Path(__file__).resolve().parent.parent)
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-c", _CHILD, source_root, *reversed(missing)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+    except OSError:
+        return None
+
+
+def _stop(helper: subprocess.Popen[str]) -> None:
+    """End the helper, whose work is done or no longer needed: once the caller has every
+    kernel, the helper can only be reading ones the caller built (it would hold the
+    lock of any it was building, and the caller would have waited for it)."""
+    global BUILT
+    if helper.poll() is None:
+        helper.terminate()
+    out, _ = helper.communicate()
+    BUILT += sum(line.startswith(_REPORT) for line in out.splitlines())
+
+
+def _cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def main(names: Sequence[str]) -> int:
+    """The helper: build each named micro-kernel into the cache unless it is there,
+    printing `built <name>` for each one compiled here."""
+    from aotk import micro_kernels
+
+    for name in names:
+        before = micro_kernels.BUILT
+        micro_kernels.cached(name)
+        if micro_kernels.BUILT > before:
+            print(f"{_REPORT}{name}", flush=True)
+    return 0

@@ -1,0 +1,124 @@
+"""The helper process that builds missing micro-kernels beside the caller."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from aotk import compile_cache, micro_kernel_helper, micro_kernels
+
+CHEAP = ["pack_rhs_float32", "pack_rhs_float64", "pack_rhs_float32_tb"]  # 0.1 s each
+
+# A dense layer whose weight is read packed: three micro-kernels (the plain matmul, the
+# prepacked one and the packer), built in a fresh cache by this process and a helper.
+_FIRST_COMPILE = textwrap.dedent(
+    """
+    import json
+    import numpy as np
+    from aotk import backend as K, micro_kernel_helper, micro_kernels
+    w = np.linspace(-1, 1, 40 * 48, dtype=np.float32).reshape(40, 48)
+    x = K.placeholder((None, 40))
+    f = K.function([x], [K.dot(x, K.variable(w))])
+    a = np.linspace(-2, 2, 9 * 40, dtype=np.float32).reshape(9, 40)
+    out = f([a])[0]
+    print(json.dumps({"here": micro_kernels.BUILT, "helper": micro_kernel_helper.BUILT,
+                      "error": float(np.abs(out - a.astype(np.float64) @ w).max())}))
+    """
+)
+
+
+@pytest.fixture
+def empty_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("AOTK_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("AOTK_BUILD_HELPER", raising=False)
+    return tmp_path
+
+
+def _build_all(names: list[str]) -> int:
+    """What `micro_kernels.ensure_loaded` does, without linking: the kernels built here."""
+    before = micro_kernels.BUILT
+    with micro_kernel_helper.helping(names):
+        for name in names:
+            micro_kernels.cached(name)
+    return micro_kernels.BUILT - before
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the helper needs two cores")
+def test_a_first_compile_builds_each_kernel_once_between_the_two(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", _FIRST_COMPILE],
+        env={**os.environ, "AOTK_CACHE_DIR": str(tmp_path), "AOTK_BUILD_HELPER": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["here"] + report["helper"] == 3  # none twice, none skipped
+    assert report["error"] < 1e-4
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the helper needs two cores")
+def test_the_helper_builds_into_the_cache_the_caller_reads(empty_cache):
+    names = CHEAP[:2]
+    helper = micro_kernel_helper._start(names)
+    assert helper is not None
+    out, _ = helper.communicate(timeout=300)
+    assert helper.returncode == 0
+    assert out.split("\n")[:2] == [f"built {names[1]}", f"built {names[0]}"]  # last first
+    assert micro_kernels.uncached(names) == []
+    before = micro_kernels.BUILT
+    for name in names:
+        assert micro_kernels.cached(name).signatures  # read, not built again
+    assert micro_kernels.BUILT == before
+
+
+def test_a_failing_helper_leaves_the_builds_to_the_caller(empty_cache, monkeypatch):
+    monkeypatch.setattr(micro_kernel_helper, "_CHILD", "import sys; sys.exit(3)")
+    helped = micro_kernel_helper.BUILT
+    assert _build_all(CHEAP) == 3
+    assert micro_kernel_helper.BUILT == helped
+    assert micro_kernels.uncached(CHEAP) == []
+
+
+def test_a_helper_that_cannot_start_leaves_the_builds_to_the_caller(empty_cache, monkeypatch):
+    monkeypatch.setattr(sys, "executable", str(empty_cache / "no-such-python"))
+    assert micro_kernel_helper._start(CHEAP) is None
+    assert _build_all(CHEAP) == 3
+
+
+def test_no_helper_for_one_kernel_a_warm_cache_or_when_turned_off(empty_cache, monkeypatch):
+    assert micro_kernel_helper._start(CHEAP[:1]) is None
+    micro_kernels.cached(CHEAP[0])
+    micro_kernels.cached(CHEAP[1])
+    assert micro_kernel_helper._start(CHEAP[:2]) is None  # nothing missing
+    monkeypatch.setenv("AOTK_BUILD_HELPER", "0")
+    assert micro_kernel_helper._start(CHEAP[1:]) is None  # one missing, but off anyway
+
+
+def test_no_helper_without_a_usable_cache(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)  # writable by others: not used (paths.private_cache_dir)
+    monkeypatch.setenv("AOTK_CACHE_DIR", str(shared))
+    with pytest.warns(RuntimeWarning, match="not using the cache directory"):
+        assert micro_kernels.uncached(CHEAP) is None
+    assert micro_kernel_helper._start(CHEAP) is None
+
+
+def test_stored_tells_an_entry_apart_from_a_miss(empty_cache):
+    key = compile_cache.entry_key("micro-kernel pack_rhs_float64_tb", "cpu", "+f")
+    assert compile_cache.stored(key, "micro-kernels") is False
+    code = micro_kernels.cached("pack_rhs_float64_tb")
+    compile_cache.get_or_compile(key, lambda: code, section="micro-kernels")
+    assert compile_cache.stored(key, "micro-kernels") is True
+    assert compile_cache.stored(key, "kernels") is False
+    assert micro_kernels.uncached(["pack_rhs_float64_tb", "pack_rhs_float32"]) == [
+        "pack_rhs_float32"
+    ]
