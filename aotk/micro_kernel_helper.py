@@ -17,11 +17,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 BUILT = 0  # micro-kernels helpers have reported building for this process
+_running = threading.Semaphore(1)  # one helper at a time: two cores are the common case
 _REPORT = "built "  # the helper's line for each micro-kernel it compiled
 _CHILD = (
     "import sys\n"
@@ -35,12 +37,18 @@ _CHILD = (
 def helping(names: Sequence[str]) -> Iterator[None]:
     """Run the caller's builds of `names`, in this order, with a helper building those
     missing from the cache in the reverse order (when that can pay)."""
-    helper = _start(names)
-    try:
+    if not _running.acquire(blocking=False):  # another thread's compile has one
         yield
+        return
+    try:
+        helper = _start(names)
+        try:
+            yield
+        finally:
+            if helper is not None:
+                _stop(helper)
     finally:
-        if helper is not None:
-            _stop(helper)
+        _running.release()
 
 
 def _start(names: Sequence[str]) -> subprocess.Popen[str] | None:

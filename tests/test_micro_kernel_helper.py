@@ -122,3 +122,13 @@ def test_stored_tells_an_entry_apart_from_a_miss(empty_cache):
     assert micro_kernels.uncached(["pack_rhs_float64_tb", "pack_rhs_float32"]) == [
         "pack_rhs_float32"
     ]
+
+
+def test_one_helper_at_a_time(empty_cache, monkeypatch):
+    started = []
+    monkeypatch.setattr(micro_kernel_helper, "_start", lambda names: started.append(names))
+    with micro_kernel_helper.helping(CHEAP[:2]), micro_kernel_helper.helping(CHEAP[1:]):
+        pass  # the inner one (another thread's compile, say) starts none
+    with micro_kernel_helper.helping(CHEAP[1:]):
+        pass
+    assert started == [CHEAP[:2], CHEAP[1:]]
