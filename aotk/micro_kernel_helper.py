@@ -24,24 +24,25 @@ from pathlib import Path
 
 BUILT = 0  # micro-kernels helpers have reported building for this process
 _running = threading.Semaphore(1)  # one helper at a time: two cores are the common case
-_REPORT = "built "  # the helper's line for each micro-kernel it compiled
+REPORT = "built "  # the helper's line for each micro-kernel it compiled
 _CHILD = (
     "import sys\n"
     "if sys.argv[1] not in sys.path: sys.path.insert(0, sys.argv[1])\n"
-    "from aotk.micro_kernel_helper import main\n"
-    "sys.exit(main(sys.argv[2:]))\n"
+    "from aotk.micro_kernels import build_as_helper\n"
+    "sys.exit(build_as_helper(sys.argv[2:]))\n"
 )
 
 
 @contextmanager
-def helping(names: Sequence[str]) -> Iterator[None]:
-    """Run the caller's builds of `names`, in this order, with a helper building those
-    missing from the cache in the reverse order (when that can pay)."""
+def helping(missing: Sequence[str] | None) -> Iterator[None]:
+    """Run the caller's builds, with a helper building `missing` (the ones the cache lacks,
+    in the order the caller builds them; None: no usable cache) in the reverse order,
+    when that can pay."""
     if not _running.acquire(blocking=False):  # another thread's compile has one
         yield
         return
     try:
-        helper = _start(names)
+        helper = _start(missing)
         try:
             yield
         finally:
@@ -51,12 +52,9 @@ def helping(names: Sequence[str]) -> Iterator[None]:
         _running.release()
 
 
-def _start(names: Sequence[str]) -> subprocess.Popen[str] | None:
-    from aotk import micro_kernels
-
+def _start(missing: Sequence[str] | None) -> subprocess.Popen[str] | None:
     if os.environ.get("AOTK_BUILD_HELPER", "1") == "0" or _cores() < 2 or not sys.executable:
         return None
-    missing = micro_kernels.uncached(names) if len(names) >= 2 else None
     if missing is None or len(missing) < 2:
         return None
     source_root = str(Path(__file__).resolve().parent.parent)
@@ -80,23 +78,10 @@ def _stop(helper: subprocess.Popen[str]) -> None:
     if helper.poll() is None:
         helper.terminate()
     out, _ = helper.communicate()
-    BUILT += sum(line.startswith(_REPORT) for line in out.splitlines())
+    BUILT += sum(line.startswith(REPORT) for line in out.splitlines())
 
 
 def _cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
-
-
-def main(names: Sequence[str]) -> int:
-    """The helper: build each named micro-kernel into the cache unless it is there,
-    printing `built <name>` for each one compiled here."""
-    from aotk import micro_kernels
-
-    for name in names:
-        before = micro_kernels.BUILT
-        micro_kernels.cached(name)
-        if micro_kernels.BUILT > before:
-            print(f"{_REPORT}{name}", flush=True)
-    return 0

@@ -10,14 +10,15 @@ and publishes its entry point, so every JIT module that calls it resolves it by 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import llvmlite.binding as llvm_binding
 from xdsl.dialects.builtin import ModuleOp
 
-from aotk import timing
+from aotk import micro_kernel_helper, timing
 from aotk.codegen import jit, llvm_ir, native_runtime
 from aotk.kernels import library
 
@@ -74,6 +75,25 @@ def uncached(names: Sequence[str]) -> list[str] | None:
     return [name for name, hit in zip(names, found, strict=True) if not hit]
 
 
+@contextmanager
+def helped(names: Sequence[str]) -> Iterator[None]:
+    """Build `names` (in this order, in the block) with a helper process building those
+    the cache lacks from the last (`aotk.micro_kernel_helper`)."""
+    with micro_kernel_helper.helping(uncached(names) if len(names) >= 2 else None):
+        yield
+
+
+def build_as_helper(names: Sequence[str]) -> int:
+    """The helper process's work: build each named micro-kernel into the cache unless it
+    is there, reporting each one compiled here (`micro_kernel_helper.REPORT`)."""
+    for name in names:
+        before = BUILT
+        cached(name)
+        if BUILT > before:
+            print(f"{micro_kernel_helper.REPORT}{name}", flush=True)
+    return 0
+
+
 def _key(name: str, cpu: str, features: str) -> str:
     from aotk import compile_cache
 
@@ -93,10 +113,8 @@ def ensure_called_loaded(objects: Iterable[bytes]) -> None:
 
 def ensure_loaded(symbols: Iterable[str]) -> None:
     """Link the named micro-kernels into this process, each once."""
-    from aotk import micro_kernel_helper
-
     wanted = sorted(set(symbols) - set(_linked))
-    with micro_kernel_helper.helping([library.lookup(s).name for s in wanted]):
+    with helped([library.lookup(s).name for s in wanted]):
         for symbol in wanted:
             with _lock:
                 if symbol not in _linked:
@@ -146,12 +164,10 @@ def export_objects(
     """Objects of the micro-kernels an exported module calls (and of the symbols `also`,
     which its runtime calls), for `cpu`/`features`, their functions renamed
     `<prefix><symbol>` and hidden as the module's own are."""
-    from aotk import micro_kernel_helper
-
     objects = {}
     tm = llvm_ir.target_machine(cpu, features, jit=False)
     names = [library.lookup(s).name for s in sorted(library.called(llvm_ir_text) | set(also))]
-    with micro_kernel_helper.helping(names):
+    with helped(names):
         sources = [cached(name) for name in names]  # the host's code: its LLVM IR is
     for name, source in zip(names, sources, strict=True):  # optimized for the target
         objects[f"uk_{name}.o"] = jit.generate_from_ir(

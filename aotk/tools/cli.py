@@ -49,10 +49,13 @@ def _cmd_kernels(args: argparse.Namespace) -> int:
             module = micro_kernels.lowered_module([kernel.name])
         print(module)
         return 0
-    for name in library.names():
+    names = library.names()
+    if args.build:
+        with micro_kernels.helped(names):  # a second process builds from the last
+            for name in names:
+                micro_kernels.cached(name)
+    for name in names:
         kernel = library.lookup(name)
-        if args.build:
-            micro_kernels.cached(name)
         print(f"{kernel.symbol}({', '.join('ptr' if c == 'p' else 'i64' for c in kernel.params)})")
     return 0
 
