@@ -3,13 +3,13 @@
 A graph's first compile on a machine builds the micro-kernels it calls: one to two
 seconds each, most of it in xDSL's passes, which run in Python on one core. When two or
 more are missing from the cache and the host has two cores or more, `helping` starts
-this module as a process (`python -c`, importing this very aotk) that builds them from
-the last while the caller builds them from the first. The cache's per-entry lock makes
-either one wait for a kernel the other is building and then read it, so each is built
-once and the two meet in the middle. The helper writes only cache entries, in the
-private cache directory this process would write them to (`aotk.paths`); if it cannot
-start or fails, the caller builds what it finds missing, as it would have alone.
-`AOTK_BUILD_HELPER=0` keeps every build in the calling process.
+a process (`python -c`, importing this very aotk, `micro_kernels.build_as_helper`) that
+builds them from the last while the caller builds them from the first. The cache's
+per-entry lock makes either one wait for a kernel the other is building and then read
+it, so each is built once and the two meet in the middle. The helper writes only cache
+entries, in the private cache directory this process would write them to
+(`aotk.paths`); if it cannot start or fails, the caller builds what it finds missing, as
+it would have alone. `AOTK_BUILD_HELPER=0` keeps every build in the calling process.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 BUILT = 0  # micro-kernels helpers have reported building for this process
-_running = threading.Semaphore(1)  # one helper at a time: two cores are the common case
 REPORT = "built "  # the helper's line for each micro-kernel it compiled
+_running = threading.Semaphore(1)  # one helper at a time: two cores are the common case
 _CHILD = (
     "import sys\n"
     "if sys.argv[1] not in sys.path: sys.path.insert(0, sys.argv[1])\n"

@@ -168,8 +168,9 @@ def export_objects(
     tm = llvm_ir.target_machine(cpu, features, jit=False)
     names = [library.lookup(s).name for s in sorted(library.called(llvm_ir_text) | set(also))]
     with helped(names):
-        sources = [cached(name) for name in names]  # the host's code: its LLVM IR is
-    for name, source in zip(names, sources, strict=True):  # optimized for the target
+        sources = [cached(name) for name in names]
+    for name, source in zip(names, sources, strict=True):
+        # the host's LLVM IR, optimized again for the target
         objects[f"uk_{name}.o"] = jit.generate_from_ir(
             source.source_ir, source.signatures, tm, prefix, micro_kernel=True
         ).objects[0]
