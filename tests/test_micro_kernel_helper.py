@@ -103,14 +103,15 @@ def test_no_helper_for_one_kernel_a_warm_cache_or_when_turned_off(empty_cache, m
     real_start = micro_kernel_helper._start
 
     def start(missing):
-        started.append(missing)
-        return real_start(missing)
+        helper = real_start(missing)
+        started.append((missing, helper is not None))
+        return helper
 
     monkeypatch.setattr(micro_kernel_helper, "_start", start)
     assert _build_all(CHEAP[:1]) == 1  # one kernel: not worth a process
     assert _build_all(CHEAP[:2]) == 1  # one of the two missing
     assert _build_all(CHEAP[:2]) == 0  # none missing
-    assert started == [None, [CHEAP[1]], []]
+    assert started == [(None, False), ([CHEAP[1]], False), ([], False)]
     two_missing = [CHEAP[2], "no_such_kernel"]
     if _cores() >= 2:
         helper = real_start(two_missing)
