@@ -12,7 +12,6 @@ reads per array, then the native call. Anything else takes the checked path agai
 from __future__ import annotations
 
 import ctypes
-import operator
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -69,8 +68,8 @@ class CallPath:
         )
         self._captures, self._updated = state  # objects with a `storage` array
         self._holders = [*self._captures, *self._updated]
-        self._stored: list[np.ndarray] = []
-        self._stored_at: list[int] = []
+        # the variables' arrays and their addresses, replaced together (calls may race)
+        self._stored: tuple[list[np.ndarray], list[int]] = ([], [])
         self._stored_addresses()
         self._in_dtypes = [dtype for _, _, dtype in signature.inputs]
         self._plans: dict[tuple[Shape, ...], Plan] = {}
@@ -178,12 +177,17 @@ class CallPath:
     def _stored_addresses(self) -> list[int]:
         """Where the captured and updated variables' arrays are (found again only if one
         was given a new array)."""
-        if not self._holders:
-            return self._stored_at
-        stored = [h.storage for h in self._holders]
-        if len(stored) != len(self._stored) or not all(map(operator.is_, stored, self._stored)):
-            self._stored, self._stored_at = stored, [runtime.address(s) for s in stored]
-        return self._stored_at
+        arrays, addresses = self._stored
+        if len(arrays) == len(self._holders):
+            for holder, array in zip(self._holders, arrays, strict=False):  # equal lengths
+                if holder.storage is not array:
+                    break
+            else:
+                return addresses
+        arrays = [h.storage for h in self._holders]
+        fresh = (arrays, [runtime.address(a) for a in arrays])
+        self._stored = fresh
+        return fresh[1]
 
     def _workspace_bytes(self, dims: list[int]) -> int:
         """The workspace size for these dynamic dims, asked of the compiled code once."""
