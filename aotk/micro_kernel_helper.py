@@ -18,9 +18,12 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+from aotk import timing
 
 BUILT = 0  # micro-kernels helpers have reported building for this process
 REPORT = "built "  # the helper's line for each micro-kernel it compiled
@@ -42,12 +45,15 @@ def helping(missing: Sequence[str] | None) -> Iterator[None]:
         yield
         return
     try:
-        helper = _start(missing)
+        started, helper = time.perf_counter(), _start(missing)
         try:
             yield
         finally:
             if helper is not None:
-                _stop(helper)
+                built = _stop(helper)
+                if timing.enabled():  # its builds are not in this process's stages
+                    seconds = time.perf_counter() - started
+                    timing.report("stage", f"micro-kernel helper, {built} built", seconds)
     finally:
         _running.release()
 
@@ -70,15 +76,18 @@ def _start(missing: Sequence[str] | None) -> subprocess.Popen[str] | None:
         return None
 
 
-def _stop(helper: subprocess.Popen[str]) -> None:
+def _stop(helper: subprocess.Popen[str]) -> int:
     """End the helper, whose work is done or no longer needed: once the caller has every
     kernel, the helper can only be reading ones the caller built (it would hold the
-    lock of any it was building, and the caller would have waited for it)."""
+    lock of any it was building, and the caller would have waited for it). Returns how
+    many it built."""
     global BUILT
     if helper.poll() is None:
         helper.terminate()
     out, _ = helper.communicate()
-    BUILT += sum(line.startswith(REPORT) for line in out.splitlines())
+    built = sum(line.startswith(REPORT) for line in out.splitlines())
+    BUILT += built
+    return built
 
 
 def _cores() -> int:

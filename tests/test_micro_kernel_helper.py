@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from aotk import compile_cache, micro_kernel_helper, micro_kernels
+from aotk import compile_cache, micro_kernel_helper, micro_kernels, timing
 
 CHEAP = ["pack_rhs_float32", "pack_rhs_float64", "pack_rhs_float32_tb"]  # 0.1 s each
 
@@ -82,6 +82,18 @@ def test_the_helper_builds_into_the_cache_the_caller_reads(empty_cache):
     for name in names:
         assert micro_kernels.cached(name).signatures  # read, not built again
     assert micro_kernels.BUILT == before
+
+
+@pytest.mark.skipif(_cores() < 2, reason="the helper needs two cores")
+def test_timing_reports_the_helper_and_what_it_built(empty_cache):
+    helped = micro_kernel_helper.BUILT
+    with timing.collect() as records:
+        here = _build_all(CHEAP)
+    by_helper = micro_kernel_helper.BUILT - helped
+    assert here + by_helper == 3
+    [record] = [r for r in records if r.name.startswith("micro-kernel helper")]
+    assert record.kind == "stage" and record.name == f"micro-kernel helper, {by_helper} built"
+    assert record.seconds > 0
 
 
 def test_a_failing_helper_leaves_the_builds_to_the_caller(empty_cache, monkeypatch):
