@@ -212,7 +212,7 @@ class CallPath:
         # one is safe because nothing else can observe it: neither the array nor its memory
         # (which views of it would share through `.base`) is referenced outside the pool.
         pool, pool_at = self._pool, self._pool_at
-        self._pool_lock.acquire()  # not `with`: this is most of a small call's time
+        self._pool_lock.acquire()  # not `with`, which costs twice as much, every call
         try:
             for i, shape in enumerate(shapes):
                 old = pool[i]
