@@ -35,26 +35,30 @@ def test_slot_addresses_follow_a_slot_to_its_new_array() -> None:
     assert slots.get(0, b) == b.ctypes.data
 
 
-def test_a_variable_given_a_new_value_is_read_from_its_new_storage() -> None:
+XS = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+
+def _product_with_a_variable():
+    """A variable of ones and a function of it, called once (so its addresses are kept)."""
     v = K.variable(np.ones((2, 3), np.float32))
     x = K.placeholder((None, 3))
     f = K.function([x], [K.dot(x, K.transpose(v))])
-    xs = np.arange(6, dtype=np.float32).reshape(2, 3)
-    np.testing.assert_allclose(f([xs])[0], xs @ np.ones((3, 2)))
+    np.testing.assert_allclose(f([XS])[0], XS @ np.ones((3, 2)))
+    return v, f
+
+
+def test_a_variable_given_a_new_value_is_read_from_its_new_storage() -> None:
+    v, f = _product_with_a_variable()
     K.set_value(v, np.full((2, 3), 2.0, np.float32))
-    np.testing.assert_allclose(f([xs])[0], xs @ np.full((3, 2), 2.0))
+    np.testing.assert_allclose(f([XS])[0], XS @ np.full((3, 2), 2.0))
 
 
 def test_a_variable_whose_array_is_replaced_is_read_from_the_new_one() -> None:
-    v = K.variable(np.ones((2, 3), np.float32))
-    x = K.placeholder((None, 3))
-    f = K.function([x], [K.dot(x, K.transpose(v))])
-    xs = np.arange(6, dtype=np.float32).reshape(2, 3)
-    np.testing.assert_allclose(f([xs])[0], xs @ np.ones((3, 2)))
+    v, f = _product_with_a_variable()
     old = v.storage
     v.storage = runtime.aligned_copy(np.full((2, 3), 3.0, np.float32))
     old[...] = 7.0  # what the call must no longer read
-    np.testing.assert_allclose(f([xs])[0], xs @ np.full((3, 2), 3.0))
+    np.testing.assert_allclose(f([XS])[0], XS @ np.full((3, 2), 3.0))
 
 
 def test_the_workspace_size_is_asked_once_per_dims() -> None:
