@@ -115,7 +115,8 @@ def get_or_compile(
     if root is None:
         return compile_fn(), True  # no (trustworthy) cache only costs speed
     try:
-        path = paths.private_subdir(root, section, key[:2]) / f"{key}.bin"
+        directory, name = _place(key)
+        path = paths.private_subdir(root, section, directory) / name
     except OSError:
         return compile_fn(), True
     with _locked(path.with_suffix(".lock")):
@@ -133,7 +134,13 @@ def stored(key: str, section: str) -> bool | None:
     root = paths.private_cache_dir()
     if root is None:
         return None
-    return (root / section / key[:2] / f"{key}.bin").is_file()
+    directory, name = _place(key)
+    return (root / section / directory / name).is_file()
+
+
+def _place(key: str) -> tuple[str, str]:
+    """An entry's directory in its section (its key's first two characters) and file."""
+    return key[:2], f"{key}.bin"
 
 
 def _read(path: Path, key: str) -> NativeCode | None:

@@ -26,14 +26,14 @@ from typing import Any
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, FunctionType, ModuleOp, StringAttr
-from xdsl.ir import Block, BlockArgument
+from xdsl.ir import Block, BlockArgument, Operation
 
 from aotk import dtypes, runtime
 from aotk.dialect import metadata
 from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.matmul_packed_weight import MatMulPackedWeightOp, packable, packed_size
-from aotk.kernels import matmul_prepacked
+from aotk.kernels import library, matmul_prepacked
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,15 @@ class Pack:
     n: int
     dtype: str  # NumPy's name
 
+    def elems(self) -> int:
+        """Elements of the packed copy."""
+        return packed_size(dtypes.element_type(self.dtype), self.n, self.kdim)
+
+    def packer(self) -> str:
+        """The symbol of the micro-kernel that packs it, `pack_rhs_<dtype>(packed, b, n, k)`."""
+        name = matmul_prepacked.pack_name(dtypes.element_type(self.dtype), False)
+        return library.lookup(name).symbol
+
 
 def plan(
     module: ModuleOp, n_inputs: int, captures: Sequence[Any], updated: Sequence[Any]
@@ -54,33 +63,41 @@ def plan(
     extra arguments take, in order."""
     if os.environ.get("AOTK_WEIGHT_PACKS", "1") in ("0", "off", "false"):
         return module, []
-    if not _readers(module, n_inputs, captures, updated):
+    readers = _readers(_body(module), n_inputs, captures, updated)
+    if not readers:
         return module, []  # nothing to rewrite: no copy of the module
     jit = module.clone()
     fn = next(iter(jit.ops))
     assert isinstance(fn, func.FuncOp)
-    readers = _readers(jit, n_inputs, captures, updated)
-    packs = [_add_pack(fn, index, ops, n_inputs) for index, ops in readers.items()]
+    ops = list(fn.body.block.ops)  # the copy's ops, at the original's positions
+    packs = [
+        _add_pack(fn, index, [ops[at] for at in positions], n_inputs)
+        for index, positions in readers.items()
+    ]
     return jit, packs
 
 
-def _readers(
-    module: ModuleOp, n_inputs: int, captures: Sequence[Any], updated: Sequence[Any]
-) -> dict[int, list[MatMulOp]]:
-    """The matmuls of `module` that may read a packed weight, by the weight's argument."""
-    written = {id(v) for v in updated}
+def _body(module: ModuleOp) -> Block:
     fn = next(iter(module.ops))
     assert isinstance(fn, func.FuncOp)
-    block = fn.body.block
-    readers: dict[int, list[MatMulOp]] = {}
-    for op in block.ops:
+    return fn.body.block
+
+
+def _readers(
+    block: Block, n_inputs: int, captures: Sequence[Any], updated: Sequence[Any]
+) -> dict[int, list[int]]:
+    """The positions in `block` of the matmuls that may read a packed weight, by the
+    weight's argument."""
+    written = {id(v) for v in updated}
+    readers: dict[int, list[int]] = {}
+    for at, op in enumerate(block.ops):
         index = _weight_index(op, block, n_inputs)
         if index is None:
             continue
         capture = captures[index - n_inputs]
         if id(capture) in written or getattr(capture, "kernel_updated", False):
             continue
-        readers.setdefault(index, []).append(op)  # type: ignore[arg-type]
+        readers.setdefault(index, []).append(at)
     return readers
 
 
@@ -98,7 +115,7 @@ def _weight_index(op: Any, block: Block, n_inputs: int) -> int | None:
     return rhs.index if n >= matmul_prepacked.sliver_width(elem_of(rhs.type)) else None
 
 
-def _add_pack(fn: func.FuncOp, index: int, ops: list[MatMulOp], n_in: int) -> Pack:
+def _add_pack(fn: func.FuncOp, index: int, ops: list[Operation], n_in: int) -> Pack:
     """Append the packed copy of argument `index` to `fn` and point its matmuls at it."""
     block = fn.body.block
     weight = block.args[index]
@@ -107,6 +124,7 @@ def _add_pack(fn: func.FuncOp, index: int, ops: list[MatMulOp], n_in: int) -> Pa
     assert kdim is not None and n is not None
     packed = block.insert_arg(tensor(elem, [packed_size(elem, n, kdim)]), len(block.args))
     for op in ops:
+        assert isinstance(op, MatMulOp)
         new = MatMulPackedWeightOp.make([op.lhs, weight, packed], op.result.type)
         block.insert_op_before(new, op)
         op.result.replace_all_uses_with(new.result)
@@ -126,10 +144,10 @@ class Packs:
     def __init__(self, packs: Sequence[Pack], captures: Sequence[Any]) -> None:
         self.packs = list(packs)
         self._holders = [captures[p.capture] for p in self.packs]
-        self._arrays = [runtime.aligned_empty((_size(p),), p.dtype) for p in self.packs]
+        self._arrays = [runtime.aligned_empty((p.elems(),), p.dtype) for p in self.packs]
         self.addresses = [runtime.address(a) for a in self._arrays]
         self._seen: list[tuple[int, int] | None] = [None] * len(self.packs)
-        self._pack_fns = [_packer(p.dtype) for p in self.packs]
+        self._pack_fns = [_callable(p.packer()) for p in self.packs]
         self._lock = threading.Lock()
         self._writes = -1  # `runtime.writes()` when every copy was last found current
 
@@ -151,13 +169,8 @@ class Packs:
         self._writes = writes
 
 
-def _size(p: Pack) -> int:
-    return packed_size(dtypes.element_type(p.dtype), p.n, p.kdim)
-
-
-def _packer(dtype: str) -> Any:
-    """The `pack_rhs_<dtype>(packed, b, n, k)` micro-kernel, callable from Python."""
+def _callable(symbol: str) -> Any:
+    """A micro-kernel as a Python callable."""
     from aotk import micro_kernels
 
-    name = matmul_prepacked.pack_name(dtypes.element_type(dtype), False)
-    return micro_kernels.function(f"aotk_uk_{name}")
+    return micro_kernels.function(symbol)

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 import aotk
 from aotk import micro_kernels, signing
 from aotk.aot import build, cgen, dims, glue, keras_model, layout
 from aotk.aot.loader import load
+
+if TYPE_CHECKING:
+    from aotk.weight_packs import Pack
 from aotk.dialect.base import shape_of
 
 MAX_RANK = 8
@@ -184,21 +189,13 @@ def _spec(
     return _with_packs(spec, fn._packs, f"aotk_{name}_"), arrays
 
 
-def _with_packs(spec: cgen.ModelSpec, packs: list[Any], prefix: str) -> cgen.ModelSpec:
+def _with_packs(spec: cgen.ModelSpec, packs: list[Pack], prefix: str) -> cgen.ModelSpec:
     """The packed copies the kernels read (`weight_packs`), laid out one after another
     at aligned offsets in the model's packed area."""
-    from dataclasses import replace
-
-    from aotk import dtypes
-    from aotk.dialect.matmul_packed_weight import packed_size
-    from aotk.kernels import matmul_prepacked
-
     slots, offset = [], 0
     for p in packs:
-        elem = dtypes.element_type(p.dtype)
-        packer = f"{prefix}aotk_uk_{matmul_prepacked.pack_name(elem, False)}"
-        slots.append(cgen.PackSlot(p.capture, p.n, p.kdim, offset, packer))
-        nbytes = packed_size(elem, p.n, p.kdim) * dtypes.byte_size(elem)
+        slots.append(cgen.PackSlot(p.capture, p.n, p.kdim, offset, prefix + p.packer()))
+        nbytes = p.elems() * np.dtype(p.dtype).itemsize
         offset += -(-nbytes // layout.ALIGN) * layout.ALIGN
     return replace(spec, packs=slots, packed_size=offset)
 
@@ -229,8 +226,6 @@ def _loader_info(fn: Any, name: str, slots: list[layout.ArraySlot]) -> dict[str,
 
 
 def _with_weights_size(spec: cgen.ModelSpec, size: int) -> cgen.ModelSpec:
-    from dataclasses import replace
-
     return replace(spec, weights_size=size)
 
 

@@ -48,9 +48,14 @@ def scratch_elems(k: Kernel, tiles: MatmulTiles, mnk: tuple[DimV, DimV, DimV], a
     total = k.add(panel, edge)
     if a_t:
         return k.add(total, k.mul(tiles.packed_kc, m))
-    # or all of B in whole slivers, for tiles over all of K (`matmul_kernel._whole_k`)
-    whole = k.mul(k.mul(k.div(k.add(n, width - 1), width), width), kdim)
-    return k.select(_has_panel(k, tiles, n), k.max(total, whole), 0)
+    # or all of B in whole slivers, for tiles over all of K (`matmul_prepacked.emit_whole_k`)
+    return k.select(_has_panel(k, tiles, n), k.max(total, all_of_b_elems(k, tiles, n, kdim)), 0)
+
+
+def all_of_b_elems(k: Kernel, tiles: MatmulTiles, n: DimV, kdim: DimV) -> DimV:
+    """Elements of all of B packed into slivers: K rows of N rounded up to whole slivers."""
+    width = tiles.nr * tiles.lanes
+    return k.mul(k.mul(k.div(k.add(n, width - 1), width), width), kdim)
 
 
 def _has_panel(k: Kernel, tiles: MatmulTiles, n: DimV) -> SSAValue | bool:

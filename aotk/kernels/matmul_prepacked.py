@@ -51,9 +51,7 @@ def row_tile(elem: Attribute) -> int:
 
 def packed_elems(k: Kernel, elem: Attribute, n: DimV, kdim: DimV) -> DimV:
     """Elements of a packed B: K rows of N rounded up to whole slivers."""
-    tiles = _tiles(elem)
-    width = tiles.nr * tiles.lanes
-    return k.mul(k.mul(k.div(k.add(n, width - 1), width), width), kdim)
+    return packed.all_of_b_elems(k, _tiles(elem), n, kdim)
 
 
 def pack_name(elem: Attribute, b_t: bool) -> str:
