@@ -3,10 +3,16 @@
 Average pooling spreads each output's cotangent evenly over the real (unpadded) elements
 of its window; max pooling routes it to the first element of the window (in row-major tap
 order) that equals the output, as TensorFlow's MaxPoolGrad does.
+
+Where the spatial sizes are static, every window lies inside the input and no two
+overlap (a CNN's 2x2 pooling with stride 2), each element of x takes its gradient from
+one window at most: one pass stores it, vectorized across channels. Otherwise the
+gradient is zeroed, then each window adds its share, channel by channel.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,9 +36,11 @@ from aotk.dialect.pool import (
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import conv_geometry as cg
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
-from aotk.kernels.kernel import Buf, Kernel
+from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import compute_type, const
 from aotk.kernels.window import Window
+
+MAX_UNROLLED_TAPS = 64  # the one-pass path unrolls a window's taps in its channel loop
 
 
 @irdl_op_definition
@@ -80,7 +88,8 @@ def _numpy(g: np.ndarray, x: np.ndarray, y: np.ndarray, *, mode: str, **attrs: A
     done = np.zeros(g.shape, bool)
     for key in keys:
         if mode == PoolMode.AVG:
-            dx[(slice(None), *key)] += g / count[..., None] * valid[key][..., None]
+            share = g / count[..., None]  # padding takes none, even of an infinity
+            dx[(slice(None), *key)] += np.where(valid[key][..., None] > 0, share, 0)
         else:
             hit = (xp[(slice(None), *key)] == y) & ~done
             dx[(slice(None), *key)] += np.where(hit, g, 0)
@@ -91,6 +100,75 @@ def _numpy(g: np.ndarray, x: np.ndarray, y: np.ndarray, *, mode: str, **attrs: A
 
 def _lower(k: Kernel, out: Buf, g: Buf, x: Buf, y: Buf, *, mode: str, **attrs: Any) -> None:
     win = Window.of_pool(**attrs)
+    if _disjoint_inside(win, x.dims[1:-1]):
+        _lower_disjoint(k, (out, g, x, y), win, mode)
+    else:
+        _lower_any(k, (out, g, x, y), win, mode)
+
+
+def _disjoint_inside(win: Window, sizes: Sequence[DimV]) -> bool:
+    """Whether, on these static spatial sizes, every window lies inside the input and no
+    two overlap (strides at least the window): each element of x then takes its gradient
+    from one window at most, and a window's taps need no bounds."""
+    if math.prod(win.window) > MAX_UNROLLED_TAPS:
+        return False
+    return all(
+        isinstance(size, int)
+        and win.strides[d] >= win.window[d]
+        and win.pads(STATIC, size, d) == (0, 0)
+        for d, size in enumerate(sizes)
+    )
+
+
+def _lower_disjoint(k: Kernel, bufs: tuple[Buf, Buf, Buf, Buf], win: Window, mode: str) -> None:
+    """One pass that stores each element of x's gradient once, the window's taps unrolled
+    in a loop over channels (which LLVM vectorizes). Max pooling hands the cotangent to the
+    first tap equal to the output and zero to the rest. Elements under no window (strides
+    past the window, rows past the last window) are zeroed first."""
+    out, g, x, y = bufs
+    sizes = [d for d in x.dims[1:-1] if isinstance(d, int)]  # every one, as checked
+    ctype = compute_type(x.elem)
+    if any(win.out_dim(STATIC, s, d) * win.window[d] != s for d, s in enumerate(sizes)):
+        with k.loop(k.product(out.dims), parallel=True) as i:
+            k.store_flat(out, i, const(k.b, 0, ctype))
+    xst, gst = k.strides(x.dims), k.strides(g.dims)
+    pooled = [(0, d) for d in g.dims[1:-1]]
+    with cg.image_box(k, x.dims[0], pooled) as (n, ps):
+        at_g = k.linear([n, *ps], gst[:-1])
+        corner = k.linear(
+            [n, *[k.mul(p, s) for p, s in zip(ps, win.strides, strict=True)]], xst[:-1]
+        )
+        taps = [k.add(corner, k.linear(list(t), xst[1:-1])) for t in np.ndindex(*win.window)]
+        with k.loop(x.dims[-1]) as c:
+            gv = k.load_flat(g, k.add(at_g, c))
+            at_x = [k.add(tap, c) for tap in taps]
+            if mode == PoolMode.AVG:
+                count = const(k.b, len(taps), ctype)
+                share = k.b.insert(arith.DivfOp(gv, count)).result
+                for at in at_x:
+                    k.store_flat(out, at, share)
+            else:
+                _route_to_first_max(k, (out, x), at_x, gv, k.load_flat(y, k.add(at_g, c)))
+
+
+def _route_to_first_max(
+    k: Kernel, bufs: tuple[Buf, Buf], taps: Sequence[DimV], g: SSAValue, y: SSAValue
+) -> None:
+    """out[tap] = g at the first tap where x equals y, 0 at the others. What is left of g
+    goes from tap to tap and becomes 0 at a hit: no flag to carry, and a NaN cotangent
+    still reaches the first hit alone."""
+    out, x = bufs
+    zero = const(k.b, 0, g.type)
+    left = g
+    for at in taps:
+        hit = k.b.insert(arith.CmpfOp(k.load_flat(x, at), y, "oeq")).result
+        k.store_flat(out, at, k.b.insert(arith.SelectOp(hit, left, zero)).result)
+        left = k.b.insert(arith.SelectOp(hit, zero, left)).result
+
+
+def _lower_any(k: Kernel, bufs: tuple[Buf, Buf, Buf, Buf], win: Window, mode: str) -> None:
+    """Any windows: zero x's gradient, then add each window's share into it."""
+    out, g, x, y = bufs
     ctype = compute_type(x.elem)
     zero = const(k.b, 0, ctype)
     with k.loop(k.product(out.dims), parallel=True) as i:
