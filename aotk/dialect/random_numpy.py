@@ -14,17 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from aotk.kernels.philox import MUL, ROUNDS, WEYL
+from aotk.kernels.philox import MAX_REDRAWS, MUL, ROUNDS, TRUNCATE, WEYL, per_block
 
-TRUNCATE = 2.0  # truncated normals keep |z| < 2
-MAX_REDRAWS = 31  # a value is rejected 32 times in a row with chance 0.0455**32 < 1e-42
 _W32 = 0xFFFFFFFF
 _W64 = 0xFFFFFFFFFFFFFFFF
-
-
-def per_block(dtype: str) -> int:
-    """Samples drawn from one Philox block of four 32-bit words."""
-    return 2 if dtype == "float64" else 4
 
 
 def compute_dtype(dtype: str) -> type[np.floating[Any]]:

@@ -76,6 +76,7 @@ def _load_builtin() -> None:
     from aotk.kernels import (
         matmul_kernel,  # noqa: F401
         matmul_prepacked,  # noqa: F401
+        random_kernels,  # noqa: F401
         transpose,  # noqa: F401
     )
 

@@ -31,6 +31,8 @@ from xdsl.rewriter import InsertPoint
 from aotk.kernels import vecmath
 
 ROUNDS = 10
+TRUNCATE = 2.0  # truncated normals keep |z| < 2
+MAX_REDRAWS = 31  # a value is rejected 32 times in a row with chance 0.0455**32 < 1e-42
 MUL = (0xD2511F53, 0xCD9E8D57)
 WEYL = (0x9E3779B9, 0xBB67AE85)
 
@@ -44,6 +46,11 @@ COS_COEFFS = {
     32: tuple((-1) ** k / pymath.factorial(2 * k) for k in range(1, 6)),
     64: tuple((-1) ** k / pymath.factorial(2 * k) for k in range(1, 9)),
 }
+
+
+def per_block(dtype: str) -> int:
+    """Samples drawn from one Philox block of four 32-bit words."""
+    return 2 if dtype == "float64" else 4
 
 
 def _ins(b: Builder, op: Operation) -> SSAValue:
@@ -92,9 +99,20 @@ def _round(b: Builder, state: Sequence[SSAValue]) -> list[SSAValue]:
     ]
 
 
-def philox(b: Builder, ctr: Sequence[SSAValue], key: Sequence[SSAValue]) -> list[SSAValue]:
-    """Philox-4x32-10: four random i32 words from four counter and two key words."""
-    # a loop keeps the IR (and xDSL's pass times) small; LLVM unrolls its 10 rounds
+def philox(
+    b: Builder, ctr: Sequence[SSAValue], key: Sequence[SSAValue], unrolled: bool = False
+) -> list[SSAValue]:
+    """Philox-4x32-10: four random i32 words from four counter and two key words.
+
+    `unrolled` writes the 10 rounds out, for a loop over samples that LLVM should
+    vectorize: around the rounds' loop it stayed scalar (1M float32 uniforms took 6.1 ms
+    on one thread, against 1.25 ms unrolled). The loop keeps the IR, and xDSL's pass
+    times, small where samples are few (a tail, a re-draw)."""
+    if unrolled:
+        state = [*ctr, *key]
+        for _ in range(ROUNDS):
+            state = _round(b, state)
+        return state[:4]
     body = Block(arg_types=[IndexType(), *[i32] * 6])
     inner = Builder(InsertPoint.at_end(body))
     inner.insert(scf.YieldOp(*_round(inner, body.args[1:])))

@@ -84,6 +84,26 @@ def test_a_recurrent_model_links_the_prepacked_matmul_and_predicts_like_jit(tmp_
         np.testing.assert_array_equal(g([xs])[0], f([xs])[0])
 
 
+def test_random_samples_come_from_the_librarys_own_micro_kernels(tmp_path: Path) -> None:
+    """Dropout and a truncated normal draw the JIT's numbers, from the same state, call
+    after call: the library links the sampling micro-kernels and keeps its state."""
+    x = K.placeholder((None, 13))
+    outs = [K.dropout(x, 0.5), K.truncated_normal(K.shape(x), stddev=2.0)]
+    f = K.function([x], outs)
+    exported = aotk.export(f, tmp_path, "noisy")
+    for kernel in ("random_uniform_float32", "random_truncated_normal_float32"):
+        assert f"aotk_noisy_aotk_uk_{kernel}".encode() in exported.library.read_bytes()
+    g = aotk.load(exported.library)
+    xs = np.ones((7, 13), np.float32)
+    first = g([xs])
+    for got, want in zip(first, f([xs]), strict=True):
+        np.testing.assert_array_equal(got, want)
+    second = g([xs])
+    for got, want, before in zip(second, f([xs]), first, strict=True):
+        np.testing.assert_array_equal(got, want)
+        assert not np.array_equal(got, before)
+
+
 def test_set_variable_packs_the_weight_again(tmp_path: Path) -> None:
     """The library reads a packed copy of a weight it does not write, made when the model
     is created and again by aotk_model_set_variable; a row or two read the weight."""
