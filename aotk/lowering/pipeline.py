@@ -26,7 +26,7 @@ STAGES: dict[str, str] = {
     "trace": "",
     "graph": (
         "aotk-simplify,canonicalize,aotk-cse,aotk-merge-scans,dce,aotk-hoist-scan-matmuls,"
-        "aotk-scan-accumulations,dce,aotk-matmul-updates,dce,"
+        "aotk-scan-accumulations,dce,aotk-matmul-updates,dce,aotk-split-dilated-convs,"
         "aotk-fuse,aotk-conv-pool,aotk-cse,dce"
     ),
     "loops": f"convert-aotk-to-loops,{LOOPS_CLEANUP}",
@@ -112,6 +112,12 @@ def _matmul_updates() -> type[ModulePass]:
     return AotkMatmulUpdatesPass
 
 
+def _split_dilated_convs() -> type[ModulePass]:
+    from aotk.transforms.split_dilated_convs import AotkSplitDilatedConvsPass
+
+    return AotkSplitDilatedConvsPass
+
+
 def _conv_pool() -> type[ModulePass]:
     from aotk.transforms.conv_pool import AotkConvPoolPass
 
@@ -179,6 +185,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "aotk-hoist-scan-matmuls": _hoist_scan_matmuls,
     "aotk-scan-accumulations": _scan_accumulations,
     "aotk-matmul-updates": _matmul_updates,
+    "aotk-split-dilated-convs": _split_dilated_convs,
     "aotk-conv-pool": _conv_pool,
     "aotk-canonicalize": _canonicalize,
     "aotk-cse": _cse,

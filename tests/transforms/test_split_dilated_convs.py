@@ -1,0 +1,101 @@
+"""aotk-split-dilated-convs: a conv of a dilated input becomes one plain conv per output
+phase, interleaved; the values stay the oracle's, and what the rewrite does not take is
+left alone."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import emit, placeholder, random_array, run_both
+
+from aotk.dialect.conv import ConvOp
+from aotk.function import Function
+from aotk.lowering import pipeline
+
+
+def _attrs(rank: int, **kw: Any) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "strides": (1,) * rank,
+        "dilation": (1,) * rank,
+        "lhs_dilation": (1,) * rank,
+        "pad_before": (0,) * rank,
+        "pad_after": (0,) * rank,
+        "padding": "explicit",
+        "groups": 1,
+    }
+    return {**attrs, **kw}
+
+
+# x with a dynamic batch, the kernel, the conv's attributes, and the phases that hold a tap
+CASES = {
+    "transpose_same": (
+        (5, 6, 8),
+        (3, 3, 8, 16),
+        {"lhs_dilation": (2, 2), "pad_before": (1, 1), "pad_after": (2, 2)},
+        4,
+    ),
+    "gapped_taps": (
+        (4, 5, 8),
+        (3, 2, 8, 16),
+        {"lhs_dilation": (2, 3), "dilation": (2, 1), "pad_before": (1, 0), "pad_after": (0, 2)},
+        1 * 2,
+    ),
+    "one_by_one": ((4, 5, 8), (1, 1, 8, 16), {"lhs_dilation": (2, 2), "pad_after": (1, 1)}, 1),
+    "cut_input": ((5, 4, 8), (3, 3, 8, 16), {"lhs_dilation": (2, 2), "pad_after": (2, 2)}, 4),
+    "wide_pads": (
+        (3, 4, 8),
+        (3, 3, 8, 16),
+        {"lhs_dilation": (2, 2), "pad_before": (4, 3), "pad_after": (0, 5)},
+        4,
+    ),
+    "one_axis_3": (
+        (7, 8),
+        (4, 8, 16),
+        {"lhs_dilation": (3,), "pad_before": (1,), "pad_after": (2,)},
+        3,
+    ),
+}
+
+
+def _case(name: str, dtype: str = "float32") -> tuple[Any, Any, Any]:
+    x_shape, w_shape, attrs, _ = CASES[name]
+    x = placeholder((None, *x_shape), dtype, "x")
+    w = placeholder(w_shape, dtype, "w")
+    return x, w, emit(ConvOp, x, w, **_attrs(len(x_shape) - 1, **attrs))
+
+
+def _convs(f: Function) -> list[ConvOp]:
+    graph = pipeline.lower(f.module.clone(), stop_after="graph")
+    return [op for op in graph.walk() if isinstance(op, ConvOp)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_phases_compute_the_dilated_conv(name: str, dtype: str) -> None:
+    x, w, y = _case(name, dtype)
+    rng = np.random.default_rng(2)
+    w_value = random_array(rng, w.shape, dtype)
+    calls = [[random_array(rng, (batch, *x.shape[1:]), dtype), w_value] for batch in (2, 1, 0)]
+    f = run_both([x, w], [y], calls, scales=[10.0 * math.prod(w.shape[:-1])])
+    convs = _convs(f)
+    assert len(convs) == CASES[name][3]
+    assert all(set(op.attrs()["lhs_dilation"]) == {1} for op in convs)
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "attrs"),
+    [
+        ((None, 5, 6, 8), (3, 3, 8, 16), {"lhs_dilation": (2, 2), "strides": (2, 1)}),
+        ((None, 5, 6, 8), (3, 3, 8, 2), {"lhs_dilation": (2, 2)}),  # under a vector of outputs
+        ((None, None, 6, 8), (3, 3, 8, 16), {"lhs_dilation": (2, 2)}),  # a dynamic row count
+        ((None, 5, 6, 8), (3, 3, 8, 16), {"lhs_dilation": (1, 1)}),  # nothing dilated
+    ],
+)
+def test_what_the_rewrite_leaves_alone(x_shape, w_shape, attrs) -> None:
+    x, w = placeholder(x_shape, "float32", "x"), placeholder(w_shape, "float32", "w")
+    f = Function([x, w], [emit(ConvOp, x, w, **_attrs(2, **attrs))])
+    convs = _convs(f)
+    assert [op.attrs()["lhs_dilation"] for op in convs] == [attrs["lhs_dilation"]]
