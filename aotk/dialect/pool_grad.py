@@ -6,23 +6,33 @@ order) that equals the output, as TensorFlow's MaxPoolGrad does.
 
 Where the spatial sizes are static, every window lies inside the input and no two
 overlap (a CNN's 2x2 pooling with stride 2), each element of x takes its gradient from
-one window at most: one pass stores it, vectorized across channels. Otherwise the
-gradient is zeroed, then each window adds its share, channel by channel.
+one window at most: one pass stores it. Otherwise the gradient is zeroed, then each
+window adds its taps' shares. Both loop over channels in vectors, a window's taps
+unrolled (up to MAX_UNROLLED_TAPS; larger windows loop over their taps per channel).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DenseArrayBase, IntegerType, TensorType
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    TensorType,
+    VectorType,
+)
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.traits import Pure
 
+from aotk import dtypes
 from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.conv import WindowedOp, tap_slices
 from aotk.dialect.pool import (
@@ -35,6 +45,8 @@ from aotk.dialect.pool import (
 )
 from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import conv_geometry as cg
+from aotk.kernels import heuristics
+from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import compute_type, const
@@ -102,6 +114,8 @@ def _lower(k: Kernel, out: Buf, g: Buf, x: Buf, y: Buf, *, mode: str, **attrs: A
     win = Window.of_pool(**attrs)
     if _disjoint_inside(win, x.dims[1:-1]):
         _lower_disjoint(k, (out, g, x, y), win, mode)
+    elif math.prod(win.window) <= MAX_UNROLLED_TAPS:
+        _lower_unrolled(k, (out, g, x, y), win, mode)
     else:
         _lower_any(k, (out, g, x, y), win, mode)
 
@@ -139,31 +153,171 @@ def _lower_disjoint(k: Kernel, bufs: tuple[Buf, Buf, Buf, Buf], win: Window, mod
             [n, *[k.mul(p, s) for p, s in zip(ps, win.strides, strict=True)]], xst[:-1]
         )
         taps = [k.add(corner, k.linear(list(t), xst[1:-1])) for t in np.ndindex(*win.window)]
-        with k.loop(x.dims[-1]) as c:
-            gv = k.load_flat(g, k.add(at_g, c))
-            at_x = [k.add(tap, c) for tap in taps]
-            if mode == PoolMode.AVG:
-                count = const(k.b, len(taps), ctype)
-                share = k.b.insert(arith.DivfOp(gv, count)).result
-                for at in at_x:
-                    k.store_flat(out, at, share)
-            else:
-                _route_to_first_max(k, (out, x), at_x, gv, k.load_flat(y, k.add(at_g, c)))
+        count = const(k.b, len(taps), ctype) if mode == PoolMode.AVG else None
+
+        def window(c: DimV, lanes: _Lanes) -> None:
+            at_x = [(k.add(tap, c), None) for tap in taps]
+            _spread(k, (out, g, x, y), _Window(at_x, k.add(at_g, c), count), lanes)
+
+        _channels(k, x.dims[-1], x.elem, False, window)
 
 
-def _route_to_first_max(
-    k: Kernel, bufs: tuple[Buf, Buf], taps: Sequence[DimV], g: SSAValue, y: SSAValue
+@dataclass(frozen=True)
+class _Window:
+    """One window at one channel: x's offset at each tap, with whether the tap is inside
+    the input (None: always); g's and y's offset; the average's divisor (None: max)."""
+
+    taps: Sequence[tuple[DimV, SSAValue | None]]
+    at_g: DimV
+    count: SSAValue | None
+
+
+def _spread(k: Kernel, bufs: tuple[Buf, Buf, Buf, Buf], w: _Window, lanes: _Lanes) -> None:
+    """x's gradient at each tap of one window, stored or (`lanes.accumulate`) added:
+    g / count for average pooling; for max, g at the first tap where x equals y and 0 at
+    the others. What is left of g goes from tap to tap and becomes 0 at a hit: no flag to
+    carry, and a NaN cotangent still reaches the first hit alone."""
+    out, g, x, y = bufs
+    gv = lanes.load(g, w.at_g)
+    zero = lanes.zero(gv)
+
+    def write(at: DimV, value: SSAValue) -> None:
+        if lanes.accumulate:
+            value = k.b.insert(arith.AddfOp(lanes.load(out, at), value)).result
+        lanes.store(out, at, value)
+
+    if w.count is not None:
+        share = k.b.insert(arith.DivfOp(gv, lanes.wide(w.count))).result
+        for at, inside in w.taps:
+            write(at, share if inside is None else _select(k, inside, share, zero))
+        return
+    # A tap in the padding reads the element it is clamped to, and needs no mask: the
+    # clamped taps before the window's first row (column) repeat that row (column) in
+    # order, those after it repeat elements already passed, so the first hit is still
+    # the first maximum in row-major order.
+    yv, left = lanes.load(y, w.at_g), gv
+    for at, _ in w.taps:
+        # on vectors, a lane-wise compare; xDSL types it i1, LLVM gives one bit per lane
+        hit = k.b.insert(arith.CmpfOp(lanes.load(x, at), yv, "oeq")).result
+        write(at, _select(k, hit, left, zero))
+        left = _select(k, hit, zero, left)
+
+
+class _Lanes:
+    """How a loop over channels reads and writes: one element at a time (in the compute
+    type: float16), or vectors of `vt`, masked to `mask` (the last, partial one)."""
+
+    def __init__(
+        self, k: Kernel, vt: VectorType | None, mask: SSAValue | None, accumulate: bool
+    ) -> None:
+        self.k, self.vt, self.mask, self.accumulate = k, vt, mask, accumulate
+
+    def load(self, buf: Buf, at: DimV) -> SSAValue:
+        k, vt = self.k, self.vt
+        if vt is None:
+            return k.load_flat(buf, at)
+        if self.mask is None:
+            return mk.vload(k, buf, at, vt)
+        return mk.vload_masked(k, buf, at, self.mask, mk.splat(k, const(k.b, 0, buf.elem), vt))
+
+    def store(self, buf: Buf, at: DimV, value: SSAValue) -> None:
+        if self.vt is None:
+            self.k.store_flat(buf, at, value)
+        elif self.mask is None:
+            mk.vstore(self.k, buf, at, value)
+        else:
+            mk.vstore_masked(self.k, buf, at, self.mask, value)
+
+    def wide(self, scalar: SSAValue) -> SSAValue:
+        """A scalar as a value of every lane."""
+        if self.vt is None:
+            return scalar
+        return mk.splat(self.k, scalar, VectorType(scalar.type, self.vt.get_shape()))
+
+    def zero(self, like: SSAValue) -> SSAValue:
+        return self.wide(const(self.k.b, 0, like.type if self.vt is None else self.vt.element_type))
+
+
+Body = Callable[[DimV, _Lanes], None]
+
+
+def _channels(
+    k: Kernel,
+    channels: DimV,
+    elem: Attribute,
+    accumulate: bool,
+    body: Callable[[DimV, _Lanes], None],
 ) -> None:
-    """out[tap] = g at the first tap where x equals y, 0 at the others. What is left of g
-    goes from tap to tap and becomes 0 at a hit: no flag to carry, and a NaN cotangent
-    still reaches the first hit alone."""
-    out, x = bufs
-    zero = const(k.b, 0, g.type)
-    left = g
-    for at in taps:
-        hit = k.b.insert(arith.CmpfOp(k.load_flat(x, at), y, "oeq")).result
-        k.store_flat(out, at, k.b.insert(arith.SelectOp(hit, left, zero)).result)
-        left = k.b.insert(arith.SelectOp(hit, zero, left)).result
+    """body(c, lanes) over the channels: whole vectors, then one masked vector
+    (float32/float64); float16, one channel at a time."""
+    if not isinstance(elem, Float32Type | Float64Type):
+        with k.loop(channels) as c:
+            body(c, _Lanes(k, None, None, accumulate))
+        return
+    lanes = heuristics.VECTOR_BYTES // dtypes.byte_size(elem)
+    vt = VectorType(elem, [lanes])
+    whole = k.mul(k.div(channels, lanes), lanes)
+    with k.loop(whole, step=lanes) as c:
+        body(c, _Lanes(k, vt, None, accumulate))
+    with k.loop(channels, lb=whole, step=lanes, trips=1) as c:
+        body(c, _Lanes(k, vt, mk.lane_mask(k, k.sub(channels, c), vt), accumulate))
+
+
+def _select(k: Kernel, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+    return k.b.insert(arith.SelectOp(cond, a, b)).result
+
+
+def _lower_unrolled(k: Kernel, bufs: tuple[Buf, Buf, Buf, Buf], win: Window, mode: str) -> None:
+    """Windows that may overlap or reach into padding: x's gradient zeroed, then per
+    window a loop over channels (vectorized) that adds each tap's share, the taps
+    unrolled. A tap in the padding reads the element it is clamped to (and an average
+    adds 0 there). Threads split the images, within which windows overlap."""
+    out, g, x, y = bufs
+    ctype = compute_type(x.elem)
+    zero = const(k.b, 0, ctype)
+    with k.loop(k.product(out.dims), parallel=True) as i:
+        k.store_flat(out, i, zero)
+    sizes = x.dims[1:-1]
+    xst, gst = k.strides(x.dims), k.strides(g.dims)
+    with k.loop(x.dims[0], parallel=True) as n, cg.box(k, [(0, d) for d in g.dims[1:-1]]) as ps:
+        spans = window_spans(k, win, sizes, ps)
+        count = window_count(k, spans, x.elem) if mode == PoolMode.AVG else None
+        starts = [
+            k.sub(k.mul(p, win.strides[d]), win.pads(k, sizes[d], d)[0]) for d, p in enumerate(ps)
+        ]
+        taps = [
+            _clamped_tap(
+                k, (n, xst), sizes, [k.add(s, t) for s, t in zip(starts, tap, strict=True)]
+            )
+            for tap in np.ndindex(*win.window)
+        ]
+        at_g = k.linear([n, *ps], gst[:-1])
+
+        def window(c: DimV, lanes: _Lanes) -> None:
+            at_x = [(k.add(at, c), inside) for at, inside in taps]
+            _spread(k, (out, g, x, y), _Window(at_x, k.add(at_g, c), count), lanes)
+
+        _channels(k, x.dims[-1], x.elem, True, window)
+
+
+def _clamped_tap(
+    k: Kernel, image: tuple[SSAValue, Sequence[DimV]], sizes: Sequence[DimV], coords: Sequence[DimV]
+) -> tuple[DimV, SSAValue]:
+    """The offset of x's row at `coords` clamped into the input, and whether `coords`
+    were inside it."""
+    n, xst = image
+    inside = cg.all_of(
+        k,
+        [
+            c
+            for coord, size in zip(coords, sizes, strict=True)
+            for c in (cg.cmp(k, "sge", coord, 0), cg.cmp(k, "slt", coord, size))
+        ],
+    )
+    clamped = [
+        k.min(k.max(coord, 0), k.sub(size, 1)) for coord, size in zip(coords, sizes, strict=True)
+    ]
+    return k.linear([n, *clamped], xst[:-1]), inside
 
 
 def _lower_any(k: Kernel, bufs: tuple[Buf, Buf, Buf, Buf], win: Window, mode: str) -> None:

@@ -2,16 +2,21 @@
 
 // 2x2 max pooling with stride 2 on 4x6 images: the windows tile the image, so the
 // gradient is one pass that stores every element once, with no zeroing first. Threads
-// split (image, pooled row) items; per pooled position, the channel loop holds the four
-// taps unrolled: each compares x with the pooled value, stores the cotangent left (or 0)
-// and passes on 0 after a hit.
+// split (image, pooled row) items; per pooled position, a loop over the channels in
+// vectors of 8 (then one masked vector for the last 3) holds the four taps unrolled: each
+// compares x with the pooled value, stores the cotangent left (or 0) and passes on 0
+// after a hit.
 // CHECK-LABEL: func.func @max_covered(
 // CHECK-NOT:     memref.store
 // CHECK:         scf.for
 // CHECK:           scf.for
 // CHECK:             scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK-COUNT-4:       arith.cmpf oeq
-// CHECK-NOT:           arith.cmpf
+// CHECK-COUNT-4:       vector.store
+// CHECK-NOT:           vector.store
+// CHECK:             }
+// CHECK:             scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:               vector.create_mask
+// CHECK-COUNT-4:       vector.maskedstore
 // CHECK:             }
 // CHECK:         } {aotk.parallel =
 // CHECK-NOT:     scf.for
@@ -29,8 +34,8 @@ func.func @max_covered(%g: tensor<?x2x3x19xf32>, %x: tensor<?x4x6x19xf32>, %y: t
 // CHECK:         } {aotk.parallel =
 // CHECK:         scf.for
 // CHECK:             scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK:               %[[SHARE:.*]] = arith.divf
-// CHECK-COUNT-4:       memref.store %[[SHARE]], %out0
+// CHECK:               %[[SHARE:.*]] = arith.divf {{.*}} : vector<8xf32>
+// CHECK-COUNT-4:       vector.store %[[SHARE]], %out0
 // CHECK:             }
 // CHECK:         } {aotk.parallel =
 // CHECK:         func.return
@@ -39,14 +44,18 @@ func.func @avg_gaps(%g: tensor<?x2x2x19xf32>, %x: tensor<?x5x7x19xf32>) -> tenso
   func.return %0 : tensor<?x5x7x19xf32>
 }
 
-// Overlapping windows (stride 1) add each window's share into a zeroed gradient, a
-// flag carried through the window's taps marking the first maximum found.
+// Overlapping windows (stride 1): the gradient is zeroed, then threads split the images
+// (whose windows overlap) and each window adds its four taps' shares, in vectors of
+// channels as above; a tap in the padding (none here) would add 0.
 // CHECK-LABEL: func.func @max_overlapping(
 // CHECK:         scf.for
 // CHECK:           memref.store
-// CHECK:         scf.for {{.*}} iter_args({{.*}}) -> (i1)
-// CHECK:           arith.cmpf oeq
-// CHECK:           arith.addf
+// CHECK:         } {aotk.parallel =
+// CHECK:         scf.for
+// CHECK:             scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-COUNT-4:       arith.cmpf oeq, {{.*}} : vector<8xf32>
+// CHECK-NOT:           arith.cmpf
+// CHECK:             }
 // CHECK:         func.return
 func.func @max_overlapping(%g: tensor<?x3x5x19xf32>, %x: tensor<?x4x6x19xf32>, %y: tensor<?x3x5x19xf32>) -> tensor<?x4x6x19xf32> {
   %0 = aotk.pool_grad %g, %x, %y window [2, 2] strides [1, 1] padding valid mode max : (tensor<?x3x5x19xf32>, tensor<?x4x6x19xf32>, tensor<?x3x5x19xf32>) -> tensor<?x4x6x19xf32>

@@ -25,6 +25,7 @@ CASES = [
     ("max", "valid", (2, 2, 2), (2, 2, 2), (4, 4, 3)),  # 3-D, the last axis partly covered
     # not one pass:
     ("max", "valid", (3, 3), (2, 2), (7, 7)),  # overlapping windows
+    ("max", "same", (3, 3), (1, 1), (5, 6)),  # overlapping, padded on every side
     ("avg", "same", (2, 2), (2, 2), (5, 5)),  # padded: the last windows are cut
     ("max", "valid", (9, 8), (9, 8), (9, 17)),  # more taps than are unrolled
 ]
