@@ -3,12 +3,12 @@ for the cases `conv_tile`'s register tiles do not cover.
 
 - float32/float64 without groups or input dilation, with at least a vector of output
   channels: `conv_tile` (register tiles over the interior box, checked tiles around it).
-- Row order (groups, depthwise, input dilation, few output channels): per output position,
-  zero the row out[n, p, :], then for every tap inside the input add
+- Depthwise, one output channel per input channel: `conv_depthwise` (each vector of
+  channels sums its taps in a register).
+- Row order (groups, a depthwise multiplier, input dilation, few output channels): per
+  output position, zero the row out[n, p, :], then for every tap inside the input add
   x[n, i, c] * kernel[tap, c, :] to it. The innermost loop runs over output channels,
-  contiguous in the kernel and the output, so LLVM vectorizes it; depthwise (one channel
-  per group) runs over all channels at once. Depthwise convolutions are memory-bound:
-  register tiles for them measured within 10% of this order.
+  contiguous in the kernel and the output, so LLVM vectorizes it.
 - float16: each output element accumulates in a float32 register and is rounded once.
 """
 
@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import Float32Type, Float64Type
 from xdsl.ir import SSAValue
 
 from aotk import dtypes
-from aotk.kernels import conv_tile
+from aotk.kernels import conv_depthwise, conv_tile
 from aotk.kernels.conv_geometry import (
     Epilogue,
     Geometry,
@@ -46,6 +46,8 @@ def emit(
     _, rows, nvec = conv_tile.tile_shape(dtypes.byte_size(out.elem), w.dims[-1])  # type: ignore[arg-type]
     if not isinstance(out.elem, Float32Type | Float64Type):
         _register_order(k, out, x, w, g, full)
+    elif conv_depthwise.applies(out, w, g):
+        conv_depthwise.emit(k, out, x, w, g)
     elif g.win.groups != 1 or any(v != 1 for v in g.win.lhs_dilation) or nvec == 0:
         _row_order(k, out, x, w, g, full)
     else:

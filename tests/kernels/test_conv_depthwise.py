@@ -1,0 +1,53 @@
+"""Depthwise convolutions' vector path (`kernels.conv_depthwise`) against the oracle:
+padding, strides, dilation, a channel tail, infinities at the border."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import emit, placeholder, random_array, run_both
+
+from aotk.dialect.conv import ConvOp
+
+
+def _attrs(**kw: object) -> dict[str, object]:
+    attrs: dict[str, object] = {
+        "strides": (1, 1),
+        "dilation": (1, 1),
+        "lhs_dilation": (1, 1),
+        "pad_before": (0, 0),
+        "pad_after": (0, 0),
+        "padding": "explicit",
+        "groups": 19,
+    }
+    return {**attrs, **kw}
+
+
+CASES = {
+    "same": {"padding": "same"},
+    "strided_dilated": {
+        "strides": (2, 1),
+        "dilation": (1, 2),
+        "pad_before": (2, 1),
+        "pad_after": (0, 3),
+    },
+    "valid": {},
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_depthwise_matches_interpreted(name: str, dtype: str) -> None:
+    """19 channels (whole vectors and a masked tail), a 3x2 window, and an infinity on
+    the input's border, which taps in the padding must not turn into NaN."""
+    rng = np.random.default_rng(4)
+    x = placeholder((None, 6, 7, 19), dtype, "x")
+    w = placeholder((3, 2, 1, 19), dtype, "w")
+    y = emit(ConvOp, x, w, **_attrs(**CASES[name]))
+    calls = []
+    for batch in (2, 1):
+        xs = random_array(rng, (batch, 6, 7, 19), dtype)
+        xs[0, 0, 0, 3] = np.inf
+        xs[-1, 5, 6, 18] = -np.inf
+        calls.append([xs, random_array(rng, (3, 2, 1, 19), dtype)])
+    run_both([x, w], [y], calls, scales=[60.0])
