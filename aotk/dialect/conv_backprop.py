@@ -175,9 +175,10 @@ def conv_grad(g: Any, y: Any, x: Any, kernel: Any, **attrs: Any) -> tuple[Any, .
     return dx, lib.emit(ConvBackpropOp, g, x, kernel, wrt=Wrt.KERNEL, **attrs)
 
 
-def transposed_kernel(kernel: Any, where: str) -> Any:
+def transposed_kernel(kernel: Any, where: str, swap: bool = True) -> Any:
     """The kernel of the transposed convolution: the taps reversed along every spatial
-    axis, the channel axes swapped ((*window, in, out) -> (*window, out, in))."""
+    axis, the channel axes swapped ((*window, in, out) -> (*window, out, in)) unless
+    `swap` is False (a depthwise kernel, (*window, 1, channels), keeps its layout)."""
     rank = len(kernel.shape) - 2
     flipped = trace.emit(
         sh.SliceOp,
@@ -187,6 +188,8 @@ def transposed_kernel(kernel: Any, where: str) -> Any:
         stop=(-(2**62),) * rank + (sh.FULL, sh.FULL),
         step=(-1,) * rank + (1, 1),
     )
+    if not swap:
+        return flipped
     perm = (*range(rank), rank + 1, rank)
     return trace.emit(sh.TransposeOp, flipped, where=where, perm=perm)
 
@@ -195,13 +198,17 @@ def _transposed_conv(g: Any, x: Any, kernel: Any, attrs: dict[str, Any]) -> Any 
     """The input gradient as a forward convolution, which has register tiles: g dilated
     by the strides, padded by extent - 1 - pad on each side (plus the input rows the
     forward windows never reached), with the kernel's taps reversed and its channel
-    axes swapped. None where that does not hold: groups, input dilation, a dynamic
-    spatial size, or a pad wider than the window (a negative pad)."""
+    axes swapped (a depthwise kernel, one channel per group, keeps its own). None where
+    that does not hold: other groups, input dilation, a dynamic spatial size, or a pad
+    wider than the window (a negative pad)."""
     from aotk.dialect import gradlib as lib
 
     win = Window.of_conv(kernel.shape[:-2], **attrs)
     sizes = x.shape[1:-1]
-    if win.groups != 1 or any(v != 1 for v in win.lhs_dilation) or None in sizes:
+    depthwise = win.groups != 1 and tuple(kernel.shape[-2:]) == (1, win.groups)
+    if win.groups != 1 and not depthwise:
+        return None
+    if any(v != 1 for v in win.lhs_dilation) or None in sizes:
         return None
     rank = win.rank
     outs = win.out_dims(STATIC, sizes)
@@ -217,14 +224,14 @@ def _transposed_conv(g: Any, x: Any, kernel: Any, attrs: dict[str, Any]) -> Any 
     return lib.emit(
         ConvOp,
         g,
-        transposed_kernel(kernel, lib.WHERE),
+        transposed_kernel(kernel, lib.WHERE, swap=not depthwise),
         strides=(1,) * rank,
         dilation=win.dilation,
         lhs_dilation=win.strides,
         pad_before=tuple(before),
         pad_after=tuple(after),
         padding="explicit",
-        groups=1,
+        groups=win.groups,
     )
 
 

@@ -11,8 +11,9 @@ interleaved: one size-1 axis inserted after each split spatial axis, the phases 
 axis concatenated along it, and a reshape that merges each (positions, phases) pair.
 
 Matched: a float32/float64 `aotk.conv` with some lhs_dilation above 1, strides 1 (what a
-transposed conv has), groups 1, static spatial sizes, and output channels of at least one
-vector (else the phases would take the untiled loop too).
+transposed conv has) and static spatial sizes; either groups 1 and output channels of at
+least one vector (else the phases would take the untiled loop too), or depthwise with one
+channel per group (`kernels.conv_depthwise`).
 """
 
 from __future__ import annotations
@@ -95,12 +96,14 @@ def splittable(op: ConvOp) -> Window | None:
     elem = elem_of(op.result.type)
     if all(v == 1 for v in win.lhs_dilation) or any(s != 1 for s in win.strides):
         return None
-    if win.groups != 1 or win.same or any(s is None for s in sizes):
+    if win.same or any(s is None for s in sizes):
         return None
     if dtypes.byte_size(elem) not in (4, 8) or not dtypes.is_float(elem):
         return None
     channels = kernel_shape[-1]
     assert channels is not None
+    if win.groups != 1:  # depthwise convs of one channel per group have their own path
+        return win if tuple(kernel_shape[-2:]) == (1, win.groups) else None
     if conv_tile.tile_shape(dtypes.byte_size(elem), channels)[2] == 0:
         return None
     return win
@@ -190,7 +193,7 @@ def _phase_conv(
         pad_before=before,
         pad_after=after,
         padding="explicit",
-        groups=1,
+        groups=win.groups,
     )
     got = [int(s) for s in shape_of(conv.type)[1:-1] if s is not None]
     want = [p.count for p in phases]

@@ -51,6 +51,12 @@ CASES = {
         {"lhs_dilation": (2, 2), "pad_before": (4, 3), "pad_after": (0, 5)},
         4,
     ),
+    "depthwise": (
+        (5, 6, 8),
+        (3, 3, 1, 8),
+        {"lhs_dilation": (2, 2), "pad_before": (1, 1), "pad_after": (2, 2), "groups": 8},
+        4,
+    ),
     "one_axis_3": (
         (7, 8),
         (4, 8, 16),
@@ -90,6 +96,7 @@ def test_phases_compute_the_dilated_conv(name: str, dtype: str) -> None:
     [
         ((None, 5, 6, 8), (3, 3, 8, 16), {"lhs_dilation": (2, 2), "strides": (2, 1)}),
         ((None, 5, 6, 8), (3, 3, 8, 2), {"lhs_dilation": (2, 2)}),  # under a vector of outputs
+        ((None, 5, 6, 8), (3, 3, 4, 16), {"lhs_dilation": (2, 2), "groups": 2}),  # grouped
         ((None, None, 6, 8), (3, 3, 8, 16), {"lhs_dilation": (2, 2)}),  # a dynamic row count
         ((None, 5, 6, 8), (3, 3, 8, 16), {"lhs_dilation": (1, 1)}),  # nothing dilated
     ],
