@@ -38,7 +38,7 @@ from aotk.dialect.conv import (
     tap_slices,
 )
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.kernels import conv_filter_grad
+from aotk.kernels import conv_depthwise, conv_filter_grad
 from aotk.kernels import conv_geometry as cg
 from aotk.kernels.conv_geometry import geometry
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
@@ -122,6 +122,9 @@ def _lower(k: Kernel, out: Buf, g: Buf, x: Buf, w: Buf, *, wrt: str, **attrs: An
     geo = geometry(k, win, x.dims[1:-1])
     if wrt == Wrt.KERNEL and conv_filter_grad.supported(out, geo):
         conv_filter_grad.emit(k, out, g, x, geo)
+        return
+    if wrt == Wrt.KERNEL and conv_depthwise.applies(out, w, geo):
+        conv_depthwise.emit_filter_grad(k, out, g, x, geo)
         return
     _lower_scattering(k, (out, g, x, w), geo, wrt)
 

@@ -1,6 +1,8 @@
 """Depthwise convolutions (one input channel per group, one output channel each) of
 float32/float64: per output position, each vector of channels accumulates its taps in a
-register and is stored once.
+register and is stored once (`emit`). Their kernel gradient (`emit_filter_grad`): threads
+split blocks of BLOCK_VECTORS vectors of channels, each summing every tap's products over
+all images and positions in registers.
 
 The row order (`conv_kernel`) adds each tap into the output row in memory, under a
 branch per tap; here a window's taps are unrolled, a tap outside the input reads the
@@ -21,11 +23,12 @@ from xdsl.ir import SSAValue
 from aotk import dtypes
 from aotk.kernels import heuristics
 from aotk.kernels import matmul_microkernel as mk
-from aotk.kernels.conv_geometry import Geometry, image_box, inside, tap_coords
+from aotk.kernels.conv_geometry import Geometry, fold_nest, image_box, inside, tap_coords
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 
 MAX_TAPS = 64  # taps unrolled in the channel loop's body
+BLOCK_VECTORS = 2  # a cache line of float32 channels; 9 taps x 2 accumulators fit in registers
 
 
 def applies(out: Buf, w: Buf, g: Geometry) -> bool:
@@ -50,10 +53,7 @@ def emit(k: Kernel, out: Buf, x: Buf, w: Buf, g: Geometry) -> None:
         taps = []
         for tap in np.ndindex(*g.win.window):
             coords = tap_coords(k, g, ps, list(tap))
-            clamped = [
-                k.min(k.max(c, 0), k.sub(size, 1)) for c, size in zip(coords, sizes, strict=True)
-            ]
-            xbase = k.linear([n, *clamped], xst[:-1])
+            xbase = _clamped(k, (n, xst), coords, sizes)
             taps.append((xbase, k.linear(list(tap), wst[:-2]), inside(k, g, coords)))
         _channels(k, (out, x, w), k.linear([n, *ps], ost[:-1]), taps)
 
@@ -91,3 +91,69 @@ def _channels(
         accumulate(c, None)
     with k.loop(channels, lb=whole, step=lanes, trips=1) as c:
         accumulate(c, mk.lane_mask(k, k.sub(channels, c), vt))
+
+
+def emit_filter_grad(k: Kernel, dw: Buf, grad: Buf, x: Buf, g: Geometry) -> None:
+    """dw[tap, 0, c] = sum over images and output positions p of
+    x[n, p * strides + tap * dilation - pad, c] * grad[n, p, c], taps inside the input."""
+    channels = dw.dims[-1]
+    assert isinstance(channels, int)
+    lanes = heuristics.VECTOR_BYTES // dtypes.byte_size(dw.elem)
+    vt = VectorType(dw.elem, [lanes])
+    width = BLOCK_VECTORS * lanes
+    zero = mk.splat(k, const(k.b, 0, dw.elem), vt)
+    window = list(np.ndindex(*g.win.window))
+    xst, gst = k.strides(x.dims), k.strides(grad.dims)
+    sizes = x.dims[1:-1]
+    with k.loop(-(-channels // width), parallel=True) as block:
+        c0 = k.mul(block, width)
+        masks = [
+            _lanes_left(k, channels, k.add(c0, v * lanes), lanes, vt) for v in range(BLOCK_VECTORS)
+        ]
+
+        def load(buf: Buf, at: DimV, v: int) -> SSAValue:
+            at = k.add(at, k.add(c0, v * lanes))
+            mask = masks[v]
+            if mask is None:
+                return mk.vload(k, buf, at, vt)
+            return mk.vload_masked(k, buf, at, mask, zero)
+
+        def position(ivs: Sequence[SSAValue], accs: Sequence[SSAValue]) -> list[SSAValue]:
+            n, ps = ivs[0], ivs[1:]
+            gs = [load(grad, k.linear([n, *ps], gst[:-1]), v) for v in range(BLOCK_VECTORS)]
+            new = []
+            for t, tap in enumerate(window):
+                coords = tap_coords(k, g, ps, list(tap))
+                xbase, within = _clamped(k, (n, xst), coords, sizes), inside(k, g, coords)
+                for v in range(BLOCK_VECTORS):
+                    acc = accs[t * BLOCK_VECTORS + v]
+                    summed = mk.vfma(k, load(x, xbase, v), gs[v], acc)
+                    new.append(k.b.insert(arith.SelectOp(within, summed, acc)).result)
+            return new
+
+        dims = [grad.dims[0], *g.out_dims]
+        accs = fold_nest(k, dims, [zero] * (len(window) * BLOCK_VECTORS), position)
+        for t in range(len(window)):
+            for v in range(BLOCK_VECTORS):
+                at = k.add(k.mul(t, channels), k.add(c0, v * lanes))
+                value, mask = accs[t * BLOCK_VECTORS + v], masks[v]
+                if mask is None:
+                    mk.vstore(k, dw, at, value)
+                else:
+                    mk.vstore_masked(k, dw, at, mask, value)
+
+
+def _lanes_left(k: Kernel, channels: int, c: DimV, lanes: int, vt: VectorType) -> SSAValue | None:
+    """The mask of the channels left from c on (None when every block's vector is whole)."""
+    if channels % (BLOCK_VECTORS * lanes) == 0:
+        return None
+    return mk.lane_mask(k, k.max(k.min(k.sub(channels, c), lanes), 0), vt)
+
+
+def _clamped(
+    k: Kernel, image: tuple[DimV, Sequence[DimV]], coords: Sequence[DimV], sizes: Sequence[DimV]
+) -> DimV:
+    """The offset in x of image n's row at `coords` clamped into the input."""
+    n, xst = image
+    clamped = [k.min(k.max(c, 0), k.sub(size, 1)) for c, size in zip(coords, sizes, strict=True)]
+    return k.linear([n, *clamped], xst[:-1])
