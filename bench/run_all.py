@@ -16,7 +16,12 @@ import sys
 from bench import bench_workloads, compile_time, keras_first_epoch
 from bench.common import run
 
-MODULES = ["bench.bench_elementwise", "bench.bench_mlp", "bench.bench_training"]
+MODULES = [
+    "bench.bench_elementwise",
+    "bench.bench_mlp",
+    "bench.bench_training",
+    "bench.bench_backprop",
+]
 
 if __name__ == "__main__":
     run(MODULES, one_thread="--no-1thread" not in sys.argv[1:])
