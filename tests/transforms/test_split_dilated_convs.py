@@ -97,6 +97,7 @@ def test_phases_compute_the_dilated_conv(name: str, dtype: str) -> None:
         ((None, 5, 6, 8), (3, 3, 8, 16), {"lhs_dilation": (2, 2), "strides": (2, 1)}),
         ((None, 5, 6, 8), (3, 3, 8, 2), {"lhs_dilation": (2, 2)}),  # under a vector of outputs
         ((None, 5, 6, 8), (3, 3, 4, 16), {"lhs_dilation": (2, 2), "groups": 2}),  # grouped
+        ((None, 3, 3, 8), (9, 9, 8, 16), {"lhs_dilation": (8, 4)}),  # 32 phases: too many
         ((None, None, 6, 8), (3, 3, 8, 16), {"lhs_dilation": (2, 2)}),  # a dynamic row count
         ((None, 5, 6, 8), (3, 3, 8, 16), {"lhs_dilation": (1, 1)}),  # nothing dilated
     ],
