@@ -96,6 +96,15 @@ def emit(op_cls: Any, *xs: trace.KTensor, **attrs: Any) -> trace.KTensor:
     return trace.emit(op_cls, *xs, where=f"test.{op_cls.name}", **attrs)
 
 
+def conv_attrs(rank: int, **kw: Any) -> dict[str, Any]:
+    """`aotk.conv`'s attributes over `rank` spatial axes: unit strides and dilations, no
+    pads ("explicit"), one group; `kw` replaces any of them."""
+    ones, zeros = (1,) * rank, (0,) * rank
+    attrs: dict[str, Any] = {"strides": ones, "dilation": ones, "lhs_dilation": ones}
+    attrs |= {"pad_before": zeros, "pad_after": zeros, "padding": "explicit", "groups": 1}
+    return attrs | kw
+
+
 def assert_close(
     got: np.ndarray, want: np.ndarray, scale: float = 1.0, rscale: float = 1.0, msg: str = ""
 ) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import FLOATS, INTS, emit, placeholder, random_array, run_both
+from conftest import FLOATS, INTS, conv_attrs, emit, placeholder, random_array, run_both
 
 from aotk.dialect.arithmetic import AddOp, MaximumOp, MulOp
 from aotk.dialect.conv import ConvOp, np_conv
@@ -40,19 +40,6 @@ class Case:
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
-def _conv_attrs(n: int, **kw: Any) -> dict[str, Any]:
-    attrs: dict[str, Any] = {
-        "strides": (1,) * n,
-        "dilation": (1,) * n,
-        "lhs_dilation": (1,) * n,
-        "pad_before": (0,) * n,
-        "pad_after": (0,) * n,
-        "padding": "explicit",
-        "groups": 1,
-    }
-    return {**attrs, **kw}
-
-
 def _two_calls(x: Shape, calls: Any) -> list[tuple[int, ...]]:
     """The shapes of x in the two calls: `calls`, or x's static shape twice."""
     if calls is not None:
@@ -65,7 +52,7 @@ def _two_calls(x: Shape, calls: Any) -> list[tuple[int, ...]]:
 def _conv(name: str, x: Shape, w: Shape, calls: Any = None, **kw: Any) -> Case:
     static_w = tuple(d for d in w if d is not None)
     both = tuple((c, static_w) for c in _two_calls(x, calls))
-    return Case(name, (x, w), both, _conv_attrs(len(x) - 2, **kw))
+    return Case(name, (x, w), both, conv_attrs(len(x) - 2, **kw))
 
 
 CONV_CASES = [
@@ -257,23 +244,23 @@ def test_covered_ops_reject_what_they_do_not_accept():
     with pytest.raises(TypeError, match="avg pooling needs a float"):
         emit(PoolOp, x, window=(2, 2), strides=(1, 1), padding="valid", mode="avg")
     with pytest.raises(TypeError, match="expected float tensors"):
-        emit(ConvOp, x, placeholder((2, 2, 2, 2), "int32"), **_conv_attrs(2))
+        emit(ConvOp, x, placeholder((2, 2, 2, 2), "int32"), **conv_attrs(2))
     y = placeholder((1, 5, 5, 2))
     with pytest.raises(ValueError, match="kernel shape must be static"):
-        emit(ConvOp, y, placeholder((2, None, 2, 2)), **_conv_attrs(2))
+        emit(ConvOp, y, placeholder((2, None, 2, 2)), **conv_attrs(2))
     with pytest.raises(ValueError, match="groups 3 must be >= 1 and divide"):
-        emit(ConvOp, y, placeholder((2, 2, 2, 4)), **_conv_attrs(2, groups=3))
+        emit(ConvOp, y, placeholder((2, 2, 2, 4)), **conv_attrs(2, groups=3))
     with pytest.raises(ValueError, match="'same' padding needs lhs_dilation 1"):
         emit(
             ConvOp,
             y,
             placeholder((2, 2, 2, 4)),
-            **_conv_attrs(2, padding="same", lhs_dilation=(2, 1)),
+            **conv_attrs(2, padding="same", lhs_dilation=(2, 1)),
         )
     with pytest.raises(ValueError, match=r"pad_before must be 2 ints >= 0"):
-        emit(ConvOp, y, placeholder((2, 2, 2, 4)), **_conv_attrs(2, pad_before=(-1, 0)))
+        emit(ConvOp, y, placeholder((2, 2, 2, 4)), **conv_attrs(2, pad_before=(-1, 0)))
     with pytest.raises(ValueError, match="window 2 dilated by 5"):
-        emit(ConvOp, y, placeholder((2, 2, 2, 4)), **_conv_attrs(2, dilation=(5, 1)))
+        emit(ConvOp, y, placeholder((2, 2, 2, 4)), **conv_attrs(2, dilation=(5, 1)))
     with pytest.raises(ValueError, match="mode must be 'max' or 'avg'"):
         emit(PoolOp, y, window=(2, 2), strides=(1, 1), padding="valid", mode="min")
     with pytest.raises(ValueError, match="smaller than the window 6"):

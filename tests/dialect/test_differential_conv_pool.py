@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import emit, placeholder, random_array, run_both
+from conftest import conv_attrs, emit, placeholder, random_array, run_both
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
@@ -51,9 +51,8 @@ class Case:
 
 
 def _conv_attrs(**kw: Any) -> dict[str, Any]:
-    attrs = {"strides": (1, 1), "dilation": (1, 1), "lhs_dilation": (1, 1)}
-    attrs |= {"pad_before": (0, 0), "pad_after": (0, 0), "padding": "same", "groups": 1}
-    return attrs | kw
+    """A 2-D conv's attributes, 'same' padded unless `kw` says otherwise."""
+    return conv_attrs(2, **({"padding": "same"} | kw))
 
 
 def _case(name: str, x: Shape, w: Any, calls: Any, window: Any, **kw: Any) -> Case:

@@ -5,25 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import emit, placeholder, random_array, run_both
+from conftest import conv_attrs, emit, placeholder, random_array, run_both
 
 from aotk import backend as K
 from aotk.dialect.conv import ConvOp
 from aotk.lowering import pipeline
-
-
-def _attrs(**kw: object) -> dict[str, object]:
-    attrs: dict[str, object] = {
-        "strides": (1, 1),
-        "dilation": (1, 1),
-        "lhs_dilation": (1, 1),
-        "pad_before": (0, 0),
-        "pad_after": (0, 0),
-        "padding": "explicit",
-        "groups": 19,
-    }
-    return {**attrs, **kw}
-
 
 CASES = {
     "same": {"padding": "same"},
@@ -45,7 +31,7 @@ def test_depthwise_matches_interpreted(name: str, dtype: str) -> None:
     rng = np.random.default_rng(4)
     x = placeholder((None, 6, 7, 19), dtype, "x")
     w = placeholder((3, 2, 1, 19), dtype, "w")
-    y = emit(ConvOp, x, w, **_attrs(**CASES[name]))
+    y = emit(ConvOp, x, w, **conv_attrs(2, groups=19, **CASES[name]))
     calls = []
     for batch in (2, 1):
         xs = random_array(rng, (batch, 6, 7, 19), dtype)

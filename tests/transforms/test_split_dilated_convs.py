@@ -9,25 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import emit, placeholder, random_array, run_both
+from conftest import conv_attrs, emit, placeholder, random_array, run_both
 
 from aotk.dialect.conv import ConvOp
 from aotk.function import Function
 from aotk.lowering import pipeline
-
-
-def _attrs(rank: int, **kw: Any) -> dict[str, Any]:
-    attrs: dict[str, Any] = {
-        "strides": (1,) * rank,
-        "dilation": (1,) * rank,
-        "lhs_dilation": (1,) * rank,
-        "pad_before": (0,) * rank,
-        "pad_after": (0,) * rank,
-        "padding": "explicit",
-        "groups": 1,
-    }
-    return {**attrs, **kw}
-
 
 # x with a dynamic batch, the kernel, the conv's attributes, and the phases that hold a tap
 CASES = {
@@ -70,7 +56,7 @@ def _case(name: str, dtype: str = "float32") -> tuple[Any, Any, Any]:
     x_shape, w_shape, attrs, _ = CASES[name]
     x = placeholder((None, *x_shape), dtype, "x")
     w = placeholder(w_shape, dtype, "w")
-    return x, w, emit(ConvOp, x, w, **_attrs(len(x_shape) - 1, **attrs))
+    return x, w, emit(ConvOp, x, w, **conv_attrs(len(x_shape) - 1, **attrs))
 
 
 def _convs(f: Function) -> list[ConvOp]:
@@ -104,6 +90,6 @@ def test_phases_compute_the_dilated_conv(name: str, dtype: str) -> None:
 )
 def test_what_the_rewrite_leaves_alone(x_shape, w_shape, attrs) -> None:
     x, w = placeholder(x_shape, "float32", "x"), placeholder(w_shape, "float32", "w")
-    f = Function([x, w], [emit(ConvOp, x, w, **_attrs(2, **attrs))])
+    f = Function([x, w], [emit(ConvOp, x, w, **conv_attrs(2, **attrs))])
     convs = _convs(f)
     assert [op.attrs()["lhs_dilation"] for op in convs] == [attrs["lhs_dilation"]]
