@@ -3,11 +3,15 @@
 Lowering picks the loop order by layout: when the last axis is reduced, each output
 element accumulates in a register across an inner loop; otherwise the output is
 initialised and the input is swept in memory order, so the inner loop stays contiguous
-(and vectorizes) in both cases. Threads split the outermost kept axis, never a reduced one.
+(and vectorizes) in both cases. Threads split the outermost kept axis; when the first axis
+is reduced and the output is small (BatchNorm's statistics, a bias gradient), up to
+PARTIAL_SUMS chunks of it sweep in parallel into copies of the output in scratch memory,
+then combined in a fixed order.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +28,10 @@ from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import by_type, compute_type, const, reassociating_add
+
+PARTIAL_SUMS = 8  # chunks of a reduced first axis summed apart (BatchNorm's statistics)
+PARTIALS_LIMIT = 1 << 14  # output elements up to which each chunk has its own copy
+MIN_PER_ROW = 64  # elements each index of the first axis adds to an output, at least
 
 
 class ReduceOp(AotkOp):
@@ -130,7 +138,15 @@ _COMBINE = {
 
 
 def _reduce_lowering(kind: str) -> Any:
-    def lower(k: Kernel, out: Buf, x: Buf, *, axes: Sequence[int], keepdims: bool) -> None:
+    def lower(
+        k: Kernel,
+        out: Buf,
+        x: Buf,
+        *,
+        axes: Sequence[int],
+        keepdims: bool,
+        scratch: Buf | None = None,
+    ) -> None:
         combine = _COMBINE[kind]
         elem = x.elem
 
@@ -142,10 +158,31 @@ def _reduce_lowering(kind: str) -> Any:
         init = _identity(kind, elem)
         if x.rank == 0 or (x.rank - 1) in axes:
             _register_reduce(k, out, x, kept, list(axes), out_strides, init, step)
+        elif scratch is not None:
+            _chunked_sweep(k, (out, x, scratch), kept, out_strides, init, step)
         else:
             _sweep_reduce(k, out, x, kept, out_strides, init, step)
 
     return lower
+
+
+def _partial_outputs(k: Kernel, ins: Sequence[Buf], result_type: Attribute, **attrs: Any) -> DimV:
+    """Scratch for `_chunked_sweep`: PARTIAL_SUMS copies of the output, when the first
+    axis is reduced, the last is not, the output is static and at most PARTIALS_LIMIT
+    elements, and the other reduced axes give each output at least MIN_PER_ROW elements
+    per index of the first (a dense layer's bias gradient, one per row, sweeps serially:
+    setting and combining the copies would cost a tenth of it). 0: one serial sweep."""
+    x, axes = ins[0], attrs["axes"]
+    kept = [x.dims[i] for i in range(x.rank) if i not in axes]
+    per_row = [x.dims[i] for i in axes if i != 0]
+    if x.rank < 2 or 0 not in axes or (x.rank - 1) in axes:
+        return 0
+    if not all(isinstance(d, int) for d in [*kept, *per_row]):
+        return 0
+    size = math.prod(d for d in kept if isinstance(d, int))
+    if math.prod(d for d in per_row if isinstance(d, int)) < MIN_PER_ROW:
+        return 0
+    return PARTIAL_SUMS * size if 0 < size <= PARTIALS_LIMIT else 0
 
 
 def _register_reduce(
@@ -196,6 +233,39 @@ def _sweep_reduce(
         k.store_flat(out, o, step(k.load_flat(out, o), k.load(x, ivs)))
 
 
+def _chunked_sweep(
+    k: Kernel,
+    bufs: tuple[Buf, Buf, Buf],
+    kept: list[int],
+    out_strides: Sequence[DimV],
+    init: float | int,
+    step: Any,
+) -> None:
+    """The first axis reduced: up to PARTIAL_SUMS chunks of it sweep in parallel, each
+    into its own copy of the output in `scratch`, which are then combined in order (so
+    the result does not depend on the thread count)."""
+    out, x, scratch = bufs
+    size = k.product(out.dims)
+    first = x.dims[0]
+    chunks = k.min(first, PARTIAL_SUMS)
+    identity = const(k.b, init, compute_type(x.elem))
+    with k.loop(chunks, parallel=True) as t:
+        base = k.mul(t, size)
+        with k.loop(size) as o:
+            k.store_flat(scratch, k.add(base, o), identity)
+        lo, hi = (k.div(k.mul(k.add(t, i), first), chunks) for i in (0, 1))
+        with k.loop(hi, lb=lo) as n, k.nest(x.dims[1:]) as rest:
+            ivs = [n, *rest]
+            at = k.add(base, k.linear([ivs[i] for i in kept], out_strides))
+            k.store_flat(scratch, at, step(k.load_flat(scratch, at), k.load(x, ivs)))
+    with k.loop(size) as o:
+
+        def combine(t: SSAValue, acc: Sequence[SSAValue]) -> list[SSAValue]:
+            return [step(acc[0], k.load_flat(scratch, k.add(k.mul(t, size), o)))]
+
+        k.store_flat(out, o, k.fold_loop(chunks, [identity], combine)[0])
+
+
 def _grad_sum(g: Any, y: Any, x: Any, *, axes: Sequence[int], keepdims: bool) -> tuple[Any, ...]:
     from aotk.dialect import gradlib as lib
 
@@ -239,5 +309,6 @@ for _cls, _kind, _fn, _grad in [
             lower=_reduce_lowering(_kind),
             shape=reduce_shape,
             grad=_grad,
+            scratch=_partial_outputs,
         )
     )
