@@ -134,7 +134,7 @@ def broadcast_to_shape(
 
 
 def _lower_broadcast_to(k: Kernel, out: Buf, x: Buf, *, shape: Sequence[int]) -> None:
-    with k.nest(out.dims) as ivs:
+    with k.nest(out.dims, parallel=True) as ivs:  # each position writes only its own
         idx = [_source(k, iv, d, t) for iv, d, t in zip(ivs, x.dims, shape, strict=True)]
         k.store(out, ivs, k.load(x, idx))
 

@@ -200,3 +200,18 @@ def test_matmul_scratch_is_counted_in_the_workspace():
     assert f._ws_size(256) >= scratch
     out = f([np.ones((256, 64), np.float32), np.ones((64, 96), np.float32)])[0]
     np.testing.assert_array_equal(out, np.full((256, 96), 64.0, np.float32))
+
+
+def test_a_broadcast_splits_its_outer_loop_across_threads():
+    """`aotk.broadcast_to` (K.tile, K.repeat_elements) writes each position of its output
+    once, so its outermost loop is parallel."""
+    from aotk.dialect.data import BroadcastToOp
+
+    x = placeholder((None, 1, 16, 8), "float32", "x")
+    y = emit(BroadcastToOp, x, shape=(-1, 4, 16, 8))
+    module, _ = trace.extract([x], [y], "test")
+    loops = pipeline.lower(module, stop_after="loops")
+    outer = [
+        op for op in loops.walk() if isinstance(op, scf.ForOp) and "aotk.parallel" in op.attributes
+    ]
+    assert len(outer) == 1
