@@ -213,20 +213,15 @@ class _Lanes:
         self.k, self.vt, self.mask, self.accumulate = k, vt, mask, accumulate
 
     def load(self, buf: Buf, at: DimV) -> SSAValue:
-        k, vt = self.k, self.vt
-        if vt is None:
-            return k.load_flat(buf, at)
-        if self.mask is None:
-            return mk.vload(k, buf, at, vt)
-        return mk.vload_masked(k, buf, at, self.mask, mk.splat(k, const(k.b, 0, buf.elem), vt))
+        if self.vt is None:
+            return self.k.load_flat(buf, at)
+        return mk.vload_lanes(self.k, buf, at, self.vt, self.mask)
 
     def store(self, buf: Buf, at: DimV, value: SSAValue) -> None:
         if self.vt is None:
             self.k.store_flat(buf, at, value)
-        elif self.mask is None:
-            mk.vstore(self.k, buf, at, value)
         else:
-            mk.vstore_masked(self.k, buf, at, self.mask, value)
+            mk.vstore_lanes(self.k, buf, at, value, self.mask)
 
     def wide(self, scalar: SSAValue) -> SSAValue:
         """A scalar as a value of every lane."""
@@ -254,13 +249,8 @@ def _channels(
         with k.loop(channels) as c:
             body(c, _Lanes(k, None, None, accumulate))
         return
-    lanes = heuristics.VECTOR_BYTES // dtypes.byte_size(elem)
-    vt = VectorType(elem, [lanes])
-    whole = k.mul(k.div(channels, lanes), lanes)
-    with k.loop(whole, step=lanes) as c:
-        body(c, _Lanes(k, vt, None, accumulate))
-    with k.loop(channels, lb=whole, step=lanes, trips=1) as c:
-        body(c, _Lanes(k, vt, mk.lane_mask(k, k.sub(channels, c), vt), accumulate))
+    vt = VectorType(elem, [heuristics.VECTOR_BYTES // dtypes.byte_size(elem)])
+    mk.vector_loop(k, channels, vt, lambda c, mask: body(c, _Lanes(k, vt, mask, accumulate)))
 
 
 def _select(k: Kernel, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
@@ -287,7 +277,11 @@ def _lower_unrolled(k: Kernel, bufs: tuple[Buf, Buf, Buf, Buf], win: Window, mod
         ]
         taps = [
             _clamped_tap(
-                k, (n, xst), sizes, [k.add(s, t) for s, t in zip(starts, tap, strict=True)]
+                k,
+                (n, xst),
+                sizes,
+                [k.add(s, t) for s, t in zip(starts, tap, strict=True)],
+                count is not None,
             )
             for tap in np.ndindex(*win.window)
         ]
@@ -301,23 +295,24 @@ def _lower_unrolled(k: Kernel, bufs: tuple[Buf, Buf, Buf, Buf], win: Window, mod
 
 
 def _clamped_tap(
-    k: Kernel, image: tuple[SSAValue, Sequence[DimV]], sizes: Sequence[DimV], coords: Sequence[DimV]
-) -> tuple[DimV, SSAValue]:
-    """The offset of x's row at `coords` clamped into the input, and whether `coords`
-    were inside it."""
-    n, xst = image
-    inside = cg.all_of(
-        k,
-        [
-            c
-            for coord, size in zip(coords, sizes, strict=True)
-            for c in (cg.cmp(k, "sge", coord, 0), cg.cmp(k, "slt", coord, size))
-        ],
-    )
-    clamped = [
-        k.min(k.max(coord, 0), k.sub(size, 1)) for coord, size in zip(coords, sizes, strict=True)
+    k: Kernel,
+    image: tuple[SSAValue, Sequence[DimV]],
+    sizes: Sequence[DimV],
+    coords: Sequence[DimV],
+    average: bool,
+) -> tuple[DimV, SSAValue | None]:
+    """The offset of x's row at `coords` clamped into the input, and (for an average,
+    which must drop the padding's share; max needs no mask, see `_spread`) whether
+    `coords` were inside it."""
+    offset = cg.clamped_row(k, image, coords, sizes)
+    if not average:
+        return offset, None
+    bounds = [
+        c
+        for coord, size in zip(coords, sizes, strict=True)
+        for c in (cg.cmp(k, "sge", coord, 0), cg.cmp(k, "slt", coord, size))
     ]
-    return k.linear([n, *clamped], xst[:-1]), inside
+    return offset, cg.all_of(k, bounds)
 
 
 def _lower_any(k: Kernel, bufs: tuple[Buf, Buf, Buf, Buf], win: Window, mode: str) -> None:

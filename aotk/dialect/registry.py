@@ -118,6 +118,14 @@ class BodyLowering(Protocol):
     def scratch(self, op: Operation, ins: list[Buf]) -> dict[str, Buf]: ...
 
 
+def build(op_cls: Any, operands: Sequence[SSAValue], **attrs: Any) -> Any:
+    """An `op_cls` (an AotkOp) of `operands`, its result type from the op's infer rule
+    (which raises on bad operands or attributes); not inserted anywhere."""
+    attrs = op_cls.typed_attrs(attrs)
+    result_type = lookup(op_cls).infer(*(v.type for v in operands), **attrs)
+    return op_cls.make(operands, result_type, **attrs)
+
+
 def lookup(op: IRDLOperation | type[IRDLOperation]) -> OpDef:
     """Return the OpDef of an op or op class."""
     cls = op if isinstance(op, type) else type(op)

@@ -21,7 +21,7 @@ from aotk import dtypes
 from aotk.dialect import metadata
 from aotk.dialect.base import AotkOp, Shape, dtype_of, shape_of, tensor
 from aotk.dialect.elementwise import ConstantOp
-from aotk.dialect.registry import lookup
+from aotk.dialect.registry import build
 
 
 class Graph:
@@ -147,15 +147,13 @@ def emit(op_cls: type[AotkOp], *operands: KTensor, where: str, **attrs: Any) -> 
         if x.graph is not _graph:
             raise ValueError(f"{where}: {x!r} belongs to a graph dropped by K.clear_session()")
     attrs = {k: v for k, v in attrs.items() if v is not None}
+    reads = _graph.updated_reads
     try:
-        attrs = op_cls.typed_attrs(attrs)
-        result_type = lookup(op_cls).infer(*(x.type for x in operands), **attrs)
+        op = build(op_cls, [reads.get(x.value, x.value) for x in operands], **attrs)
     except (ValueError, TypeError) as err:
         shapes = ", ".join(f"{x.name}: shape {_fmt(x.shape)} {x.dtype}" for x in operands)
         context = f" (inputs {shapes})" if operands else ""
         raise type(err)(f"{where}: {err}{context}") from None
-    reads = _graph.updated_reads
-    op = op_cls.make([reads.get(x.value, x.value) for x in operands], result_type, **attrs)
     _graph.insertion.add_op(op)
     return KTensor(op.results[0], name=f"{where.removeprefix('K.')}_{next(_graph._names)}")
 

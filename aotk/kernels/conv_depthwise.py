@@ -23,7 +23,14 @@ from xdsl.ir import SSAValue
 from aotk import dtypes
 from aotk.kernels import heuristics
 from aotk.kernels import matmul_microkernel as mk
-from aotk.kernels.conv_geometry import Geometry, fold_nest, image_box, inside, tap_coords
+from aotk.kernels.conv_geometry import (
+    Geometry,
+    clamped_row,
+    fold_nest,
+    image_box,
+    inside,
+    tap_coords,
+)
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 
@@ -53,7 +60,7 @@ def emit(k: Kernel, out: Buf, x: Buf, w: Buf, g: Geometry) -> None:
         taps = []
         for tap in np.ndindex(*g.win.window):
             coords = tap_coords(k, g, ps, list(tap))
-            xbase = _clamped(k, (n, xst), coords, sizes)
+            xbase = clamped_row(k, (n, xst), coords, sizes)
             taps.append((xbase, k.linear(list(tap), wst[:-2]), inside(k, g, coords)))
         _channels(k, (out, x, w), k.linear([n, *ps], ost[:-1]), taps)
 
@@ -66,31 +73,17 @@ def _channels(
 ) -> None:
     """Every channel of one output position: whole vectors, then one masked vector."""
     out, x, w = bufs
-    channels = w.dims[-1]
-    lanes = heuristics.VECTOR_BYTES // dtypes.byte_size(out.elem)
-    vt = VectorType(out.elem, [lanes])
-    zero = mk.splat(k, const(k.b, 0, out.elem), vt)
-    whole = k.mul(k.div(channels, lanes), lanes)
+    vt = VectorType(out.elem, [heuristics.VECTOR_BYTES // dtypes.byte_size(out.elem)])
 
     def accumulate(c: DimV, mask: SSAValue | None) -> None:
-        def load(buf: Buf, at: DimV) -> SSAValue:
-            if mask is None:
-                return mk.vload(k, buf, k.add(at, c), vt)
-            return mk.vload_masked(k, buf, k.add(at, c), mask, zero)
-
-        acc = zero
+        acc = mk.splat(k, const(k.b, 0, out.elem), vt)
         for xbase, wbase, within in taps:
-            summed = mk.vfma(k, load(x, xbase), load(w, wbase), acc)
+            xv = mk.vload_lanes(k, x, k.add(xbase, c), vt, mask)
+            summed = mk.vfma(k, xv, mk.vload_lanes(k, w, k.add(wbase, c), vt, mask), acc)
             acc = k.b.insert(arith.SelectOp(within, summed, acc)).result
-        if mask is None:
-            mk.vstore(k, out, k.add(obase, c), acc)
-        else:
-            mk.vstore_masked(k, out, k.add(obase, c), mask, acc)
+        mk.vstore_lanes(k, out, k.add(obase, c), acc, mask)
 
-    with k.loop(whole, step=lanes) as c:
-        accumulate(c, None)
-    with k.loop(channels, lb=whole, step=lanes, trips=1) as c:
-        accumulate(c, mk.lane_mask(k, k.sub(channels, c), vt))
+    mk.vector_loop(k, w.dims[-1], vt, accumulate)
 
 
 def emit_filter_grad(k: Kernel, dw: Buf, grad: Buf, x: Buf, g: Geometry) -> None:
@@ -112,11 +105,7 @@ def emit_filter_grad(k: Kernel, dw: Buf, grad: Buf, x: Buf, g: Geometry) -> None
         ]
 
         def load(buf: Buf, at: DimV, v: int) -> SSAValue:
-            at = k.add(at, k.add(c0, v * lanes))
-            mask = masks[v]
-            if mask is None:
-                return mk.vload(k, buf, at, vt)
-            return mk.vload_masked(k, buf, at, mask, zero)
+            return mk.vload_lanes(k, buf, k.add(at, k.add(c0, v * lanes)), vt, masks[v])
 
         def position(ivs: Sequence[SSAValue], accs: Sequence[SSAValue]) -> list[SSAValue]:
             n, ps = ivs[0], ivs[1:]
@@ -124,7 +113,7 @@ def emit_filter_grad(k: Kernel, dw: Buf, grad: Buf, x: Buf, g: Geometry) -> None
             new = []
             for t, tap in enumerate(window):
                 coords = tap_coords(k, g, ps, list(tap))
-                xbase, within = _clamped(k, (n, xst), coords, sizes), inside(k, g, coords)
+                xbase, within = clamped_row(k, (n, xst), coords, sizes), inside(k, g, coords)
                 for v in range(BLOCK_VECTORS):
                     acc = accs[t * BLOCK_VECTORS + v]
                     summed = mk.vfma(k, load(x, xbase, v), gs[v], acc)
@@ -136,11 +125,7 @@ def emit_filter_grad(k: Kernel, dw: Buf, grad: Buf, x: Buf, g: Geometry) -> None
         for t in range(len(window)):
             for v in range(BLOCK_VECTORS):
                 at = k.add(k.mul(t, channels), k.add(c0, v * lanes))
-                value, mask = accs[t * BLOCK_VECTORS + v], masks[v]
-                if mask is None:
-                    mk.vstore(k, dw, at, value)
-                else:
-                    mk.vstore_masked(k, dw, at, mask, value)
+                mk.vstore_lanes(k, dw, at, accs[t * BLOCK_VECTORS + v], masks[v])
 
 
 def _lanes_left(k: Kernel, channels: int, c: DimV, lanes: int, vt: VectorType) -> SSAValue | None:
@@ -148,12 +133,3 @@ def _lanes_left(k: Kernel, channels: int, c: DimV, lanes: int, vt: VectorType) -
     if channels % (BLOCK_VECTORS * lanes) == 0:
         return None
     return mk.lane_mask(k, k.max(k.min(k.sub(channels, c), lanes), 0), vt)
-
-
-def _clamped(
-    k: Kernel, image: tuple[DimV, Sequence[DimV]], coords: Sequence[DimV], sizes: Sequence[DimV]
-) -> DimV:
-    """The offset in x of image n's row at `coords` clamped into the input."""
-    n, xst = image
-    clamped = [k.min(k.max(c, 0), k.sub(size, 1)) for c, size in zip(coords, sizes, strict=True)]
-    return k.linear([n, *clamped], xst[:-1])

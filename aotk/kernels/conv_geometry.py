@@ -139,6 +139,16 @@ def tap_coords(
     ]
 
 
+def clamped_row(
+    k: Kernel, image: tuple[DimV, Sequence[DimV]], coords: Sequence[DimV], sizes: Sequence[DimV]
+) -> DimV:
+    """The offset in x (strides `image[1]`) of image n's row at `coords`, each clamped
+    into [0, size): a tap in the padding reads a real element, which its caller drops."""
+    n, xst = image
+    clamped = [k.min(k.max(c, 0), k.sub(size, 1)) for c, size in zip(coords, sizes, strict=True)]
+    return k.linear([n, *clamped], xst[:-1])
+
+
 def inside(k: Kernel, g: Geometry, coords: Sequence[DimV]) -> SSAValue:
     """Whether every coordinate hits an input element (not padding, not a dilation hole)."""
     conds: list[SSAValue] = []

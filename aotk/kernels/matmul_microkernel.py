@@ -11,7 +11,7 @@ Unlike an outer-product tile this needs no packed copy of B: power-of-two row le
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, math, vector
@@ -86,6 +86,36 @@ def vload_masked(k: Kernel, buf: Buf, offset: DimV, mask: SSAValue, zero: SSAVal
 
 def vstore_masked(k: Kernel, buf: Buf, offset: DimV, mask: SSAValue, value: SSAValue) -> None:
     k.b.insert(vector.MaskedStoreOp(buf.mem, [k.index(offset)], mask, value))
+
+
+def vload_lanes(
+    k: Kernel, buf: Buf, offset: DimV, vt: VectorType, mask: SSAValue | None
+) -> SSAValue:
+    """A vector from `buf`: whole when `mask` is None, else its lanes (0 in the others)."""
+    if mask is None:
+        return vload(k, buf, offset, vt)
+    return vload_masked(k, buf, offset, mask, splat(k, const(k.b, 0, vt.element_type), vt))
+
+
+def vstore_lanes(k: Kernel, buf: Buf, offset: DimV, value: SSAValue, mask: SSAValue | None) -> None:
+    """Store `value` whole when `mask` is None, else its lanes."""
+    if mask is None:
+        vstore(k, buf, offset, value)
+    else:
+        vstore_masked(k, buf, offset, mask, value)
+
+
+def vector_loop(
+    k: Kernel, count: DimV, vt: VectorType, body: Callable[[DimV, SSAValue | None], None]
+) -> None:
+    """body(start, mask) over [0, count) in vectors of `vt`: the whole ones (mask None),
+    then one masked vector for the rest."""
+    lanes = vt.get_shape()[0]
+    whole = k.mul(k.div(count, lanes), lanes)
+    with k.loop(whole, step=lanes) as start:
+        body(start, None)
+    with k.loop(count, lb=whole, step=lanes, trips=1) as start:
+        body(start, lane_mask(k, k.sub(count, start), vt))
 
 
 def splat(k: Kernel, scalar: SSAValue, vt: VectorType) -> SSAValue:

@@ -82,7 +82,7 @@ class Sampler:
         b = k.b
         seed, calls = k.load_flat(state, 0), k.load_flat(state, 1)
         k.store_flat(state, 1, _ins(b, arith.AddiOp(calls, philox.const_int(b, 1, i64))))
-        self.k, self.out, self.dtype, self.normal = k, out, dtype, normal
+        self.k, self.dtype, self.normal = k, dtype, normal
         self.key, self.calls = philox.split64(b, seed), philox.split64(b, calls)
         self.m = philox.per_block(dtype)
         self.ct = compute_type(out.elem)
@@ -132,10 +132,6 @@ def _sel(b: Builder, cond: SSAValue, x: SSAValue, y: SSAValue) -> SSAValue:
 
 def _eq(k: Kernel, j: DimV, value: int) -> SSAValue:
     return _ins(k.b, arith.CmpiOp(k.index(j), k.index(value), "eq"))
-
-
-def _odd(k: Kernel, j: DimV) -> SSAValue:
-    return _eq(k, k.sub(j, k.mul(k.div(j, 2), 2)), 1)
 
 
 def _pick(k: Kernel, values: list[SSAValue], j: DimV) -> SSAValue:

@@ -40,7 +40,7 @@ from aotk import dtypes
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, shape_of
 from aotk.dialect.conv import ConvOp
 from aotk.dialect.elementwise import FillLikeOp
-from aotk.dialect.registry import lookup
+from aotk.dialect.registry import build
 from aotk.dialect.shape import FULL, ConcatOp, ReshapeOp, SliceOp
 from aotk.dialect.views import ExpandDimsOp
 from aotk.kernels import conv_tile
@@ -161,8 +161,7 @@ class _Emitter:
         self.rewriter, self.before = rewriter, before
 
     def __call__(self, cls: type[AotkOp], operands: Sequence[SSAValue], **attrs: Any) -> SSAValue:
-        result = lookup(cls).infer(*(v.type for v in operands), **attrs)
-        new = cls.make(operands, result, **attrs)
+        new = build(cls, operands, **attrs)
         self.rewriter.insert(new, InsertPoint.before(self.before))
         return new.results[0]
 
