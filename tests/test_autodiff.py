@@ -212,6 +212,8 @@ FAMILY = {
     "cumsum_cumprod": (lambda s: K.cumsum(s, axis=1) + K.cumprod(s, axis=1), [(3, 4)]),
     "batch_dot": (lambda s, t: K.batch_dot(s, t, axes=(2, 1)), [(2, 3, 4), (2, 4, 5)]),
     "batch_dot_2d": (lambda s, t: K.batch_dot(s, t, axes=1), [(3, 4), (3, 4)]),
+    "batch_dot_scores": (lambda s, t: K.batch_dot(s, t, axes=(2, 2)), [(2, 3, 4), (2, 5, 4)]),
+    "batch_dot_transposed": (lambda s, t: K.batch_dot(s, t, axes=(1, 2)), [(2, 4, 3), (2, 5, 4)]),
     "padding": (lambda s: K.spatial_2d_padding(s, ((1, 0), (2, 1))), [(2, 3, 2, 2)]),
     "tile": (lambda s: K.tile(s, (2, 1)), [(2, 3)]),
     "repeat_elements": (lambda s: K.repeat_elements(s, 2, 1), [(2, 3)]),

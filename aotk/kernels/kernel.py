@@ -228,12 +228,15 @@ class Kernel:
         *,
         parallel: bool = False,
         trips: int | None = None,
+        trip_cost: int | None = None,
     ) -> Iterator[SSAValue]:
         """`with k.loop(n) as i:` emits an scf.for and builds its body inside.
 
         `parallel`: the iterations write disjoint outputs and read nothing another one
         writes, so they may run on several threads (only marked when the work is worth
         it). `trips`: a typical trip count when the bounds are dynamic, for cost estimates.
+        `trip_cost`: the element operations of one trip, when the body's ops do not show
+        them (it calls a micro-kernel).
         """
         body = Block(arg_types=[INDEX])
         lb_v, ub_v, step_v = self.index(lb), self.index(ub), self.index(step)
@@ -248,7 +251,7 @@ class Kernel:
         finally:
             self.b = outer
         if parallel:
-            self._mark_parallel(loop)
+            self._mark_parallel(loop, trip_cost)
 
     def loop_over(self, body: Block, ub: DimV, lb: DimV = 0, *, trips: int | None = None) -> None:
         """An scf.for over [lb, ub) whose body is `body`, a block of one index argument
@@ -258,10 +261,10 @@ class Kernel:
         if trips is not None:
             self.trips[loop] = trips
 
-    def _mark_parallel(self, loop: scf.ForOp) -> None:
+    def _mark_parallel(self, loop: scf.ForOp, trip_cost: int | None = None) -> None:
         """Mark `loop` parallel from the trip count on which its work repays the threads;
         not at all when its static trip count is below that."""
-        per_trip = max(self.body_cost(loop.body.block), 1)
+        per_trip = max(trip_cost or self.body_cost(loop.body.block), 1)
         threshold = max(-(-PARALLEL_GRAIN // per_trip), 2)
         known = static_trips(loop)
         if known is not None and known < threshold:

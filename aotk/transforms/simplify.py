@@ -22,6 +22,7 @@ from xdsl.pattern_rewriter import (
 
 from aotk.dialect.arithmetic import AddOp, MulOp, SubOp
 from aotk.dialect.base import shape_of
+from aotk.dialect.batch_matmul import BatchMatMulOp
 from aotk.dialect.elementwise import CastOp, ConstantOp, FillLikeOp
 from aotk.dialect.identity import StopGradientOp
 from aotk.dialect.linalg import MatMulOp
@@ -125,32 +126,37 @@ class FoldTransposeChain(RewritePattern):
         rewriter.replace(op, TransposeOp.make([inner.x], op.result.type, perm=perm))
 
 
-def _matrix_transpose_of(value: SSAValue) -> SSAValue | None:
-    """x when `value` is transpose(x, (1, 0))."""
+def _swapped_last_of(value: SSAValue, rank: int) -> SSAValue | None:
+    """x when `value` is a transpose of x of `rank` swapping its last two axes only."""
     owner = value.owner
-    if isinstance(owner, TransposeOp) and tuple(owner.attrs()["perm"]) == (1, 0):
+    swap = (*range(rank - 2), rank - 1, rank - 2)
+    if isinstance(owner, TransposeOp) and tuple(owner.attrs()["perm"]) == swap:
         return owner.x
     return None
 
 
 class FoldTransposeIntoMatmul(RewritePattern):
-    """matmul(transpose(a), b) -> matmul(a, b) {transpose_lhs}, likewise for b: the
-    kernel reads the operand transposed instead of a copy being made."""
+    """matmul(transpose(a), b) -> matmul(a, b) {transpose_lhs}, likewise for b and for
+    batch_matmul with a transpose of each entry (perm (0, 2, 1)): the kernel reads the
+    operand transposed instead of a copy being made. A transposed operand must be a
+    matrix (a batch of them): an operand of another rank keeps its transpose."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: MatMulOp, rewriter: PatternRewriter, /) -> None:
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, MatMulOp | BatchMatMulOp):
+            return
+        rank = 2 if isinstance(op, MatMulOp) else 3
         attrs = op.attrs()
         operands = [op.lhs, op.rhs]
         for index, name in enumerate(("transpose_lhs", "transpose_rhs")):
-            if index == 0 and len(shape_of(op.lhs.type)) != 2:
+            if len(shape_of(operands[index].type)) != rank:
                 continue
-            source = _matrix_transpose_of(operands[index])
+            source = _swapped_last_of(operands[index], rank)
             if source is not None:
                 operands[index] = source
                 attrs[name] = not attrs.get(name, False)
         if operands != [op.lhs, op.rhs]:
             attrs = {k: v for k, v in attrs.items() if v}  # a false flag is left out
-            rewriter.replace(op, MatMulOp.make(operands, op.result.type, **attrs))
+            rewriter.replace(op, type(op).make(operands, op.results[0].type, **attrs))
 
 
 @dataclass(frozen=True)

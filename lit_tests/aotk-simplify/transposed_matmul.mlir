@@ -45,3 +45,25 @@ func.func @chain_and_rank3(%x: tensor<2x3x4xf32>, %w: tensor<3x5xf32>) -> tensor
   %y = "aotk.matmul"(%b, %w) : (tensor<4x2x3xf32>, tensor<3x5xf32>) -> tensor<4x2x5xf32>
   func.return %y : tensor<4x2x5xf32>
 }
+
+// -----
+
+// batch_dot over axes (1, 2) and its gradients: a transpose of each entry (perm 0, 2, 1)
+// folds into batch_matmul's flags; another permutation stays a transpose.
+// CHECK-LABEL: func.func @batched
+// CHECK-NOT:     aotk.transpose
+// CHECK:         %y = "aotk.batch_matmul"(%x, %w) <{transpose_lhs = true, transpose_rhs = true}> : (tensor<?x4x3xf32>, tensor<?x5x4xf32>) -> tensor<?x3x5xf32>
+// CHECK-NEXT:    %gx = "aotk.batch_matmul"(%w, %g) <{transpose_lhs = true, transpose_rhs = true}> : (tensor<?x5x4xf32>, tensor<?x3x5xf32>) -> tensor<?x4x3xf32>
+// CHECK-NEXT:    %p = "aotk.transpose"(%x) <{perm = array<i64: 2, 1, 0>}>
+// CHECK-NEXT:    %z = "aotk.batch_matmul"(%p, %v)
+// CHECK-NEXT:    func.return %y, %gx, %z
+func.func @batched(%x: tensor<?x4x3xf32>, %w: tensor<?x5x4xf32>, %g: tensor<?x3x5xf32>, %v: tensor<3x2x6xf32>) -> (tensor<?x3x5xf32>, tensor<?x4x3xf32>, tensor<3x4x6xf32>) {
+  %xt = "aotk.transpose"(%x) <{perm = array<i64: 0, 2, 1>}> : (tensor<?x4x3xf32>) -> tensor<?x3x4xf32>
+  %wt = "aotk.transpose"(%w) <{perm = array<i64: 0, 2, 1>}> : (tensor<?x5x4xf32>) -> tensor<?x4x5xf32>
+  %y = "aotk.batch_matmul"(%xt, %wt) : (tensor<?x3x4xf32>, tensor<?x4x5xf32>) -> tensor<?x3x5xf32>
+  %gt = "aotk.transpose"(%g) <{perm = array<i64: 0, 2, 1>}> : (tensor<?x3x5xf32>) -> tensor<?x5x3xf32>
+  %gx = "aotk.batch_matmul"(%wt, %gt) : (tensor<?x4x5xf32>, tensor<?x5x3xf32>) -> tensor<?x4x3xf32>
+  %p = "aotk.transpose"(%x) <{perm = array<i64: 2, 1, 0>}> : (tensor<?x4x3xf32>) -> tensor<3x4x?xf32>
+  %z = "aotk.batch_matmul"(%p, %v) : (tensor<3x4x?xf32>, tensor<3x2x6xf32>) -> tensor<3x4x6xf32>
+  func.return %y, %gx, %z : tensor<?x3x5xf32>, tensor<?x4x3xf32>, tensor<3x4x6xf32>
+}
