@@ -31,6 +31,7 @@ from aotk.dialect.unary import NegOp
 from aotk.transforms.join_unslices import JoinUnslices
 from aotk.transforms.pool_first import MaxPoolFirst
 from aotk.transforms.scan_last_step import LastStepIsCarry
+from aotk.transforms.shape_sources import EarliestShapeSource
 
 
 def _constant_value(v: SSAValue) -> float | None:
@@ -179,5 +180,6 @@ class AotkSimplifyPass(ModulePass):
             JoinUnslices(),
             MaxPoolFirst(),
             LastStepIsCarry(),
+            EarliestShapeSource(),
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)
