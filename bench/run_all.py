@@ -21,6 +21,7 @@ MODULES = [
     "bench.bench_mlp",
     "bench.bench_training",
     "bench.bench_backprop",
+    "bench.bench_batch_dot",
 ]
 
 if __name__ == "__main__":
