@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException
@@ -190,7 +190,7 @@ def _kernel(fn: func.FuncOp) -> func.FuncOp:
             low.lower_op(op, targets)
     sources = _stage_updates(low, fn)
     for v, src, out in zip(returned, sources, out_args, strict=True):
-        if targets.get(v) is None or targets[v].mem is not out:
+        if src.mem is not out:  # computed elsewhere, or into another output
             low.k.copy(src, Buf(out, src.dims, elem_of(v.type)))
     low.k.b.insert(func.ReturnOp())
     kernel = func.FuncOp(fn.sym_name.data, (list(block.arg_types), []), Region(block))
@@ -286,17 +286,32 @@ def _output_targets(
 ) -> dict[SSAValue, Buf]:
     """Results computed straight into an output buffer (the first return of each).
 
-    A variable's new value is one only when it can be written in place
-    (`update_in_place`); otherwise the variable's buffer is also an input that later ops
-    may still read, so the value is computed aside and copied in at the very end.
+    An output that is a view (a reshape) of a value computed here has that value
+    computed into its buffer, which the view then aliases: `K.repeat_elements` or a
+    final `K.reshape` would otherwise copy the whole result once more. A variable's new
+    value is one only when it can be written in place (`update_in_place`; a view never
+    is); otherwise the variable's buffer is also an input that later ops may still
+    read, so the value is computed aside and copied in at the very end.
     """
-    late = variable_updates(fn)
-    late = {i: arg for i, arg in late.items() if i not in in_place}
+    late = {i for i in variable_updates(fn) if i not in in_place}
     targets: dict[SSAValue, Buf] = {}
     for i, (v, out) in enumerate(zip(_returned(fn), out_mems, strict=True)):
-        if i not in late and v not in targets and kind_of(v.owner) not in (None, Kind.VIEW):
-            targets[v] = Buf(out, (), elem_of(v.type))
+        source = _view_source(v)
+        if (
+            i not in late
+            and source not in targets
+            and kind_of(source.owner) not in (None, Kind.VIEW)
+        ):
+            targets[source] = Buf(out, (), elem_of(source.type))
     return targets
+
+
+def _view_source(value: SSAValue) -> SSAValue:
+    """The value whose buffer `value` aliases through views (itself if it is none)."""
+    while kind_of(value.owner) is Kind.VIEW:
+        assert isinstance(value.owner, Operation)
+        value = value.owner.operands[0]
+    return value
 
 
 def _name_args(kernel: func.FuncOp, fn: func.FuncOp, n_in: int, n_out: int) -> None:

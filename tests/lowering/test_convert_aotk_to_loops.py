@@ -144,9 +144,18 @@ def test_workspace_grows_with_the_dynamic_dims():
         (lambda x: [emit(un.ExpOp, emit(un.NegOp, x))], 0),  # one fused kernel writes the output
         (lambda x: [emit(shape.ReshapeOp, x, shape=(-1,))], 0),  # a view of an input
         (lambda x: [x, emit(un.NegOp, x)], 0),  # an input returned as is is copied
+        # a view of a computed value: the transpose writes the output, which the view aliases
         (
             lambda x: [emit(shape.ReshapeOp, emit(shape.TransposeOp, x, perm=(1, 0)), shape=(-1,))],
-            64,
+            0,
+        ),
+        # the same value twice through views: the second output is a copy of the first
+        (
+            lambda x: [
+                emit(shape.ReshapeOp, t := emit(shape.TransposeOp, x, perm=(1, 0)), shape=(-1,)),
+                emit(shape.ReshapeOp, t, shape=(4, 3)),
+            ],
+            0,
         ),
         (
             lambda x: [
