@@ -10,6 +10,7 @@ wins and its first occurrence is kept, as in NumPy.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from xdsl.traits import Pure
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, elem_of, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
+from aotk.kernels import arg_extremum
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import by_type, compare, compute_type, const, storage_type
@@ -222,12 +224,18 @@ _EXTREMUM = {
 def _arg_lowering(kind: str) -> Any:
     def lower(k: Kernel, out: Buf, x: Buf, *, axis: int) -> None:
         outer, n, inner = _split(k, x.dims, axis)
-        _by_layout(
-            k,
-            inner,
-            lambda: _arg_rows(k, out, x, outer, n, kind),
-            lambda: _arg_strided(k, out, x, outer, n, inner, kind),
+        vectors = arg_extremum.handles(x.elem)  # else a scalar loop (ints, float16)
+        rows = (
+            partial(arg_extremum.emit_rows, k, out, x, (outer, n), kind)
+            if vectors
+            else partial(_arg_rows, k, out, x, outer, n, kind)
         )
+        strided = (
+            partial(arg_extremum.emit_strided, k, out, x, (outer, n, inner), kind)
+            if vectors
+            else partial(_arg_strided, k, out, x, outer, n, inner, kind)
+        )
+        _by_layout(k, inner, rows, strided)
 
     return lower
 
@@ -237,7 +245,7 @@ def _arg_rows(k: Kernel, out: Buf, x: Buf, outer: DimV, n: DimV, kind: str) -> N
     smallest index holding it (or holding a NaN)."""
     extremum = _EXTREMUM[kind]
     elem = x.elem
-    with k.loop(outer) as o:
+    with k.loop(outer, parallel=True) as o:
         base = k.mul(o, n)
 
         def fold(i: SSAValue, carried: Sequence[SSAValue]) -> list[SSAValue]:
@@ -267,7 +275,7 @@ def _matches(k: Kernel, v: SSAValue, best: SSAValue, elem: Attribute) -> SSAValu
 def _arg_strided(k: Kernel, out: Buf, x: Buf, outer: DimV, n: DimV, inner: DimV, kind: str) -> None:
     """For each (outer, inner) position, carry (best value, index) down the strided axis."""
     better = _better(kind)
-    with k.loop(outer) as o, k.loop(inner) as j:
+    with k.loop(outer, parallel=True) as o, k.loop(inner, parallel=True) as j:
         base = k.add(k.mul(o, k.mul(n, inner)), j)
 
         def body(i: SSAValue, carried: Sequence[SSAValue]) -> list[SSAValue]:

@@ -29,7 +29,10 @@ from aotk.kernels.matmul_microkernel import splat, vload
 from aotk.kernels.scalar import compute_type, const, insert, reassociating_add
 
 ROW_MAX_ACCUMULATORS = 4  # vmaxps has a latency of 3-4 cycles and issues 1-2 a cycle
-_MAXNUMF = vector.CombiningKindAttr(vector.CombiningKindFlag.MAXNUMF)
+_COMBINE = {
+    "max": vector.CombiningKindAttr(vector.CombiningKindFlag.MAXNUMF),
+    "min": vector.CombiningKindAttr(vector.CombiningKindFlag.MINNUMF),
+}
 
 
 def emit_softmax(k: Kernel, out: Buf, x: Buf) -> None:
@@ -77,51 +80,69 @@ def _row_max(k: Kernel, x: Buf, start: DimV, width: DimV) -> SSAValue:
     """The maximum of x[start:start + width] without its NaNs (-inf for an empty row).
 
     The NaNs need not reach it: a NaN element's exp is NaN, so is the sum, and with it
-    every output of the row, as in NumPy's. Without them the maximum is `x > m ? x : m`,
-    which x86 does in one vmaxps. LLVM vectorizes no such reduction, so f32 and f64 rows
-    are read in vectors here: ROW_MAX_ACCUMULATORS registers in flight, then the rest.
+    every output of the row, as in NumPy's.
     """
-    lowest = const(k.b, float("-inf"), compute_type(x.elem))
+    return row_extremum(k, x, (start, width), "max")
+
+
+def row_extremum(k: Kernel, x: Buf, row: tuple[DimV, DimV], kind: str) -> SSAValue:
+    """The maximum (kind "max") or minimum ("min") of the `row` (start, width) of x,
+    without its NaNs; -inf (+inf for "min") for an empty row or one of NaNs alone.
+
+    Without the NaNs the maximum is `x > m ? x : m`, which x86 does in one vmaxps. LLVM
+    vectorizes no such reduction, so f32 and f64 rows are read in vectors here:
+    ROW_MAX_ACCUMULATORS registers in flight, then the rest.
+    """
+    start, width = row
+    lowest = const(k.b, float("-inf" if kind == "max" else "inf"), compute_type(x.elem))
     if not isinstance(x.elem, Float32Type | Float64Type):
-        return _fold(k, width, lowest, lambda m, i: _max(k, m, k.load_flat(x, k.add(start, i))))
+        return _fold(
+            k, width, lowest, lambda m, i: _keep(k, m, k.load_flat(x, k.add(start, i)), kind)
+        )
     vt = VectorType(x.elem, [heuristics.VECTOR_BYTES // dtypes.byte_size(x.elem)])
     chunk = ROW_MAX_ACCUMULATORS * vt.get_shape()[0]
     chunks = k.div(width, chunk)
-    peak = _vector_max(k, x, start, chunks, splat(k, lowest, vt))
+    peak = _vector_extremum(k, x, (start, chunks), splat(k, lowest, vt), kind)
     if isinstance(width, int) and width % chunk == 0:
         return peak
 
     def rest(i: SSAValue, ms: Sequence[SSAValue]) -> list[SSAValue]:
-        return [_max(k, ms[0], k.load_flat(x, k.add(start, i)))]
+        return [_keep(k, ms[0], k.load_flat(x, k.add(start, i)), kind)]
 
     return k.fold_loop(width, [peak], rest, lb=k.mul(chunks, chunk))[0]
 
 
-def _vector_max(k: Kernel, x: Buf, start: DimV, chunks: DimV, lowest: SSAValue) -> SSAValue:
-    """The maximum of `chunks` steps of ROW_MAX_ACCUMULATORS vectors from x[start]."""
+def _vector_extremum(
+    k: Kernel, x: Buf, span: tuple[DimV, DimV], lowest: SSAValue, kind: str
+) -> SSAValue:
+    """The extremum of `span` = (start, chunks): chunks steps of ROW_MAX_ACCUMULATORS
+    vectors from x[start]."""
+    start, chunks = span
     vt = lowest.type
     assert isinstance(vt, VectorType)
     lanes = vt.get_shape()[0]
 
     def step(c: SSAValue, ms: Sequence[SSAValue]) -> list[SSAValue]:
         at = k.add(start, k.mul(c, lanes * len(ms)))
-        return [_max(k, m, vload(k, x, k.add(at, j * lanes), vt)) for j, m in enumerate(ms)]
+        loads = [vload(k, x, k.add(at, j * lanes), vt) for j in range(len(ms))]
+        return [_keep(k, m, v, kind) for m, v in zip(ms, loads, strict=True)]
 
     accs = list(k.fold_loop(chunks, [lowest] * ROW_MAX_ACCUMULATORS, step))
     while len(accs) > 1:
-        accs = [_max(k, a, b) for a, b in zip(accs[::2], accs[1::2], strict=True)]
+        accs = [_keep(k, a, b, kind) for a, b in zip(accs[::2], accs[1::2], strict=True)]
     # ReductionOp's constructor types its result as the vector: build it with the element
     reduce = vector.ReductionOp.create(
         operands=[accs[0]],
         result_types=[vt.element_type],
-        properties={"kind": _MAXNUMF, "fastmath": arith.FastMathFlagsAttr("none")},
+        properties={"kind": _COMBINE[kind], "fastmath": arith.FastMathFlagsAttr("none")},
     )
     return insert(k.b, reduce)
 
 
-def _max(k: Kernel, m: SSAValue, v: SSAValue) -> SSAValue:
-    """`v > m ? v : m`: m where v is NaN."""
-    return insert(k.b, arith.SelectOp(insert(k.b, arith.CmpfOp(v, m, "ogt")), v, m))
+def _keep(k: Kernel, m: SSAValue, v: SSAValue, kind: str) -> SSAValue:
+    """`v > m ? v : m` ("max"; `v < m` for "min"): m where v is NaN."""
+    beats = insert(k.b, arith.CmpfOp(v, m, "ogt" if kind == "max" else "olt"))
+    return insert(k.b, arith.SelectOp(beats, v, m))
 
 
 def _fold(

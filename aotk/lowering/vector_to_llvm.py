@@ -15,7 +15,10 @@ from aotk.dialect.base import located
 from aotk.lowering.arith_to_llvm import type_suffix
 
 # vector.reduction kinds aotk emits -> LLVM's horizontal reduction intrinsic
-_REDUCTIONS = {vector.CombiningKindFlag.MAXNUMF: "llvm.vector.reduce.fmax"}
+_REDUCTIONS = {
+    vector.CombiningKindFlag.MAXNUMF: "llvm.vector.reduce.fmax",
+    vector.CombiningKindFlag.MINNUMF: "llvm.vector.reduce.fmin",
+}
 
 
 def _where(op: Operation, message: str) -> str:
@@ -42,7 +45,8 @@ def _fma(op: Operation) -> list[Operation]:
 
 
 def _reduction(op: Operation) -> list[Operation]:
-    """vector.reduction <maxnumf> without an accumulator -> llvm.vector.reduce.fmax."""
+    """vector.reduction of a float kind (`_REDUCTIONS`) without an accumulator -> its
+    llvm.vector.reduce intrinsic."""
     assert isinstance(op, vector.ReductionOp)
     kind = op.kind.data
     if kind not in _REDUCTIONS or op.acc is not None:
