@@ -174,7 +174,7 @@ def _scan_rows(
     k: Kernel, out: Buf, x: Buf, outer: DimV, n: DimV, init: float | int, step: Step
 ) -> None:
     """Scan contiguous rows, carrying the running value in a register."""
-    with k.loop(outer) as o:
+    with k.loop(outer, parallel=True) as o:  # each o writes its own rows
         base = k.mul(o, n)
 
         def body(i: SSAValue, carried: Sequence[SSAValue]) -> list[SSAValue]:
@@ -189,7 +189,7 @@ def _scan_rows(
 def _scan_sweep(k: Kernel, out: Buf, x: Buf, outer: DimV, n: DimV, inner: DimV, step: Step) -> None:
     """Copy the first row, then combine each row with the previous output row."""
     first = k.mul(k.min(n, 1), inner)  # nothing to copy when the axis is empty
-    with k.loop(outer) as o:
+    with k.loop(outer, parallel=True) as o:
         base = k.mul(o, k.mul(n, inner))
         with k.loop(first) as j:
             k.store_flat(out, k.add(base, j), k.load_flat(x, k.add(base, j)))
