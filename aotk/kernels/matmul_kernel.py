@@ -175,10 +175,8 @@ def _blocked(
             with _blocks(k, (0, n_main), _even_panels(k, n_main, tiles)) as cols:
                 packed.emit_packed(k, ops, tiles, scratch, (0, m_pack), (k_range, cols))
     m_tiled = m_pack
-    if ops.b_t:
-        _panels(k, ops, tiles, (0, m_pack), (n_main, n))
-    else:
-        _right_edge(k, ops, (tiles, scratch), (0, m_pack), (n_main, n))
+    _right_edge(k, ops, (tiles, scratch), (0, m_pack), (n_main, n))
+    if not ops.b_t:
         # whole row tiles that packing left (M below its threshold) read B in place
         m_tiled = k.mul(k.div(m, tiles.mr), tiles.mr)
         m_direct = k.sub(m_tiled, m_pack)
@@ -194,8 +192,10 @@ def _right_edge(
 ) -> None:
     """C[rows, cols] for the columns right of the last whole sliver, tiled over all of
     K, threads splitting the row tiles: packed when N holds a sliver (scratch then has
-    room for them), else B read in place (a classifier's 10 columns). Panels, blocked
-    over K, had run a parallel loop per K block: 256 for W5's 64 x 16384 x 10."""
+    room for them), else B read in place (a classifier's 10 columns), or for a B stored
+    [N, K] by dot products. Panels, blocked over K, had run a parallel loop per K block:
+    256 for W5's 64 x 16384 x 10. A transposed B's dot products had read a transposed
+    A a column at a time: a third of the time of A^T @ B^T at 1024^3."""
     tiles, scratch = plan
     if _known_empty(*rows) or _known_empty(*cols):
         return
@@ -204,7 +204,10 @@ def _right_edge(
         packed.emit_edge(k, ops, tiles, scratch, rows, cols)
 
     def narrow() -> None:
-        packed.edge_rows(k, ops, tiles, (rows, cols), parallel=True)
+        if ops.b_t:
+            _dot_panels(k, ops, rows, cols)
+        else:
+            packed.edge_rows(k, ops, tiles, (rows, cols), parallel=True)
 
     # a whole sliver left of the edge, or none; nothing at all for no rows
     k.if_positive(k.sub(rows[1], rows[0]), lambda: k.if_positive(cols[0], edge, narrow))

@@ -367,18 +367,44 @@ def emit_edge(
     k: Kernel, ops: mk.Operands, tiles: MatmulTiles, scratch: Buf, rows: Range, cols: Range
 ) -> None:
     """C[rows, cols] = A[rows, :] @ B[:, cols] for the columns right of the last whole
-    sliver (fewer than nr vectors; B not transposed, N at least a sliver wide).
+    sliver (fewer than nr vectors; N at least a sliver wide).
 
     They are copied, all K rows, into scratch rows a sliver wide (zero-padded), read in
-    place their rows would be N apart: at N = 1024 all in a few cache sets. Threads then
+    place their rows would be N apart: at N = 1024 all in a few cache sets. A B stored
+    [N, K] is gathered from its last rows, without the padding: the lanes past the last
+    column are computed and never stored. Threads then
     split the row tiles; each whole vector, then the masked rest, keeps mr accumulators
     over all of K. One parallel loop, not panels blocked over K: those took a fifth of a
     256 x 1024 x 1024 product's time at two threads for its last 16 columns, most of it
     waiting at barriers. `rows` must be a multiple of mr long.
     """
-    lo, hi = cols
+    lo = cols[0]
     width = tiles.nr * tiles.lanes
     base = _edge_base(k, ops, tiles)
+    _pack_edge(k, ops, tiles, (scratch, base), cols)
+    edge = dataclasses.replace(ops, b=scratch, b_t=False)
+
+    def b_rows(j: DimV) -> tuple[DimV, DimV]:
+        return k.add(base, k.sub(j, lo)), width
+
+    with k.loop(rows[1], lb=rows[0], step=tiles.mr, parallel=True) as i0:
+        edge_columns(k, edge, tiles, (i0, tiles.mr), cols, b_rows)
+
+
+def _pack_edge(
+    k: Kernel, ops: mk.Operands, tiles: MatmulTiles, into: tuple[Buf, DimV], cols: Range
+) -> None:
+    """B[:, cols] into scratch rows a sliver wide from `into` = (scratch, offset), one per
+    K row, threads splitting them."""
+    (scratch, base), (lo, hi) = into, cols
+    width = tiles.nr * tiles.lanes
+    if ops.b_t:  # column j of B is row j of what is stored; lanes past hi unused
+        with k.loop(ops.kdim, parallel=True, trips=tiles.packed_kc) as kk:
+            dst = k.add(base, k.mul(kk, width))
+            with k.loop(k.sub(hi, lo)) as c:
+                value = k.load_flat(ops.b, k.add(k.mul(k.add(lo, c), ops.kdim), kk))
+                k.store_flat(scratch, k.add(dst, c), value)
+        return
     zero = mk.splat(k, const(k.b, 0.0, ops.vt.element_type), ops.vt)
     # the lanes of B's row that each vector of the scratch row takes (0 to all)
     counts = [k.max(k.sub(k.sub(hi, lo), v * tiles.lanes), 0) for v in range(tiles.nr)]
@@ -388,10 +414,3 @@ def emit_edge(
         for v, lanes in enumerate(masks):
             value = mk.vload_masked(k, ops.b, k.add(src, v * tiles.lanes), lanes, zero)
             mk.vstore(k, scratch, k.add(dst, v * tiles.lanes), value)
-    edge = dataclasses.replace(ops, b=scratch, b_t=False)
-
-    def b_rows(j: DimV) -> tuple[DimV, DimV]:
-        return k.add(base, k.sub(j, lo)), width
-
-    with k.loop(rows[1], lb=rows[0], step=tiles.mr, parallel=True) as i0:
-        edge_columns(k, edge, tiles, (i0, tiles.mr), cols, b_rows)

@@ -1,7 +1,7 @@
 // RUN: not aotk-opt %s -p convert-aotk-std-to-llvm 2>&1 | filecheck %s
 
 // Only the reduction kinds aotk emits are lowered; another is refused at its place.
-// CHECK: convert-aotk-std-to-llvm: {{.*}}unsupported_reduction.mlir:[[# @LINE + 3]]:3: vector.reduction supports maxnumf without an accumulator, got add
+// CHECK: convert-aotk-std-to-llvm: {{.*}}unsupported_reduction.mlir:[[# @LINE + 3]]:3: vector.reduction supports maxnumf, minnumf without an accumulator, got add
 // CHECK-NOT: Traceback
 func.func @sum(%v: vector<8xf32>) -> f32 {
   %s = vector.reduction <add>, %v : vector<8xf32> into f32

@@ -32,6 +32,17 @@ func.func @row_peak(%v: vector<8xf32>) -> f32 {
 
 // -----
 
+// vector.reduction <minnumf> becomes LLVM's horizontal fmin (argmin's row minimum).
+// CHECK-LABEL: llvm.func @row_floor(
+// CHECK-NEXT:    %[[M:.*]] = llvm.call_intrinsic "llvm.vector.reduce.fmin.v4f64"(%v) : (vector<4xf64>) -> f64
+// CHECK-NEXT:    llvm.return %[[M]] : f64
+func.func @row_floor(%v: vector<4xf64>) -> f64 {
+  %m = vector.reduction <minnumf>, %v : vector<4xf64> into f64
+  func.return %m : f64
+}
+
+// -----
+
 // vector.create_mask %n becomes LLVM's active lane mask from 0: lane i is on when i < n
 // (a matmul's last columns, fewer than a vector).
 // CHECK-LABEL: llvm.func @edge_mask(

@@ -7,7 +7,9 @@
 // are loaded as rows, transposed in registers by three rounds of shuffles (blocks of 4,
 // then 2, then 1 trade places) and stored as 8 rows of the sliver, threads splitting
 // the columns; the K left over is moved element by element. The register tiles then
-// run on the packed block as for an untransposed B. The rows left over are dot products
+// run on the packed block as for an untransposed B. The last columns (fewer than a
+// sliver) are gathered from B's last rows into scratch rows a sliver wide, and tiled
+// over all of K like an untransposed B's. The rows left over are dot products
 // of rows of A and B, four columns at a time, their multiply-adds free to contract and
 // their sums to reassociate (LLVM vectorizes them).
 // TB-LABEL: func.func @aotk_uk_matmul_float32_packed_tb(
