@@ -27,6 +27,7 @@ from aotk import timing
 
 BUILT = 0  # micro-kernels helpers have reported building for this process
 REPORT = "built "  # the helper's line for each micro-kernel it compiled
+REPORT_GRACE_SECONDS = 0.5  # the helper has only cache reads left: it ends in a blink
 _running = threading.Semaphore(1)  # one helper at a time: two cores are the common case
 _CHILD = (
     "import sys\n"
@@ -82,9 +83,11 @@ def _stop(helper: subprocess.Popen[str]) -> int:
     lock of any it was building, and the caller would have waited for it). Returns how
     many it built."""
     global BUILT
-    if helper.poll() is None:
+    try:  # a kernel it has just written is reported after the write: let it say so
+        out, _ = helper.communicate(timeout=REPORT_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
         helper.terminate()
-    out, _ = helper.communicate()
+        out, _ = helper.communicate()
     built = sum(line.startswith(REPORT) for line in out.splitlines())
     BUILT += built
     return built
