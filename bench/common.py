@@ -241,12 +241,14 @@ def _ratio(num: Timing | None, den: Timing | None) -> str:
 
 def run(modules: Sequence[str], one_thread: bool = True) -> None:
     """Time every case of `modules` and print the table."""
+    every = [case for module in modules for case in _load(module)(True)]
+    # aotk first, NumPy after (as in bench_workloads): OpenBLAS's threads spin on for a
+    # tenth of a second after each call, taking the second core from what runs next
+    aotk_times = [measure(c.aotk, c.repeat) if c.aotk is not None else None for c in every]
     rows: list[tuple[Case, Timing | None, Timing]] = []
-    for module in modules:
-        for case in _load(module)(True):
-            case.verify()
-            aotk = measure(case.aotk, case.repeat) if case.aotk is not None else None
-            rows.append((case, aotk, measure(case.numpy, case.repeat)))
+    for case, aotk in zip(every, aotk_times, strict=True):
+        case.verify()
+        rows.append((case, aotk, measure(case.numpy, case.repeat)))
     single = numpy_one_thread(modules) if one_thread else {}
     print(thread_note())
     print(
