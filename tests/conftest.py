@@ -134,6 +134,26 @@ def assert_close(
     )
 
 
+MATMUL_RTOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-13}
+
+
+def assert_product_close(got: np.ndarray, a: np.ndarray, b: np.ndarray, label: str) -> None:
+    """`got` is a @ b (np.matmul's batching): a's dtype, the product's shape, integers
+    exact, and each float element within MATMUL_RTOL of |a| @ |b| (the size of the terms
+    it sums) of the float64 product."""
+    if a.dtype.kind != "f":
+        want = np.matmul(a, b).astype(a.dtype)
+        assert got.dtype == a.dtype and got.shape == want.shape, label
+        np.testing.assert_array_equal(got, want, err_msg=label)
+        return
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = a64 @ b64
+    assert got.dtype == a.dtype and got.shape == want.shape, label
+    bound = MATMUL_RTOL[a.dtype.name] * (np.abs(a64) @ np.abs(b64) + 1e-30)
+    bad = np.argwhere(np.abs(got.astype(np.float64) - want) > bound)
+    assert bad.size == 0, f"{label}: {len(bad)} elements off, first at {bad[0]}"
+
+
 def random_array(
     rng: np.random.Generator, shape: Sequence[int], dtype: str, domain: str = "any"
 ) -> np.ndarray:

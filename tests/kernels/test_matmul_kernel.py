@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import emit, placeholder
+from conftest import MATMUL_RTOL, assert_product_close, emit, placeholder
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
@@ -45,8 +45,6 @@ from aotk.kernels.kernel import Buf, Kernel
 from aotk.kernels.matmul_microkernel import Operands
 from aotk.lowering import pipeline
 
-RTOL = {"float32": 1e-5, "float64": 1e-13, "float16": 2e-3}
-
 SHAPES = [
     (1, 1, 1),
     (2, 3, 5),
@@ -60,25 +58,6 @@ SHAPES = [
     (13, 7, 1031),
     (11, 300, 40),
 ]
-
-
-def _oracle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype.kind == "f":
-        return (a.astype(np.float64) @ b.astype(np.float64)).astype(a.dtype)
-    return np.matmul(a, b).astype(a.dtype)
-
-
-def _check(got: np.ndarray, a: np.ndarray, b: np.ndarray, label: str) -> None:
-    want = _oracle(a, b)
-    assert got.dtype == want.dtype and got.shape == want.shape, label
-    if a.dtype.kind != "f":
-        np.testing.assert_array_equal(got, want, err_msg=label)
-        return
-    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
-    err = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    tol = RTOL[a.dtype.name] * (scale + 1e-30)
-    bad = np.argwhere(err > tol)
-    assert bad.size == 0, f"{label}: {len(bad)} elements off, first at {bad[0]}"
 
 
 def _inputs(rng: np.random.Generator, m: Sequence[int], kn: tuple[int, int], dtype: str):
@@ -105,7 +84,7 @@ def test_static_shapes(rng: np.random.Generator, shape: tuple[int, int, int], dt
     m, k, n = shape
     a, b = _inputs(rng, (m,), (k, n), dtype)
     f = _compile((m, k), (k, n), dtype)
-    _check(f([a, b])[0], a, b, f"{dtype} {shape}")
+    assert_product_close(f([a, b])[0], a, b, f"{dtype} {shape}")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
@@ -114,7 +93,7 @@ def test_dynamic_m_one_kernel_serves_every_batch(rng: np.random.Generator, dtype
     f = _compile((None, k), (k, n), dtype)
     for m in (1, 2, 3, 4, 5, 6, 7, 8, 9, 31, 64):
         a, b = _inputs(rng, (m,), (k, n), dtype)
-        _check(f([a, b])[0], a, b, f"{dtype} M={m}")
+        assert_product_close(f([a, b])[0], a, b, f"{dtype} M={m}")
 
 
 def test_all_dims_dynamic(rng: np.random.Generator) -> None:
@@ -129,26 +108,26 @@ def test_all_dims_dynamic(rng: np.random.Generator) -> None:
         (1, 4, 0),
     ]:
         a, b = _inputs(rng, (m,), (k, n), "float32")
-        _check(f([a, b])[0], a, b, f"dynamic {m}x{k}x{n}")
+        assert_product_close(f([a, b])[0], a, b, f"dynamic {m}x{k}x{n}")
 
 
 def test_batched_lhs_and_vector_lhs(rng: np.random.Generator) -> None:
     a, b = _inputs(rng, (2, 3), (19, 11), "float32")
-    _check(_compile((2, 3, 19), (19, 11), "float32")([a, b])[0], a, b, "rank 3")
+    assert_product_close(_compile((2, 3, 19), (19, 11), "float32")([a, b])[0], a, b, "rank 3")
     v, b = _inputs(rng, (), (40, 17), "float32")
-    _check(_compile((40,), (40, 17), "float32")([v, b])[0], v, b, "vector")
+    assert_product_close(_compile((40,), (40, 17), "float32")([v, b])[0], v, b, "vector")
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8"])
 def test_integers_exact(rng: np.random.Generator, dtype: str) -> None:
     a, b = _inputs(rng, (7,), (13, 29), dtype)
-    _check(_compile((7, 13), (13, 29), dtype)([a, b])[0], a, b, dtype)
+    assert_product_close(_compile((7, 13), (13, 29), dtype)([a, b])[0], a, b, dtype)
 
 
 def test_float16(rng: np.random.Generator) -> None:
     a = rng.uniform(-1, 1, (5, 6)).astype("float16")
     b = rng.uniform(-1, 1, (6, 9)).astype("float16")
-    _check(_compile((5, 6), (6, 9), "float16")([a, b])[0], a, b, "float16")
+    assert_product_close(_compile((5, 6), (6, 9), "float16")([a, b])[0], a, b, "float16")
 
 
 @pytest.mark.parametrize("dtype, scalar", [("float32", "float"), ("float64", "double")])
@@ -173,7 +152,7 @@ def test_mlp_sizes(rng: np.random.Generator, shape: tuple[int, int, int]) -> Non
     m, k, n = shape
     a, b = _inputs(rng, (m,), (k, n), "float32")
     f = _compile((None, k), (k, n), "float32")
-    _check(f([a, b])[0], a, b, f"{shape}")
+    assert_product_close(f([a, b])[0], a, b, f"{shape}")
 
 
 # These tests call the loop emitter (the micro-kernels' body) directly on a hand-built
@@ -262,8 +241,8 @@ PACKED_SHAPES = [
 def test_packed_path(rng: np.random.Generator, shape: tuple[int, int, int], dtype: str) -> None:
     m, k, n = shape
     a, b = _inputs(rng, (m,), (k, n), dtype)
-    _check(_run_packed(a, b, (m, n, k)), a, b, f"packed static {shape}")
-    _check(_run_packed(a, b, (None, None, None)), a, b, f"packed dynamic {shape}")
+    assert_product_close(_run_packed(a, b, (m, n, k)), a, b, f"packed static {shape}")
+    assert_product_close(_run_packed(a, b, (None, None, None)), a, b, f"packed dynamic {shape}")
 
 
 # (M, K, N): M up to 2N takes the whole-K path on two threads; 300 x 40 x 100 does not
@@ -294,7 +273,7 @@ def test_whole_k_path(
         compiled["mm"](*args, m, n, kd)
     finally:
         aotk.set_num_threads(before)
-    _check(c, a, b, f"{shape} on {threads} threads")
+    assert_product_close(c, a, b, f"{shape} on {threads} threads")
     tiles = heuristics.matmul_tiles(4, m, n, kd)
     width = tiles.nr * tiles.lanes
     sliver_1 = scratch[kd * width : (kd + 1) * width]  # row 0 of the second sliver, packed whole
@@ -311,7 +290,7 @@ def test_whole_k_path(
 @pytest.mark.slow
 def test_packed_path_mlp_size(rng: np.random.Generator) -> None:
     a, b = _inputs(rng, (256,), (784, 1024), "float32")
-    _check(_run_packed(a, b, (None, 1024, 784)), a, b, "packed 256x784x1024")
+    assert_product_close(_run_packed(a, b, (None, 1024, 784)), a, b, "packed 256x784x1024")
 
 
 def test_matrix_vector_products_give_the_same_values_on_any_pool_width(
@@ -329,8 +308,8 @@ def test_matrix_vector_products_give_the_same_values_on_any_pool_width(
     finally:
         native_runtime.set_threads(saved)
     for one, two in results:
-        _check(one, a[:1], b, "one row")
-        _check(two, a, b, "two rows")
+        assert_product_close(one, a[:1], b, "one row")
+        assert_product_close(two, a, b, "two rows")
         np.testing.assert_array_equal(one, results[0][0])
 
 
@@ -367,7 +346,7 @@ def test_narrow_column_edges_touch_only_their_columns(rng: np.random.Generator, 
             c_at = around.ctypes.data + pad * around.itemsize
             compiled["mm"](a.ctypes.data, b.ctypes.data, c_at, scratch.ctypes.data, m, n, 23)
             assert np.isnan(around[:pad]).all() and np.isnan(around[-pad:]).all(), (m, n)
-            _check(around[pad:-pad].reshape(m, n), a, b, f"{dtype} {m}x23x{n}")
+            assert_product_close(around[pad:-pad].reshape(m, n), a, b, f"{dtype} {m}x23x{n}")
 
 
 @functools.cache
@@ -424,7 +403,7 @@ def test_prepacked_matmul(rng: np.random.Generator, dtype: str, b_t: bool, adden
         if addend:
             _check_sum(got, a, b, x, label)
         else:
-            _check(got, a, b, label)
+            assert_product_close(got, a, b, label)
 
 
 def _check_sum(got: np.ndarray, a: np.ndarray, b: np.ndarray, x: np.ndarray, label: str) -> None:
@@ -432,7 +411,7 @@ def _check_sum(got: np.ndarray, a: np.ndarray, b: np.ndarray, x: np.ndarray, lab
     a64, b64, x64 = a.astype(np.float64), b.astype(np.float64), x.astype(np.float64)
     scale = np.abs(a64) @ np.abs(b64) + np.abs(x64)
     err = np.abs(got.astype(np.float64) - (x64 + a64 @ b64))
-    bad = np.argwhere(err > RTOL[a.dtype.name] * (scale + 1e-30))
+    bad = np.argwhere(err > MATMUL_RTOL[a.dtype.name] * (scale + 1e-30))
     assert bad.size == 0, f"{label}: {len(bad)} elements off, first at {bad[0]}"
 
 

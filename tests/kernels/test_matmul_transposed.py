@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import emit, placeholder
+from conftest import assert_product_close, emit, placeholder
 
 from aotk.dialect.linalg import MatMulOp
 from aotk.function import Function
 
-RTOL = {"float32": 1e-5, "float64": 1e-13}
 FLAGS = [(True, False), (False, True), (True, True)]
 SHAPES = [
     (1, 1, 1),
@@ -44,21 +43,13 @@ def _compile(shapes, dtype: str, flags: tuple[bool, bool]) -> Function:
     return Function([x, w], [emit(MatMulOp, x, w, **{k: v for k, v in attrs.items() if v})])
 
 
-def _check(got: np.ndarray, a: np.ndarray, b: np.ndarray, label: str) -> None:
-    want = a.astype(np.float64) @ b.astype(np.float64)
-    assert got.dtype == a.dtype and got.shape == want.shape, label
-    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
-    bad = np.argwhere(np.abs(got - want) > RTOL[a.dtype.name] * (scale + 1e-30))
-    assert bad.size == 0, f"{label}: {len(bad)} elements off, first at {bad[0]}"
-
-
 @pytest.mark.parametrize("flags", FLAGS, ids=["ta", "tb", "ta_tb"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_static(rng: np.random.Generator, shape, dtype: str, flags) -> None:
     a, b, stored = _operands(rng, *shape, flags, dtype)
     f = _compile([x.shape for x in stored], dtype, flags)
-    _check(f(list(stored))[0], a, b, f"{dtype} {shape} {flags}")
+    assert_product_close(f(list(stored))[0], a, b, f"{dtype} {shape} {flags}")
 
 
 @pytest.mark.parametrize("flags", FLAGS, ids=["ta", "tb", "ta_tb"])
@@ -66,7 +57,7 @@ def test_dynamic_dims_one_kernel(rng: np.random.Generator, flags) -> None:
     f = _compile([(None, None), (None, None)], "float32", flags)
     for m, k, n in [(1, 5, 3), (6, 7, 16), (11, 40, 17), (64, 33, 64), (97, 130, 1030), (0, 3, 4)]:
         a, b, stored = _operands(rng, m, k, n, flags, "float32")
-        _check(f(list(stored))[0], a, b, f"dynamic {m}x{k}x{n} {flags}")
+        assert_product_close(f(list(stored))[0], a, b, f"dynamic {m}x{k}x{n} {flags}")
 
 
 def test_rank_and_contracted_dim_are_checked() -> None:
