@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import Case, run
+from bench.common import Case, compiled_side, run
 
 B, H, C = 64, 32, 32
 IMAGES = (B, H, H, C)
@@ -84,20 +84,6 @@ def _depthwise_kernel_grad(x: np.ndarray, g: np.ndarray) -> np.ndarray:
     return np.stack(taps).reshape(3, 3, -1, 1)
 
 
-def _compiled(
-    with_aotk: bool, build: Callable[..., Any], shapes: list[tuple[int, ...]], args: list[Any]
-) -> Callable[[], object] | None:
-    """aotk's side, `build` compiled on placeholders of `shapes` and called on `args`;
-    None without aotk (the one-thread subprocess times NumPy's sides alone)."""
-    if not with_aotk:
-        return None
-    from aotk import backend as K
-
-    inputs = [K.placeholder(s) for s in shapes]
-    f = K.function(inputs, [build(*inputs)])
-    return lambda: f(args)[0]
-
-
 def _pool_grad_case(
     with_aotk: bool, name: str, pool: dict[str, Any], reference: Callable[..., Any]
 ) -> Case:
@@ -111,7 +97,7 @@ def _pool_grad_case(
 
         return K.gradients(K.sum(K.pool2d(xp, **pool) * gp), [xp])[0]
 
-    aotk = _compiled(with_aotk, grad, [IMAGES, pooled], [x, g])
+    aotk = compiled_side(with_aotk, grad, [x, g])
     return Case(name, lambda: reference(x, g), aotk, nbytes=2 * x.nbytes)
 
 
@@ -124,7 +110,7 @@ def _dropout_case(with_aotk: bool) -> Case:
 
         return K.dropout(xp, 0.5)
 
-    aotk = _compiled(with_aotk, dropout, [IMAGES], [x])
+    aotk = compiled_side(with_aotk, dropout, [x])
 
     def numpy() -> np.ndarray:
         return np.where(rng.random(IMAGES, np.float32) >= 0.5, x * 2.0, 0.0).astype(np.float32)
@@ -151,7 +137,7 @@ def _transposed_conv_case(with_aotk: bool) -> Case:
 
         return K.conv2d_transpose(xp, wp, IMAGES, strides=(2, 2), padding="same")
 
-    aotk = _compiled(with_aotk, build, [small, (3, 3, C, C)], [x, w])
+    aotk = compiled_side(with_aotk, build, [x, w])
     name, flops = "conv2d_transpose 3x3/2 16->32", 2.0 * x.size * C * 9
     return Case(name, lambda: _transposed_conv(x, w), aotk, flops=flops)
 
@@ -172,8 +158,8 @@ def _depthwise_cases(with_aotk: bool) -> list[Case]:
 
         return K.gradients(K.sum(forward(xp, wp) * gp), [wp])[0]
 
-    conv = _compiled(with_aotk, forward, [IMAGES, w.shape], [x, w])
-    backward = _compiled(with_aotk, kernel_grad, [IMAGES, w.shape, IMAGES], [x, w, g])
+    conv = compiled_side(with_aotk, forward, [x, w])
+    backward = compiled_side(with_aotk, kernel_grad, [x, w, g])
     return [
         Case("depthwise 3x3 same", lambda: _depthwise(x, w), conv),
         Case("depthwise 3x3 kernel gradient", lambda: _depthwise_kernel_grad(x, g), backward),

@@ -9,32 +9,13 @@ transposed views, the way a NumPy user writes it. Run alone with
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from bench.common import Case, check_same, run
+from bench.common import Case, check_same, compiled_side, run
 
 HEADS, POSITIONS, FEATURES = 64, 128, 64
-
-
-def _compiled(
-    with_aotk: bool, build: Callable[..., Any], args: list[np.ndarray]
-) -> Callable[[], object] | None:
-    """aotk's side: `build` on placeholders shaped like `args`, called on them; None
-    without aotk (the one-thread subprocess times NumPy's sides alone)."""
-    if not with_aotk:
-        return None
-    from aotk import backend as K
-
-    inputs = [K.placeholder(a.shape) for a in args]
-    outs = build(*inputs)
-    if isinstance(outs, list):
-        f = K.function(inputs, outs)
-        return lambda: f(args)
-    one = K.function(inputs, [outs])
-    return lambda: one(args)[0]
 
 
 def _swap(x: np.ndarray) -> np.ndarray:
@@ -69,9 +50,9 @@ def _product_cases(with_aotk: bool, name: str, shapes: tuple[Any, Any], axes: An
         for got, want in zip(backward(), numpy_gradients(), strict=True):  # type: ignore[arg-type]
             check_same(f"{name} gradients", got, want)
 
-    backward = _compiled(with_aotk, gradients, [x, y, g])
+    backward = compiled_side(with_aotk, gradients, [x, y, g])
     return [
-        Case(name, lambda: xe @ ye, _compiled(with_aotk, forward, [x, y]), flops=flops),
+        Case(name, lambda: xe @ ye, compiled_side(with_aotk, forward, [x, y]), flops=flops),
         Case(
             f"{name} gradients", numpy_gradients, backward, flops=2 * flops, check=check_gradients
         ),

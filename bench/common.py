@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +61,25 @@ class Timing:
     @property
     def iqr(self) -> float:
         return self.q3 - self.q1
+
+
+def compiled_side(
+    with_aotk: bool, build: Callable[..., Any], args: Sequence[Any]
+) -> Callable[[], object] | None:
+    """A case's aotk side: `build` on placeholders shaped like `args`, compiled and called
+    on them (its one output, or the list of several); None without aotk (the one-thread
+    subprocess times NumPy's sides alone)."""
+    if not with_aotk:
+        return None
+    from aotk import backend as K
+
+    inputs = [K.placeholder(np.shape(a)) for a in args]
+    outs = build(*inputs)
+    if isinstance(outs, list):
+        several = K.function(inputs, outs)
+        return lambda: several(list(args))
+    one = K.function(inputs, [outs])
+    return lambda: one(list(args))[0]
 
 
 def measure(fn: Callable[[], object], repeat: int = 30, warmup: int = 3) -> Timing:

@@ -26,7 +26,7 @@ from aotk.kernels import heuristics
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.matmul_microkernel import lane_mask, splat, vload_lanes, vstore_lanes
 from aotk.kernels.row_reductions import row_extremum
-from aotk.kernels.scalar import insert
+from aotk.kernels.scalar import insert, select
 
 # vectors of the inner axis one walk down the reduced axis carries: two are a cache line
 # of float32, and two chains of compares in flight
@@ -135,18 +135,14 @@ def _better(
     best, index = held
     beats = _cmp(k, v, best, "ugt" if kind == "max" else "ult")
     settled = _cmp(k, best, best, "uno")
-    taken = (_select(k, beats, v, best), _select(k, beats, here, index))
-    return _select(k, settled, best, taken[0]), _select(k, settled, index, taken[1])
+    taken = (select(k.b, beats, v, best), select(k.b, beats, here, index))
+    return select(k.b, settled, best, taken[0]), select(k.b, settled, index, taken[1])
 
 
 def _cmp(k: Kernel, a: SSAValue, b: SSAValue, predicate: str) -> SSAValue:
     return insert(k.b, arith.CmpfOp(a, b, predicate))
 
 
-def _select(k: Kernel, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
-    return insert(k.b, arith.SelectOp(cond, a, b))
-
-
 def _first(k: Kernel, first: SSAValue, hit: SSAValue, i: SSAValue, none: SSAValue) -> SSAValue:
     """The smaller of `first` and i where `hit` (an index loop LLVM vectorizes)."""
-    return insert(k.b, arith.MinUIOp(first, _select(k, hit, i, none)))
+    return insert(k.b, arith.MinUIOp(first, select(k.b, hit, i, none)))

@@ -4,7 +4,7 @@ Softmax is three passes over a row that stays in L1: its maximum; exp(x - max) s
 summed; a scale by 1 / sum. Logsumexp is two: the maximum, then the sum of exp(x - shift),
 whose log plus the shift is the result (the shift is the maximum when it is finite, else
 0, so rows of -inf give -inf and a +inf or NaN propagates). The maximum is read in
-vectors here (`_row_max`); the other loops are plain loops LLVM vectorizes: the sum is a
+vectors here (`row_extremum`); the other loops are plain loops LLVM vectorizes: the sum is a
 reduction it may reassociate, the exponentials are `vecmath`'s polynomials; softmax's is
 `exp_nonpositive`, a quarter cheaper, as x - max <= 0.
 
@@ -41,7 +41,7 @@ def emit_softmax(k: Kernel, out: Buf, x: Buf) -> None:
     ct = compute_type(x.elem)
     with k.loop(k.product(x.dims[:-1]), parallel=True) as row:  # all rows, one loop
         start = k.mul(row, width)
-        peak = _row_max(k, x, start, width)
+        peak = row_extremum(k, x, (start, width), "max")  # NaNs reach every output anyway
 
         def exp_and_sum(acc: SSAValue, i: SSAValue) -> SSAValue:
             shifted = insert(k.b, arith.SubfOp(k.load_flat(x, k.add(start, i)), peak))
@@ -62,7 +62,7 @@ def emit_logsumexp(k: Kernel, out: Buf, x: Buf) -> None:
     ct = compute_type(x.elem)
     with k.loop(k.product(x.dims[:-1]), parallel=True) as row:
         start = k.mul(row, width)
-        peak = _row_max(k, x, start, width)
+        peak = row_extremum(k, x, (start, width), "max")  # NaNs reach every output anyway
         magnitude = insert(k.b, math.AbsFOp(peak))
         finite = insert(k.b, arith.CmpfOp(magnitude, const(k.b, float("inf"), ct), "olt"))
         shift = insert(k.b, arith.SelectOp(finite, peak, const(k.b, 0.0, ct)))
@@ -74,15 +74,6 @@ def emit_logsumexp(k: Kernel, out: Buf, x: Buf) -> None:
         total = _fold(k, width, const(k.b, 0.0, ct), exp_sum)
         result = insert(k.b, arith.AddfOp(tr.emit("log", k.b, total), shift))
         k.store_flat(out, row, result)
-
-
-def _row_max(k: Kernel, x: Buf, start: DimV, width: DimV) -> SSAValue:
-    """The maximum of x[start:start + width] without its NaNs (-inf for an empty row).
-
-    The NaNs need not reach it: a NaN element's exp is NaN, so is the sum, and with it
-    every output of the row, as in NumPy's.
-    """
-    return row_extremum(k, x, (start, width), "max")
 
 
 def row_extremum(k: Kernel, x: Buf, row: tuple[DimV, DimV], kind: str) -> SSAValue:
