@@ -34,6 +34,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
 from aotk.kernels import heuristics, library, matmul_scalar
+from aotk.kernels import matmul_edges as edges
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels import matmul_packed as packed
 from aotk.kernels import matmul_prepacked as prepacked
@@ -144,7 +145,7 @@ def _rows_of_tiles(
     if scratch is None:  # N narrower than a sliver (`scratch_elems`)
         m_tiled = 0 if ops.b_t else k.mul(k.div(m, tiles.mr), tiles.mr)
         if not _known_empty(0, m_tiled):
-            packed.edge_rows(k, ops, tiles, ((0, m_tiled), (0, n)), parallel=True)
+            edges.edge_rows(k, ops, tiles, ((0, m_tiled), (0, n)), parallel=True)
         _panels(k, ops, tiles, (m_tiled, m), (0, n))
         return
     m_pack = _packed_rows(k, ops, tiles)
@@ -181,9 +182,7 @@ def _blocked(
         m_tiled = k.mul(k.div(m, tiles.mr), tiles.mr)
         m_direct = k.sub(m_tiled, m_pack)
         if not _known_empty(0, m_direct):
-            k.if_positive(
-                m_direct, lambda: packed.emit_direct(k, ops, tiles, (0, m_direct), (0, n))
-            )
+            k.if_positive(m_direct, lambda: edges.emit_direct(k, ops, tiles, (0, m_direct), (0, n)))
     _panels(k, ops, tiles, (m_tiled, m), (0, n))
 
 
@@ -201,13 +200,13 @@ def _right_edge(
         return
 
     def edge() -> None:
-        packed.emit_edge(k, ops, tiles, scratch, rows, cols)
+        edges.emit_edge(k, ops, tiles, scratch, rows, cols)
 
     def narrow() -> None:
         if ops.b_t:
             _dot_panels(k, ops, rows, cols)
         else:
-            packed.edge_rows(k, ops, tiles, (rows, cols), parallel=True)
+            edges.edge_rows(k, ops, tiles, (rows, cols), parallel=True)
 
     # a whole sliver left of the edge, or none; nothing at all for no rows
     k.if_positive(k.sub(rows[1], rows[0]), lambda: k.if_positive(cols[0], edge, narrow))

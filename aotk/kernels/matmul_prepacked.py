@@ -25,6 +25,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
 from aotk.kernels import heuristics, library
+from aotk.kernels import matmul_edges as edges
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels import matmul_packed as packed
 from aotk.kernels.kernel import Buf, DimV, Kernel
@@ -266,7 +267,7 @@ def _column_tiles(
     cols: Range,
     b_at: tuple[DimV, bool],
 ) -> None:
-    """`matmul_packed.edge_columns` on the sliver at `base`, adding to C when
+    """`matmul_edges.edge_columns` on the sliver at `base`, adding to C when
     `accumulate`."""
     base, accumulate = b_at
     width = tiles.nr * tiles.lanes
@@ -274,7 +275,7 @@ def _column_tiles(
     def b_rows(j: DimV) -> tuple[DimV, DimV]:
         return k.add(base, k.sub(j, cols[0])), width
 
-    packed.edge_columns(k, ops, tiles, tile, cols, b_rows, accumulate)
+    edges.edge_columns(k, ops, tiles, tile, cols, b_rows, accumulate)
 
 
 for _elem in (Float32Type(), Float64Type()):
