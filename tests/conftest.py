@@ -7,6 +7,8 @@ and compares them with the tolerance of the output dtype.
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 import shutil
 import tempfile
@@ -238,3 +240,18 @@ def check_one_op(
     y = emit(op_cls, *xs, **attrs)
     f = run_both(xs, [y], [arrays])
     return f(list(arrays))
+
+
+def before_unreadable_page(values: np.ndarray) -> np.ndarray:
+    """A copy of `values` whose last byte is followed by a page that cannot be read: a
+    kernel that reads past the end faults instead of passing by chance."""
+    page = mmap.PAGESIZE
+    pages = -(-values.nbytes // page) + 1
+    region = mmap.mmap(-1, pages * page)
+    start = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.mprotect(ctypes.c_void_p(start + (pages - 1) * page), page, 0) == 0  # PROT_NONE
+    offset = (pages - 1) * page - values.nbytes
+    guarded = np.frombuffer(region, values.dtype, values.size, offset).reshape(values.shape)
+    guarded[...] = values
+    return guarded

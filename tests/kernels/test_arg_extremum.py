@@ -6,18 +6,32 @@ taken longer and shorter than a chunk, with and without a rest. Other axes walk 
 of two vectors of the inner axis, so inner sizes are taken as whole blocks, with a
 partial last block, and narrower than one vector. Values are few (ties everywhere),
 and NaN and infinities are placed where each pass could miss them: after the first
-maximum, in the rest, in every row, and as a whole row.
+maximum, in the rest, in every row, and as a whole row. The strided walk is also called
+alone, its input before an unreadable page and its output between sentinels, so that a
+partial block's lane masks are checked to the lane.
 """
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import numpy as np
 import pytest
-from conftest import emit, placeholder
+from conftest import before_unreadable_page, emit, placeholder
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, MemRefType, ModuleOp, f32, f64, i64
+from xdsl.ir import Block, Region
+from xdsl.rewriter import InsertPoint
 
 from aotk import interp
+from aotk.codegen import jit
 from aotk.dialect.along_axis import ArgMaxOp, ArgMinOp
 from aotk.function import Function
+from aotk.kernels import arg_extremum, heuristics, library
+from aotk.kernels.kernel import Buf, Kernel
+from aotk.lowering import pipeline
 
 OPS = {ArgMaxOp: np.argmax, ArgMinOp: np.argmin}
 # (shape, axis): rows of 77 (2 chunks of f32 and a rest of 13), 64, 31 and 1; inner
@@ -90,3 +104,43 @@ def test_hand_written_rows():
     argmax, argmin = f([rows])
     np.testing.assert_array_equal(argmax, [5, 38, 39, 0])
     np.testing.assert_array_equal(argmin, [0, 38, 39, 17])
+
+
+@functools.cache
+def _strided_kernel(dtype: str, kind: str) -> Any:
+    """walk(x, out, outer, n, inner): out[o, j] = arg`kind` of x[o, :, j], every dim dynamic."""
+    elem = {"float32": f32, "float64": f64}[dtype]
+    memrefs = [MemRefType(elem, [DYNAMIC_INDEX]), MemRefType(i64, [DYNAMIC_INDEX])]
+    body = Block(arg_types=[*memrefs, i64, i64, i64])
+    k = Kernel(Builder(InsertPoint.at_end(body)))
+    outer, n, inner = (k.b.insert(arith.IndexCastOp(v, IndexType())).result for v in body.args[2:])
+    x, out = Buf(body.args[0], (outer, n, inner), elem), Buf(body.args[1], (outer, inner), i64)
+    arg_extremum.emit_strided(k, out, x, (outer, n, inner), kind)
+    k.b.insert(func.ReturnOp())
+    module = ModuleOp([func.FuncOp("walk", (body.arg_types, ()), Region(body))])
+    library.declare_called(module)  # the runtime's aotk_parallel_width
+    pipeline.lower(module, "llvm", start_after="loops")
+    return jit.compile_module(module)  # its engine holds the code: keep it, not the function
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_partial_blocks_touch_only_their_lanes(rng, dtype, kind):
+    """A block of the inner axis narrower than WALK_VECTORS vectors reads and writes only
+    its own lanes: x's last element is followed by an unreadable page, and sentinels
+    around `out` stay put. A lane too many would read the next line's first element
+    (the page, after the last) and write the next output's first index (past `out`)."""
+    lanes = heuristics.VECTOR_BYTES // np.dtype(dtype).itemsize
+    width = arg_extremum.WALK_VECTORS * lanes
+    walk = _strided_kernel(dtype, kind)["walk"]
+    pick = OPS[ArgMaxOp if kind == "max" else ArgMinOp]
+    for inner in (1, lanes - 1, lanes, lanes + 1, width - 1, width + 3, 3 * width - 5):
+        for outer, n in ((1, 1), (3, 4), (2, 9)):
+            x = before_unreadable_page(_values(rng, (outer, n, inner), dtype, 1, 1))
+            pad = width
+            around = np.full(outer * inner + 2 * pad, -7, np.int64)
+            walk(x.ctypes.data, around.ctypes.data + pad * 8, outer, n, inner)
+            where = f"{dtype} {kind} {(outer, n, inner)}"
+            assert (around[:pad] == -7).all() and (around[-pad:] == -7).all(), where
+            got = around[pad:-pad].reshape(outer, inner)
+            np.testing.assert_array_equal(got, pick(x, axis=1), err_msg=where)

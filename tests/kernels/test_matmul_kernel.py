@@ -8,16 +8,20 @@ exactly as NumPy's do.
 
 from __future__ import annotations
 
-import ctypes
 import functools
-import mmap
 import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import MATMUL_RTOL, assert_product_close, emit, placeholder
+from conftest import (
+    MATMUL_RTOL,
+    assert_product_close,
+    before_unreadable_page,
+    emit,
+    placeholder,
+)
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
@@ -313,21 +317,6 @@ def test_matrix_vector_products_give_the_same_values_on_any_pool_width(
         np.testing.assert_array_equal(one, results[0][0])
 
 
-def _before_unreadable_page(values: np.ndarray) -> np.ndarray:
-    """A copy of `values` whose last byte is followed by a page that cannot be read: a
-    kernel that reads past the end faults instead of passing by chance."""
-    page = mmap.PAGESIZE
-    pages = -(-values.nbytes // page) + 1
-    region = mmap.mmap(-1, pages * page)
-    start = ctypes.addressof(ctypes.c_char.from_buffer(region))
-    libc = ctypes.CDLL(None, use_errno=True)
-    assert libc.mprotect(ctypes.c_void_p(start + (pages - 1) * page), page, 0) == 0  # PROT_NONE
-    offset = (pages - 1) * page - values.nbytes
-    guarded = np.frombuffer(region, values.dtype, values.size, offset).reshape(values.shape)
-    guarded[...] = values
-    return guarded
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_narrow_column_edges_touch_only_their_columns(rng: np.random.Generator, dtype: str) -> None:
     """The last N mod lanes columns are one masked vector: exact values, no write outside
@@ -339,7 +328,7 @@ def test_narrow_column_edges_touch_only_their_columns(rng: np.random.Generator, 
     for n in [*range(1, lanes + 2), 2 * lanes - 1, 3 * lanes + 5]:
         for m in (1, 2, 5, 16, 70):
             a, b = _inputs(rng, (m,), (23, n), dtype)
-            b = _before_unreadable_page(b)
+            b = before_unreadable_page(b)
             pad = 2 * lanes
             around = np.full(m * n + 2 * pad, np.nan, dtype)
             scratch = runtime.aligned_empty((_scratch_count(dtype, m, n, 23),), a.dtype)
@@ -387,7 +376,7 @@ def test_prepacked_matmul(rng: np.random.Generator, dtype: str, b_t: bool, adden
     for m, kd, n in shapes:
         a, b = _inputs(rng, (m,), (kd, n), dtype)
         x = rng.standard_normal((m, n)).astype(dtype)  # read only by the addend variant
-        stored = _before_unreadable_page(np.ascontiguousarray(b.T) if b_t else b)
+        stored = before_unreadable_page(np.ascontiguousarray(b.T) if b_t else b)
         count = -(-n // width) * width * kd
         scratch = runtime.aligned_empty((max(count, 1),), a.dtype)
         scratch[:] = np.nan
