@@ -3,9 +3,9 @@
 A K.function's matmul on a weight it does not update reads the weight from a copy packed
 once into slivers (`matmul_prepacked.pack`), kept by the caller from call to call and
 packed again only when the weight has changed (`aotk.weight_packs`). The op takes both
-the weight and that copy: the oracle, and products of fewer rows than a register tile
-on one thread, read the weight; the rest run `matmul_<dtype>_prepacked` on the copy,
-one register tile over all of K per item, with nothing packed per call.
+the weight and that copy: the oracle reads the weight, the code runs
+`matmul_<dtype>_prepacked` on the copy, one register tile over all of K per item, with
+nothing packed per call.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import Float32Type, Float64Type, TensorType
 from xdsl.ir import Attribute
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
@@ -22,7 +21,7 @@ from xdsl.traits import Pure
 from aotk.dialect.base import AotkOp, dtype_of, elem_of, fmt_shape, shape_of
 from aotk.dialect.linalg import infer_matmul, matmul_shape, mnk
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.kernels import library, matmul_kernel, matmul_prepacked
+from aotk.kernels import library, matmul_prepacked
 from aotk.kernels.kernel import Buf, Kernel
 
 
@@ -83,24 +82,11 @@ def _shape(arith_: Any, dims: Any) -> Any:
 
 
 def _lower(k: Kernel, out: Buf, a: Buf, w: Buf, packed: Buf) -> None:
+    # any M, any pool: a row or a few also run 3-57% faster on the packed copy on one
+    # thread (1 to 7 rows of 784 x 1024, 1024 x 1024, 512 x 512 and 128 x 4096, float32
+    # and float64): one stream of slivers, where in place K rows N apart are
     m, n, kdim = mnk(k, a, w, False, False)
-
-    def rows() -> None:
-        name = matmul_prepacked.matmul_name(a.elem)
-        library.call(k, name, [out, a, packed, m, n, kdim])
-
-    def few() -> None:  # the weight read in place
-        matmul_kernel.emit(k, out, a, w, m=m, n=n, kdim=kdim)
-
-    tile = matmul_prepacked.row_tile(a.elem)
-    if isinstance(m, int) and m >= tile:
-        rows()
-        return
-    # fewer rows than a register tile, on one thread: the weight in place is 4-9% faster
-    # (1 to 7 x 784 x 1024); on two, the packed copy 11-40%
-    small = k.b.insert(arith.CmpiOp(k.index(m), k.index(tile), "slt"))
-    alone = k.b.insert(arith.CmpiOp(library.parallel_width(k), k.index(1), "sle"))
-    k.if_else(k.b.insert(arith.AndIOp(small, alone)).result, few, rows)
+    library.call(k, matmul_prepacked.matmul_name(a.elem), [out, a, packed, m, n, kdim])
 
 
 register(
