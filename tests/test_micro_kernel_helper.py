@@ -19,20 +19,24 @@ def _cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
-# A dense layer whose weight is read packed: three micro-kernels (the plain matmul, the
-# prepacked one and the packer), built in a fresh cache by this process and a helper.
+# A dense layer whose weight is read packed (the prepacked matmul and the packer), and a
+# product by a narrow transposed weight (the plain transposed matmul): three micro-kernels,
+# built in a fresh cache by this process and a helper.
 _FIRST_COMPILE = textwrap.dedent(
     """
     import json
     import numpy as np
     from aotk import backend as K, micro_kernel_helper, micro_kernels
     w = np.linspace(-1, 1, 40 * 48, dtype=np.float32).reshape(40, 48)
+    v = np.linspace(-1, 1, 10 * 40, dtype=np.float32).reshape(10, 40)
     x = K.placeholder((None, 40))
-    f = K.function([x], [K.dot(x, K.variable(w))])
+    f = K.function([x], [K.dot(x, K.variable(w)), K.dot(x, K.transpose(K.variable(v)))])
     a = np.linspace(-2, 2, 9 * 40, dtype=np.float32).reshape(9, 40)
-    out = f([a])[0]
+    out, narrow = f([a])
+    exact = a.astype(np.float64)
+    error = max(np.abs(out - exact @ w).max(), np.abs(narrow - exact @ v.T).max())
     print(json.dumps({"here": micro_kernels.BUILT, "helper": micro_kernel_helper.BUILT,
-                      "error": float(np.abs(out - a.astype(np.float64) @ w).max())}))
+                      "linked": sorted(micro_kernels._linked), "error": float(error)}))
     """
 )
 
@@ -65,6 +69,7 @@ def test_a_first_compile_builds_each_kernel_once_between_the_two(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.splitlines()[-1])
+    assert len(report["linked"]) == 3, report["linked"]
     assert report["here"] + report["helper"] == 3  # none twice, none skipped
     assert report["error"] < 1e-4
 
