@@ -19,13 +19,19 @@ from typing import Any
 
 import numpy as np
 import pytest
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Region
 
 # tests/keras runs real Keras on aotk; Keras reads this when a test module imports it
 os.environ["KERAS_BACKEND"] = "aotk.backend"
 
-from aotk import interp
+from aotk import interp, micro_kernels
+from aotk.codegen import jit
 from aotk.dialect import trace
 from aotk.function import Function
+from aotk.kernels import library
+from aotk.lowering import pipeline
 
 FLOATS = ("float16", "float32", "float64")
 INTS = ("int8", "int16", "int32", "int64", "uint8")
@@ -255,3 +261,15 @@ def before_unreadable_page(values: np.ndarray) -> np.ndarray:
     guarded = np.frombuffer(region, values.dtype, values.size, offset).reshape(values.shape)
     guarded[...] = values
     return guarded
+
+
+def compile_kernel(name: str, body: Block) -> Any:
+    """JIT a hand-built loop-stage kernel: `body` (ending in func.return) as function
+    `name`, with the runtime and the micro-kernels it calls linked in. Keep what this
+    returns, not only its functions: its engine holds the code."""
+    module = ModuleOp([func.FuncOp(name, (body.arg_types, ()), Region(body))])
+    library.declare_called(module)  # the runtime's aotk_parallel_width, the micro-kernels
+    module.verify()
+    pipeline.lower(module, "llvm", start_after="loops")
+    micro_kernels.ensure_called_loaded([str(module).encode()])
+    return jit.compile_module(module)

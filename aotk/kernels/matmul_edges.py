@@ -17,9 +17,8 @@ from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels import matmul_packed as packed
 from aotk.kernels.heuristics import MatmulTiles
 from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.matmul_packed import Range
 from aotk.kernels.scalar import const
-
-Range = tuple[DimV, DimV]
 
 
 def emit_direct(k: Kernel, ops: mk.Operands, tiles: MatmulTiles, rows: Range, cols: Range) -> None:

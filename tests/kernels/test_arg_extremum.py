@@ -18,20 +18,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import before_unreadable_page, emit, placeholder
+from conftest import before_unreadable_page, compile_kernel, emit, placeholder
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, MemRefType, ModuleOp, f32, f64, i64
-from xdsl.ir import Block, Region
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, MemRefType, f32, f64, i64
+from xdsl.ir import Block
 from xdsl.rewriter import InsertPoint
 
 from aotk import interp
-from aotk.codegen import jit
 from aotk.dialect.along_axis import ArgMaxOp, ArgMinOp
 from aotk.function import Function
-from aotk.kernels import arg_extremum, heuristics, library
+from aotk.kernels import arg_extremum, heuristics
 from aotk.kernels.kernel import Buf, Kernel
-from aotk.lowering import pipeline
 
 OPS = {ArgMaxOp: np.argmax, ArgMinOp: np.argmin}
 # (shape, axis): rows of 77 (2 chunks of f32 and a rest of 13), 64, 31 and 1; inner
@@ -117,10 +115,7 @@ def _strided_kernel(dtype: str, kind: str) -> Any:
     x, out = Buf(body.args[0], (outer, n, inner), elem), Buf(body.args[1], (outer, inner), i64)
     arg_extremum.emit_strided(k, out, x, (outer, n, inner), kind)
     k.b.insert(func.ReturnOp())
-    module = ModuleOp([func.FuncOp("walk", (body.arg_types, ()), Region(body))])
-    library.declare_called(module)  # the runtime's aotk_parallel_width
-    pipeline.lower(module, "llvm", start_after="loops")
-    return jit.compile_module(module)  # its engine holds the code: keep it, not the function
+    return compile_kernel("walk", body)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -19,6 +19,7 @@ from conftest import (
     MATMUL_RTOL,
     assert_product_close,
     before_unreadable_page,
+    compile_kernel,
     emit,
     placeholder,
 )
@@ -28,18 +29,17 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     IndexType,
     MemRefType,
-    ModuleOp,
     VectorType,
     f32,
     f64,
     i64,
 )
-from xdsl.ir import Block, Region
+from xdsl.ir import Block
 from xdsl.rewriter import InsertPoint
 
 import aotk
 from aotk import micro_kernels, runtime
-from aotk.codegen import jit, native_runtime
+from aotk.codegen import native_runtime
 from aotk.dialect.linalg import MatMulOp
 from aotk.function import Function
 from aotk.kernels import heuristics, library, matmul_kernel
@@ -47,7 +47,6 @@ from aotk.kernels import matmul_packed as packed
 from aotk.kernels import matmul_prepacked as prepacked
 from aotk.kernels.kernel import Buf, Kernel
 from aotk.kernels.matmul_microkernel import Operands
-from aotk.lowering import pipeline
 
 SHAPES = [
     (1, 1, 1),
@@ -181,11 +180,7 @@ def _packed_kernel(
     ops = Operands(*bufs, m, n, kd, vt, False, b_t)
     matmul_kernel.emit_loops(k, ops, scratch=Buf(s, (count,), elem))
     k.b.insert(func.ReturnOp())
-    module = ModuleOp([func.FuncOp("mm", (body.arg_types, ()), Region(body))])
-    library.declare_called(module)  # the runtime's aotk_parallel_width
-    module.verify()
-    pipeline.lower(module, "llvm", start_after="loops")
-    return jit.compile_module(module)
+    return compile_kernel("mm", body)
 
 
 def _scratch_count(dtype: str, m: int, n: int, kd: int) -> int:
@@ -355,11 +350,7 @@ def _prepacked_kernel(dtype: str, b_t: bool, addend: bool) -> Any:
     bufs += [Buf(x, (m, n), elem)] if addend else []
     library.call(k, prepacked.matmul_name(elem, addend), [*bufs, m, n, kd])
     k.b.insert(func.ReturnOp())
-    module = ModuleOp([func.FuncOp("mm", (body.arg_types, ()), Region(body))])
-    library.declare_called(module)
-    pipeline.lower(module, "llvm", start_after="loops")
-    micro_kernels.ensure_called_loaded([str(module).encode()])
-    return jit.compile_module(module)
+    return compile_kernel("mm", body)
 
 
 @pytest.mark.parametrize("addend", [False, True], ids=["", "add"])
