@@ -23,13 +23,13 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
-    VectorType,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
+from aotk.kernels.loop_cost import block_cost, static_trips
 from aotk.kernels.scalar import compute_type, storage_type
 
 DimV = int | SSAValue
@@ -39,8 +39,6 @@ PARALLEL_ATTR = "aotk.parallel"  # its value: the smallest trip count worth para
 # Work (element operations, counted by `body_cost`) a loop should have before it is split
 # over threads: about 5 to 20 us on one core, while a hand-over to a thread costs 1 to 4.
 PARALLEL_GRAIN = 1 << 18
-# Trips assumed for an inner loop whose bounds are only known at run time.
-UNKNOWN_TRIPS = 16
 
 
 @dataclass
@@ -70,6 +68,8 @@ class Kernel:
         # a GRU training step, which cse then spent a fifth of the loops stage removing.
         self._entry = builder.insertion_point.block
         self._constants: dict[int, SSAValue] = {}
+        # set by `share_only_when`: the run-time flag parallel loops split on
+        self._share_when: SSAValue | None = None
 
     def index(self, v: DimV) -> SSAValue:
         if isinstance(v, SSAValue):
@@ -238,6 +238,10 @@ class Kernel:
         `trip_cost`: the element operations of one trip, when the body's ops do not show
         them (it calls a micro-kernel).
         """
+        if parallel and self._share_when is not None:
+            with self._loop_in_slots((lb, ub, step), trips, trip_cost) as i:
+                yield i
+            return
         body = Block(arg_types=[INDEX])
         lb_v, ub_v, step_v = self.index(lb), self.index(ub), self.index(step)
         loop = self.b.insert(scf.ForOp(lb_v, ub_v, step_v, [], body))
@@ -252,6 +256,39 @@ class Kernel:
             self.b = outer
         if parallel:
             self._mark_parallel(loop, trip_cost)
+
+    @contextmanager
+    def share_only_when(self, flag: SSAValue) -> Iterator[None]:
+        """Parallel loops emitted inside split over threads only where `flag` (i1) holds
+        at run time: for a kernel whose work is known only then (a small matmul)."""
+        outer, self._share_when = self._share_when, flag
+        try:
+            yield
+        finally:
+            self._share_when = outer
+
+    @contextmanager
+    def _loop_in_slots(
+        self, bounds: tuple[DimV, DimV, DimV], trips: int | None, trip_cost: int | None
+    ) -> Iterator[SSAValue]:
+        """A parallel loop under `share_only_when`: a loop over slots, marked as the loop
+        itself would be, each slot one of its trips where the flag holds, else one slot
+        running them all."""
+        lb, ub, step = bounds
+        assert self._share_when is not None
+        count = self.max(self.div(self.add(self.sub(ub, lb), self.sub(step, 1)), step), 0)
+        per_slot = self.select(self._share_when, 1, self.max(count, 1))
+        with self.loop(self.div(self.add(count, self.sub(per_slot, 1)), per_slot)) as slot:
+            lo = self.add(lb, self.mul(self.mul(slot, per_slot), step))
+            hi = self.min(self.add(lo, self.mul(per_slot, step)), ub)
+            with self.loop(hi, lb=lo, step=step, trips=trips) as i:
+                yield i
+        assert isinstance(i, BlockArgument)
+        inner = cast(scf.ForOp, i.block.parent_op())
+        slots = cast(scf.ForOp, inner.parent_op())
+        if trips is not None:
+            self.trips[slots] = trips
+        self._mark_parallel(slots, trip_cost or self.body_cost(inner.body.block))
 
     def loop_over(self, body: Block, ub: DimV, lb: DimV = 0, *, trips: int | None = None) -> None:
         """An scf.for over [lb, ub) whose body is `body`, a block of one index argument
@@ -272,24 +309,9 @@ class Kernel:
         loop.attributes[PARALLEL_ATTR] = IntegerAttr(threshold, i64)
 
     def body_cost(self, block: Block) -> int:
-        """Element operations one run of `block` executes: an op per scalar, a vector op
-        per lane, nested loops times their (known, hinted or assumed) trip counts;
-        constants are free."""
-        total = 0
-        for op in block.ops:
-            if isinstance(op, arith.ConstantOp | scf.YieldOp):
-                continue
-            inner = [self.body_cost(b) for r in op.regions for b in r.blocks]
-            if isinstance(op, scf.ForOp):
-                trips = static_trips(op)
-                if trips is None:
-                    trips = self.trips.get(op, UNKNOWN_TRIPS)
-                total += trips * sum(inner)
-            elif isinstance(op, scf.IfOp):
-                total += 1 + max(inner, default=0)
-            else:
-                total += _lanes(op) + sum(inner)
-        return total
+        """Element operations one run of `block` executes (`loop_cost.block_cost`), with
+        the trip counts hinted to `loop`."""
+        return block_cost(block, self.trips)
 
     def fold_loop(
         self,
@@ -353,25 +375,6 @@ class Kernel:
         ivs: list[SSAValue] = []
         with _nest(self, list(dims), ivs, parallel):
             yield ivs
-
-
-def _lanes(op: Operation) -> int:
-    for v in (*op.results, *op.operands):
-        if isinstance(v.type, VectorType):
-            return v.type.element_count()
-    return 1
-
-
-def static_trips(loop: scf.ForOp) -> int | None:
-    """The trip count of `loop` if its bounds are constants."""
-    bounds = []
-    for v in (loop.lb, loop.ub, loop.step):
-        op = v.owner
-        if not isinstance(op, arith.ConstantOp) or not isinstance(op.value, IntegerAttr):
-            return None
-        bounds.append(int(op.value.value.data))
-    lb, ub, step = bounds
-    return max(-(-(ub - lb) // step), 0)
 
 
 @contextmanager

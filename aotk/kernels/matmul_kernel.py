@@ -99,7 +99,8 @@ def _build(
     vt = VectorType(elem, [heuristics.matmul_tiles(dtypes.byte_size(elem), m, n, kdim).lanes])
     alpha = k.load_flat(bufs[-1], 0) if update else None
     ops = mk.Operands(c, a, b, m, n, kdim, vt, a_t, b_t, alpha)
-    emit_loops(k, ops, scratch=bufs[3] if packed else None)
+    with k.share_only_when(ops.worth_sharing(k)):
+        emit_loops(k, ops, scratch=bufs[3] if packed else None)
 
 
 def emit_loops(k: Kernel, ops: mk.Operands, scratch: Buf | None = None) -> None:

@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import DenseArrayBase, VectorType, i1, i64
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import SSAValue
 
-from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.kernel import PARALLEL_GRAIN, Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 
 # a dot product's multiply-adds may fuse, and its sum be split into per-lane partial sums
@@ -61,6 +61,13 @@ class Operands:
     def b_at(self, k: Kernel, kk: DimV, j: DimV) -> DimV:
         """The flat offset of B[kk, j]."""
         return k.add(k.mul(j, self.kdim), kk) if self.b_t else k.add(k.mul(kk, self.n), j)
+
+    def worth_sharing(self, k: Kernel) -> SSAValue:
+        """Whether the product has a PARALLEL_GRAIN of multiply-adds for each of two
+        threads: a smaller one runs on the caller's thread alone (`Kernel.share_only_when`),
+        as its tiles' hinted K trips would have its loops split even for 64 x 64 x 1."""
+        work = k.mul(self.m, k.mul(self.n, self.kdim))
+        return k.b.insert(arith.CmpiOp(k.index(work), k.index(2 * PARALLEL_GRAIN), "sge")).result
 
 
 def vload(k: Kernel, buf: Buf, offset: DimV, vt: VectorType) -> SSAValue:

@@ -150,7 +150,9 @@ def _build_matmul(elem: Attribute, addend: bool, k: Kernel, args: list[SSAValue]
     c, a = _flat(k, args[0], (m, n), elem), _flat(k, args[1], (m, kdim), elem)
     b = _flat(k, args[2], (packed_elems(k, elem, n, kdim),), elem)
     x = _flat(k, args[3], (m, n), elem) if addend else None
-    emit(k, mk.Operands(c, a, b, m, n, kdim, VectorType(elem, [tiles.lanes])), x)
+    ops = mk.Operands(c, a, b, m, n, kdim, VectorType(elem, [tiles.lanes]))
+    with k.share_only_when(ops.worth_sharing(k)):
+        emit(k, ops, x)
 
 
 def emit(k: Kernel, ops: mk.Operands, addend: Buf | None = None) -> None:

@@ -12,12 +12,21 @@
 // LOOPS-SAME:      %c: !ptr_xdsl.ptr, %a: !ptr_xdsl.ptr, %b: !ptr_xdsl.ptr, %scratch: !ptr_xdsl.ptr, %m: i64, %n: i64, %k: i64)
 // LOOPS:         %[[C:.*]] = ptr_xdsl.from_ptr %c : !ptr_xdsl.ptr -> memref<?xf32>
 // LOOPS:         %[[S:.*]] = ptr_xdsl.from_ptr %scratch : !ptr_xdsl.ptr -> memref<?xf32>
+// A product of fewer multiply-adds than a grain (2^18) for each of two threads runs on
+// the caller's thread: each parallel loop is one over slots, a slot per trip where
+// %[[SHARE]] holds, else one slot running all the trips.
+// LOOPS-NEXT:    %[[NK:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// LOOPS-NEXT:    %[[MNK:.*]] = arith.muli %{{.*}}, %[[NK]] : index
+// LOOPS-NEXT:    %[[SHARE:.*]] = arith.cmpi sge, %[[MNK]], %{{.*}} : index
 // A matrix-vector product (M <= 2) splits B's columns into one stripe per thread of the
 // pool, whose size the runtime tells; each stripe zeroes its columns of C, then adds
 // panels into them. Larger M splits rows of register tiles.
 // LOOPS-NEXT:    %[[FEW:.*]] = arith.cmpi sle, %{{.*}}, %{{.*}} : index
 // LOOPS-NEXT:    scf.if %[[FEW]] {
 // LOOPS:           %{{.*}} = func.call @aotk_parallel_width() : () -> i64
+// LOOPS:           %[[PER:.*]] = arith.select %[[SHARE]], %{{.*}}, %{{.*}} : index
+// LOOPS:           scf.for %[[SLOT:.*]] = %{{.*}} to %{{.*}} step
+// LOOPS-NEXT:        arith.muli %[[SLOT]], %[[PER]] : index
 // LOOPS:             vector.store %{{.*}}, %[[C]][
 // LOOPS:           } {aotk.parallel =
 // LOOPS:         } else {
@@ -68,6 +77,7 @@
 // EDGE:           }
 // EDGE-COUNT-6:   vector.maskedstore %{{.*}}[%{{.*}}], %[[MASK]], %{{.*}}
 // EDGE-NEXT:    }
+// EDGE-NEXT:  }
 // EDGE-NEXT:  } {aotk.parallel =
 
 // An update, C + alpha * A @ B (`aotk.matmul_update`): alpha is read once; a register

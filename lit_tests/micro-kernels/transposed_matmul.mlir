@@ -50,6 +50,7 @@
 // TA-NEXT:    %{{.*}} = arith.addi %{{.*}} : index
 // TA-NEXT:    vector.store %[[V]], %[[S]][%{{.*}}] : memref<?xf32>, vector<6xf32>
 // TA-NEXT:    }
+// TA-NEXT:    }
 // TA-NEXT:    } {aotk.parallel =
 // TA:         vector.fma
 // TA:         func.return

@@ -40,8 +40,11 @@ def _reaches_pool(ir: str) -> bool:
     return any("@aotk_parallel_for(" in text for text in [ir, *called])
 
 
-def _same_on_all_threads(f: Function, arrays: list[np.ndarray], inline: bool = False) -> np.ndarray:
-    """f's output, checked bitwise equal for every thread count and close to `interp`.
+def _same_on_all_threads(
+    f: Function, arrays: list[np.ndarray], inline: bool = False, captured: Sequence[np.ndarray] = ()
+) -> np.ndarray:
+    """f's output, checked bitwise equal for every thread count and close to `interp`
+    (given the values of the variables f captures, `captured`).
 
     Unless `inline`, some loop must reach the pool: the default pool is made at the first
     `aotk_parallel_for`, so a fresh one shows as new OS threads.
@@ -56,7 +59,7 @@ def _same_on_all_threads(f: Function, arrays: list[np.ndarray], inline: bool = F
         assert _os_threads() == before + (0 if inline else n - 1), f"{n} threads"
     for n, got in zip(THREADS[1:], results[1:], strict=True):
         np.testing.assert_array_equal(got, results[0], err_msg=f"{n} threads vs 1", strict=True)
-    want = interp.run_module(f.module, arrays)[0]
+    want = interp.run_module(f.module, [*arrays, *captured])[0]
     assert results[0].dtype == want.dtype and results[0].shape == want.shape
     np.testing.assert_allclose(results[0], want, rtol=1e-4, atol=1e-4, err_msg="vs interp")
     return results[0]
@@ -136,3 +139,29 @@ def test_small_batch_runs_inline() -> None:
     x, w = K.placeholder(shape=(None, 301)), K.placeholder(shape=(301, 203))
     f = K.function([x, w], [K.relu(K.dot(x, w))])
     _same_on_all_threads(f, _arrays((1, 301), (301, 203)), inline=True)
+
+
+@pytest.mark.parametrize(
+    ("rows", "kdim", "cols", "weight"),
+    [
+        (1, 64, 64, "variable"),
+        (3, 200, 160, "variable"),
+        (64, 8, 64, "input"),
+        (70, 40, 48, "input"),
+    ],
+    ids=["prepacked-gemv", "prepacked-rows", "packed", "packed-edges"],
+)
+def test_small_product_runs_inline(rows: int, kdim: int, cols: int, weight: str) -> None:
+    """A product of fewer multiply-adds than a grain for each of two threads runs on the
+    caller's thread, whatever path it takes: the tiles' loops had been split by their
+    hinted K trips, on the packed weight's path even for 1 x 64 x 64."""
+    x_value, w_value = _arrays((rows, kdim), (kdim, cols))
+    x = K.placeholder(shape=(None, kdim))
+    if weight == "variable":  # a weight the function does not write: packed once
+        f = K.function([x], [K.dot(x, K.variable(w_value))])
+        got = _same_on_all_threads(f, [x_value], inline=True, captured=[w_value])
+    else:
+        w = K.placeholder(shape=(kdim, cols))
+        f = K.function([x, w], [K.dot(x, w)])
+        got = _same_on_all_threads(f, [x_value, w_value], inline=True)
+    np.testing.assert_allclose(got, x_value @ w_value, rtol=1e-5, atol=1e-5)

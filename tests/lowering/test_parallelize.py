@@ -11,7 +11,8 @@ from xdsl.parser import Parser
 from xdsl.rewriter import InsertPoint
 
 from aotk.context import make_context
-from aotk.kernels.kernel import INDEX, PARALLEL_ATTR, PARALLEL_GRAIN, UNKNOWN_TRIPS, Kernel
+from aotk.kernels.kernel import INDEX, PARALLEL_ATTR, PARALLEL_GRAIN, Kernel
+from aotk.kernels.loop_cost import UNKNOWN_TRIPS
 from aotk.lowering.parallelize import AotkParallelizePass
 
 NESTED = """
