@@ -15,7 +15,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from aotk import call_path, dtypes, runtime, timing, weight_packs
+from aotk import call_path, dtypes, gc_pause, runtime, timing, weight_packs
 from aotk.call_check import ShapeChecker
 from aotk.dialect import metadata, trace
 from aotk.dialect.base import elem_of, shape_of
@@ -63,10 +63,11 @@ def lower_to_native(
     from aotk.codegen import jit
     from aotk.lowering import pipeline
 
-    lowered = module.clone()
-    with timing.stage("xdsl passes, total"):
-        pipeline.lower(lowered, "llvm")
-    return jit.generate(lowered, cpu, features, prefix)
+    with gc_pause.paused():
+        lowered = module.clone()
+        with timing.stage("xdsl passes, total"):
+            pipeline.lower(lowered, "llvm")
+        return jit.generate(lowered, cpu, features, prefix)
 
 
 def structure(module: ModuleOp) -> str:
@@ -126,12 +127,15 @@ class Function:
         self._n_outputs = len(outs)
         self._updated = [u.variable for u in updates]
         values = outs + [u.value for u in updates]
-        module, captures = trace.extract(list(inputs), values, where, fixed)
-        self.module, self.captures = module, captures
-        self._mark_updates(len(inputs))
-        # the JIT's module reads packed copies of the weights it does not write
-        jit_module, self._packs = weight_packs.plan(module, len(inputs), captures, self._updated)
-        self._setup([x.name for x in inputs], compile_traced(jit_module))
+        with gc_pause.paused():
+            module, captures = trace.extract(list(inputs), values, where, fixed)
+            self.module, self.captures = module, captures
+            self._mark_updates(len(inputs))
+            # the JIT's module reads packed copies of the weights it does not write
+            jit_module, self._packs = weight_packs.plan(
+                module, len(inputs), captures, self._updated
+            )
+            self._setup([x.name for x in inputs], compile_traced(jit_module))
 
     def _setup(self, input_names: list[str], compiled: jit.CompiledModule) -> None:
         """Everything a call needs, from the traced module and its native code."""

@@ -18,7 +18,7 @@ from typing import Any
 import llvmlite.binding as llvm_binding
 from xdsl.dialects.builtin import ModuleOp
 
-from aotk import micro_kernel_helper, timing
+from aotk import gc_pause, micro_kernel_helper, timing
 from aotk.codegen import jit, llvm_ir, native_runtime
 from aotk.kernels import library
 
@@ -46,7 +46,7 @@ def lowered_module(names: Iterable[str]) -> ModuleOp:
 
 def generate(name: str, cpu: str | None = None, features: str | None = None) -> jit.NativeCode:
     """Object code of one micro-kernel for `cpu`/`features` (default: this host)."""
-    with timing.stage(f"micro-kernel {name}"):
+    with timing.stage(f"micro-kernel {name}"), gc_pause.paused():
         return jit.generate(lowered_module([name]), cpu, features, micro_kernel=True)
 
 
