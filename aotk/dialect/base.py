@@ -7,7 +7,7 @@ so hand-written IR and traced IR obey the same shape and dtype rules.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Self
 
 from xdsl.dialects.builtin import (
@@ -83,6 +83,13 @@ def tensor(element: Attribute, shape: Sequence[Dim]) -> TensorType[Attribute]:
     shape rule's result that would overflow is an error of the op that makes it (and,
     with concrete dims, of the call)."""
     check_size(shape)
+    return _tensor_type(element, tuple(shape))
+
+
+@lru_cache(maxsize=4096)
+def _tensor_type(element: Attribute, shape: tuple[Dim, ...]) -> TensorType[Attribute]:
+    # types are immutable values, and a graph asks for the same few thousand times:
+    # building and verifying each one anew was a third of `aotk-fuse`
     return TensorType(element, [DYNAMIC_INDEX if d is None else d for d in shape])
 
 
