@@ -41,7 +41,7 @@ from xdsl.utils.exceptions import (
 from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from aotk import timing
+from aotk import gc_pause, timing
 from aotk.dialect.base import source_location
 from aotk.kernels import heuristics
 from aotk.lowering import pipeline
@@ -314,7 +314,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     tool: AotkOptMain | None = None
     try:
         tool = AotkOptMain(args)
-        tool.run()
+        with gc_pause.paused():  # the passes' IR is cycles: see aotk.gc_pause
+            tool.run()
     except (ParseError, DiagnosticException) as err:
         _fail(str(err))
     except ArgSpecParseError as err:
