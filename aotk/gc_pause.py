@@ -8,14 +8,15 @@ generation, and the first collection after it walks them alone, once. Nothing is
 longer than the compile: its garbage is freed by that collection.
 
 The collector's switch is the process's: a thread that allocates while another compiles
-goes uncollected meanwhile, and is collected with it after. Nested and concurrent
-compiles hold it off until the last one ends; a collector the program had disabled
-stays disabled.
+goes uncollected meanwhile, and is collected with it after (AOTK_GC_PAUSE=0 leaves the
+collector alone). Nested and concurrent compiles hold it off until the last one ends; a
+collector the program had disabled stays disabled.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +30,9 @@ _reenable = False  # whether the first holder found the collector on
 def paused() -> Iterator[None]:
     """Hold automatic cyclic collection off for the `with` block."""
     global _holders, _reenable
+    if os.environ.get("AOTK_GC_PAUSE", "1") in ("0", "off", "false"):
+        yield
+        return
     with _lock:
         if _holders == 0:
             _reenable = gc.isenabled()

@@ -90,3 +90,11 @@ def test_collector_the_program_disabled_stays_off() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_environment_turns_the_pause_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AOTK_GC_PAUSE", "0")
+    gc.enable()
+    with gc_pause.paused():
+        assert gc.isenabled()
+    assert gc.isenabled()
