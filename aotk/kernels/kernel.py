@@ -276,7 +276,8 @@ class Kernel:
         running them all."""
         lb, ub, step = bounds
         assert self._share_when is not None
-        count = self.max(self.div(self.add(self.sub(ub, lb), self.sub(step, 1)), step), 0)
+        # clamped before the (unsigned) division: an empty range stays empty
+        count = self.div(self.add(self.max(self.sub(ub, lb), 0), self.sub(step, 1)), step)
         per_slot = self.select(self._share_when, 1, self.max(count, 1))
         with self.loop(self.div(self.add(count, self.sub(per_slot, 1)), per_slot)) as slot:
             lo = self.add(lb, self.mul(self.mul(slot, per_slot), step))

@@ -3,17 +3,34 @@ interpreter, on shapes whose chunks split unevenly, with the pool really used.""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
+from conftest import compile_kernel
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    f64,
+    i64,
+)
+from xdsl.ir import Block
+from xdsl.rewriter import InsertPoint
 
 import aotk
 from aotk import backend as K
 from aotk import interp, micro_kernels
 from aotk.function import Function
 from aotk.kernels import library
+from aotk.kernels.kernel import Buf, Kernel
 
 THREADS = (1, 2, 3)
 
@@ -165,3 +182,38 @@ def test_small_product_runs_inline(rows: int, kdim: int, cols: int, weight: str)
         f = K.function([x, w], [K.dot(x, w)])
         got = _same_on_all_threads(f, [x_value, w_value], inline=True)
     np.testing.assert_allclose(got, x_value @ w_value, rtol=1e-5, atol=1e-5)
+
+
+@functools.cache
+def _gated_fill() -> Any:
+    """fill(out, lb, ub, share): out[i] = i + 1 for i in range(lb, ub, 3), a loop marked
+    parallel under `Kernel.share_only_when(share != 0)`, worth threads from two trips."""
+    body = Block(arg_types=[MemRefType(f64, [DYNAMIC_INDEX]), i64, i64, i64])
+    out, lb_arg, ub_arg, share = body.args
+    k = Kernel(Builder(InsertPoint.at_end(body)))
+    lb, ub = (k.b.insert(arith.IndexCastOp(v, IndexType())).result for v in (lb_arg, ub_arg))
+    zero = k.b.insert(arith.ConstantOp(IntegerAttr(0, i64))).result
+    flag = k.b.insert(arith.CmpiOp(share, zero, "ne")).result
+    one = k.b.insert(arith.ConstantOp(FloatAttr(1.0, f64))).result
+    with k.share_only_when(flag), k.loop(ub, lb=lb, step=3, parallel=True, trip_cost=1 << 18) as i:
+        as_int = k.b.insert(arith.IndexCastOp(i, i64)).result
+        value = k.b.insert(arith.SIToFPOp(as_int, f64)).result
+        k.store_flat(
+            Buf(out, (DYNAMIC_INDEX,), f64), i, k.b.insert(arith.AddfOp(value, one)).result
+        )
+    k.b.insert(func.ReturnOp())
+    return compile_kernel("fill", body)
+
+
+@pytest.mark.parametrize("bounds", [(2, 29), (0, 1), (5, 5), (20, 3)], ids=str)
+@pytest.mark.parametrize("share", [0, 1])
+def test_gated_loop_runs_every_trip_once(bounds: tuple[int, int], share: int) -> None:
+    """Shared or not, a loop under `share_only_when` runs its trips, and an empty or
+    reversed range (the slot count is an unsigned division) runs none."""
+    aotk.set_num_threads(2)
+    lb, ub = bounds
+    out = np.full(40, np.nan)
+    _gated_fill()["fill"](out.ctypes.data, lb, ub, share)
+    want = np.full(40, np.nan)
+    want[lb:ub:3] = np.arange(lb, ub, 3) + 1.0  # empty for the reversed range
+    np.testing.assert_array_equal(out, want)
