@@ -30,7 +30,7 @@ from aotk import backend as K
 from aotk import interp, micro_kernels
 from aotk.function import Function
 from aotk.kernels import library
-from aotk.kernels.kernel import Buf, Kernel
+from aotk.kernels.kernel import PARALLEL_GRAIN, Buf, Kernel
 
 THREADS = (1, 2, 3)
 
@@ -195,7 +195,8 @@ def _gated_fill() -> Any:
     zero = k.b.insert(arith.ConstantOp(IntegerAttr(0, i64))).result
     flag = k.b.insert(arith.CmpiOp(share, zero, "ne")).result
     one = k.b.insert(arith.ConstantOp(FloatAttr(1.0, f64))).result
-    with k.share_only_when(flag), k.loop(ub, lb=lb, step=3, parallel=True, trip_cost=1 << 18) as i:
+    gated = k.share_only_when(flag)
+    with gated, k.loop(ub, lb=lb, step=3, parallel=True, trip_cost=PARALLEL_GRAIN) as i:
         as_int = k.b.insert(arith.IndexCastOp(i, i64)).result
         value = k.b.insert(arith.SIToFPOp(as_int, f64)).result
         k.store_flat(
