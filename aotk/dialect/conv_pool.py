@@ -30,7 +30,7 @@ from aotk.dialect.conv import conv_shape, infer_conv, np_conv
 from aotk.dialect.conv_fused import EpilogueConvOp, epilogue_of, operand_types
 from aotk.dialect.pool import PoolModeAttr, np_pool, pool_shape
 from aotk.dialect.registry import BodyLowering, Kind, OpDef, register
-from aotk.kernels import conv_pool, conv_tile, heuristics
+from aotk.kernels import conv_pool, conv_tile, conv_winograd, heuristics
 from aotk.kernels.conv_geometry import geometry
 from aotk.kernels.dim_arith import STATIC
 from aotk.kernels.kernel import Buf, DimV, Kernel
@@ -115,10 +115,20 @@ def _pooled_dims(k: Kernel, ins: list[Buf], **attrs: Any) -> list[DimV]:
     return pool_shape(k, [conv_shape(k, [ins[0].dims, ins[1].dims], **conv)], **pool)
 
 
+def _winograd(ins: list[Buf], elem: Attribute, attrs: dict[str, Any]) -> bool:
+    """Whether `kernels.conv_winograd` computes this op."""
+    conv, _ = split_props(attrs)
+    win = Window.of_conv(ins[1].dims[:-2], **conv)
+    return conv_winograd.applies(elem, ins[1].dims, win, attrs["pool_window"])
+
+
 def _scratch(k: Kernel, ins: list[Buf], result_type: Attribute, **attrs: Any) -> DimV:
-    """The bands of `kernels.conv_pool` (at least one element: `_lower` takes a buffer)."""
+    """The scratch of `kernels.conv_winograd`, or the bands of `kernels.conv_pool` (at
+    least one element: `_lower` takes a buffer)."""
     n_out = ins[1].dims[-1]
     assert isinstance(n_out, int)  # the kernel's shape is static
+    if _winograd(ins, elem_of(result_type), attrs):
+        return conv_winograd.scratch_elems([int(d) for d in ins[1].dims])  # type: ignore[arg-type]
     out = (_pooled_dims(k, ins, **attrs), elem_of(result_type))
     return k.max(conv_pool.band_elems(k, out, n_out, attrs["pool_window"]), 1)
 
@@ -128,9 +138,14 @@ def _lower(low: BodyLowering, op: ConvPoolOp, targets: dict[SSAValue, Buf]) -> N
     (x, w, *extras), k = ins, low.k
     (out,) = low.bind_results(op, _pooled_dims(k, ins, **op.attrs()), targets)
     scratch = low.scratch(op, ins)["scratch"]
-    if low.code:
-        pooling = conv_pool.Pooling(op.attrs()["pool_window"], str(op.attrs()["pool_mode"]))
-        g = geometry(k, Window.of_conv(w.dims[:-2], **op.conv_attrs()), x.dims[1:-1])
+    if not low.code:
+        return
+    mode = str(op.attrs()["pool_mode"])
+    g = geometry(k, Window.of_conv(w.dims[:-2], **op.conv_attrs()), x.dims[1:-1])
+    if _winograd(ins, out.elem, op.attrs()):
+        conv_winograd.emit(k, (out, x, w), g, (mode, scratch), epilogue_of(op, extras))
+    else:
+        pooling = conv_pool.Pooling(op.attrs()["pool_window"], mode)
         conv_pool.emit(k, (out, x, w), g, (pooling, scratch), epilogue_of(op, extras))
 
 

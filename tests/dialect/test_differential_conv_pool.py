@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import conv_attrs, emit, placeholder, random_array, run_both
+from xdsl.dialects.builtin import Float32Type, Float64Type
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
@@ -27,6 +28,7 @@ from aotk.dialect.conv_pool import ConvPoolOp
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.pool import PoolOp
 from aotk.dialect.unary import TanhOp
+from aotk.kernels import conv_winograd
 from aotk.kernels.dim_arith import STATIC
 from aotk.kernels.window import Window
 from aotk.lowering import pipeline
@@ -88,6 +90,25 @@ CASES = [
 ]  # fmt: skip
 FLOAT64_CASES = ["same_bias_relu", "explicit_pads_avg", "channel_parts"]
 
+# 3 x 3, stride 1, 2 x 2 windows, a vector of channels in and out: Winograd's F(2x2, 3x3)
+WINOGRAD_CASES = [
+    # W5's second conv, small, and a batch of 0
+    _case("w_same_bias_relu", (None, 8, 10, 32), (3, 3, 32, 64), [(2, 8, 10, 32), (0, 8, 10, 32)],
+          (2, 2), activation="relu"),
+    # channels that are no multiple of a vector; a pad on one side of each axis; the
+    # last conv row and column under no window
+    _case("w_uneven_avg", (2, 9, 7, 20), (3, 3, 20, 40), [(2, 9, 7, 20)] * 2, (2, 2), mode="avg",
+          conv={"padding": "explicit", "pad_before": (1, 0), "pad_after": (0, 2)}),
+    # 21 windows a row: two blocks of tiles, the second shifted back; a scalar epilogue
+    _case("w_long_rows_tanh", (1, 6, 44, 16), (3, 3, 16, 16), [(1, 6, 44, 16)] * 2, (2, 2),
+          activation="tanh", conv={"padding": "explicit"}),
+    # one window: a block shorter than a register tile
+    _case("w_one_window", (2, 4, 5, 16), (3, 3, 16, 24), [(2, 4, 5, 16)] * 2, (2, 2),
+          conv={"padding": "explicit"}),
+    _case("w_dynamic_spatial", (None, None, None, 16), (3, 3, 16, 32),
+          [(2, 9, 10, 16), (1, 2, 3, 16)], (2, 2), activation="relu"),
+]  # fmt: skip
+
 
 def _graph(case: Case, i: int, dtype: str) -> tuple[list[Any], Any]:
     x, w = placeholder(case.x, dtype, f"x{i}"), placeholder(case.w, dtype, f"w{i}")
@@ -112,6 +133,15 @@ def _arrays(case: Case, call: int, rng: np.random.Generator, dtype: str) -> list
 def test_conv_pool_compiled_matches_interpreted(dtype: str) -> None:
     cases = CASES if dtype == "float32" else [c for c in CASES if c.name in FLOAT64_CASES]
     _check(cases, dtype, np.random.default_rng(5))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_winograd_convs_match_interpreted(dtype: str) -> None:
+    elem = {"float32": Float32Type(), "float64": Float64Type()}[dtype]
+    for c in WINOGRAD_CASES:
+        attrs = {name: value for name, value in c.conv.items() if name != "rank"}
+        assert conv_winograd.applies(elem, c.w, Window.of_conv(c.w[:2], **attrs), c.window)
+    _check(WINOGRAD_CASES, dtype, np.random.default_rng(7))
 
 
 def _check(cases: list[Case], dtype: str, rng: np.random.Generator) -> None:
