@@ -32,7 +32,7 @@ from xdsl.traits import Pure
 from aotk import dtypes
 from aotk.dialect.base import AotkOp, Shape, dtype_of, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.kernels import conv_kernel
+from aotk.kernels import conv_kernel, conv_winograd
 from aotk.kernels.conv_geometry import geometry
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, Kernel
@@ -210,9 +210,15 @@ def np_conv(x: np.ndarray, w: np.ndarray, **attrs: Any) -> np.ndarray:
     return acc.reshape(x.shape[0], *outs, groups * og).astype(x.dtype)
 
 
-def _lower(k: Kernel, out: Buf, x: Buf, w: Buf, **attrs: Any) -> None:
+def _lower(k: Kernel, out: Buf, x: Buf, w: Buf, scratch: Buf | None = None, **attrs: Any) -> None:
     win = Window.of_conv(w.dims[:-2], **attrs)
-    conv_kernel.emit(k, out, x, w, geometry(k, win, x.dims[1:-1]))
+    conv_kernel.emit(k, (out, x, w), geometry(k, win, x.dims[1:-1]), scratch=scratch)
+
+
+def winograd_scratch(k: Kernel, ins: list[Buf], result_type: Attribute, **attrs: Any) -> int:
+    """The scratch of `kernels.conv_winograd` when it computes this conv (attributes
+    `attrs`), else none."""
+    return conv_winograd.scratch_elems(elem_of(result_type), ins[1].dims, attrs, None)
 
 
 def _grad(g: Any, y: Any, x: Any, kernel: Any, **attrs: Any) -> tuple[Any, ...]:
@@ -230,5 +236,6 @@ register(
         lower=_lower,
         shape=conv_shape,
         grad=_grad,
+        scratch=winograd_scratch,
     )
 )

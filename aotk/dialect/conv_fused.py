@@ -38,7 +38,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from aotk.dialect.arithmetic import AddOp, DivOp, MaximumOp, MinimumOp, MulOp, SubOp
 from aotk.dialect.base import Shape, elem_of, shape_of, tensor, types_compatible
-from aotk.dialect.conv import ConvWindowOp, conv_shape, infer_conv, np_conv
+from aotk.dialect.conv import ConvWindowOp, conv_shape, infer_conv, np_conv, winograd_scratch
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.fused import YieldOp, scalar_body
 from aotk.dialect.registry import REGISTRY, BodyLowering, Kind, OpDef, register
@@ -198,9 +198,10 @@ def _lower(low: BodyLowering, op: ConvFusedOp, targets: dict[SSAValue, Buf]) -> 
     x, w, *extras = (low.bufs[v] for v in op.operands)
     attrs = op.attrs()
     (out,) = low.bind_results(op, conv_shape(low.k, [x.dims, w.dims], **attrs), targets)
+    scratch = low.scratch(op, [x, w, *extras]).get("scratch")
     if low.code:
         g = geometry(low.k, Window.of_conv(w.dims[:-2], **attrs), x.dims[1:-1])
-        conv_kernel.emit(low.k, out, x, w, g, epilogue_of(op, extras))
+        conv_kernel.emit(low.k, (out, x, w), g, epilogue_of(op, extras), scratch)
 
 
 def epilogue_of(op: EpilogueConvOp, extras: list[Buf]) -> Epilogue:
@@ -228,4 +229,13 @@ def _vector_body(block: Block) -> Body | None:
     return body
 
 
-register(OpDef(ir=ConvFusedOp, kind=Kind.REGION, infer=_infer, numpy=_numpy, lower=_lower))
+register(
+    OpDef(
+        ir=ConvFusedOp,
+        kind=Kind.REGION,
+        infer=_infer,
+        numpy=_numpy,
+        lower=_lower,
+        scratch=winograd_scratch,
+    )
+)

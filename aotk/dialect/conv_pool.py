@@ -115,21 +115,15 @@ def _pooled_dims(k: Kernel, ins: list[Buf], **attrs: Any) -> list[DimV]:
     return pool_shape(k, [conv_shape(k, [ins[0].dims, ins[1].dims], **conv)], **pool)
 
 
-def _winograd(ins: list[Buf], elem: Attribute, attrs: dict[str, Any]) -> bool:
-    """Whether `kernels.conv_winograd` computes this op."""
-    conv, _ = split_props(attrs)
-    win = Window.of_conv(ins[1].dims[:-2], **conv)
-    return conv_winograd.applies(elem, ins[1].dims, win, attrs["pool_window"])
-
-
 def _scratch(k: Kernel, ins: list[Buf], result_type: Attribute, **attrs: Any) -> DimV:
     """The scratch of `kernels.conv_winograd`, or the bands of `kernels.conv_pool` (at
     least one element: `_lower` takes a buffer)."""
     n_out = ins[1].dims[-1]
     assert isinstance(n_out, int)  # the kernel's shape is static
-    if _winograd(ins, elem_of(result_type), attrs):
-        return conv_winograd.scratch_elems([int(d) for d in ins[1].dims])  # type: ignore[arg-type]
-    out = (_pooled_dims(k, ins, **attrs), elem_of(result_type))
+    conv, elem, window = split_props(attrs)[0], elem_of(result_type), attrs["pool_window"]
+    if winograd := conv_winograd.scratch_elems(elem, ins[1].dims, conv, window):
+        return winograd
+    out = (_pooled_dims(k, ins, **attrs), elem)
     return k.max(conv_pool.band_elems(k, out, n_out, attrs["pool_window"]), 1)
 
 
@@ -142,7 +136,7 @@ def _lower(low: BodyLowering, op: ConvPoolOp, targets: dict[SSAValue, Buf]) -> N
         return
     mode = str(op.attrs()["pool_mode"])
     g = geometry(k, Window.of_conv(w.dims[:-2], **op.conv_attrs()), x.dims[1:-1])
-    if _winograd(ins, out.elem, op.attrs()):
+    if conv_winograd.scratch_elems(out.elem, w.dims, op.conv_attrs(), op.attrs()["pool_window"]):
         conv_winograd.emit(k, (out, x, w), g, (mode, scratch), epilogue_of(op, extras))
     else:
         pooling = conv_pool.Pooling(op.attrs()["pool_window"], mode)

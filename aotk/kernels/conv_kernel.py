@@ -1,6 +1,8 @@
 """Loop nests of `aotk.conv` on flat channels_last buffers: the dispatcher, and the nests
 for the cases `conv_tile`'s register tiles do not cover.
 
+- 3 x 3, stride 1, with a vector of channels in and out: `conv_winograd` (given its
+  scratch by the op's lowering).
 - float32/float64 without groups or input dilation, with at least a vector of output
   channels: `conv_tile` (register tiles over the interior box, checked tiles around it).
 - Depthwise, one output channel per input channel: `conv_depthwise` (each vector of
@@ -21,7 +23,7 @@ from xdsl.dialects.builtin import Float32Type, Float64Type
 from xdsl.ir import SSAValue
 
 from aotk import dtypes
-from aotk.kernels import conv_depthwise, conv_tile
+from aotk.kernels import conv_depthwise, conv_tile, conv_winograd
 from aotk.kernels.conv_geometry import (
     Epilogue,
     Geometry,
@@ -39,9 +41,18 @@ from aotk.kernels.scalar import compute_type, const
 
 
 def emit(
-    k: Kernel, out: Buf, x: Buf, w: Buf, g: Geometry, epilogue: Epilogue | None = None
+    k: Kernel,
+    bufs: tuple[Buf, Buf, Buf],
+    g: Geometry,
+    epilogue: Epilogue | None = None,
+    scratch: Buf | None = None,
 ) -> None:
-    """out = conv(x, w) over every output position, then `epilogue` on each element."""
+    """out = conv(x, w) over every output position, then `epilogue` on each element, for
+    bufs = (out, x, w); by `conv_winograd` when given its `scratch`."""
+    out, x, w = bufs
+    if scratch is not None:
+        conv_winograd.emit(k, bufs, g, (None, scratch), epilogue)
+        return
     full: list[Range] = [(0, d) for d in g.out_dims]
     _, rows, nvec = conv_tile.tile_shape(dtypes.byte_size(out.elem), w.dims[-1])  # type: ignore[arg-type]
     if not isinstance(out.elem, Float32Type | Float64Type):

@@ -1,30 +1,32 @@
-"""A 3 x 3 convolution pooled over 2 x 2 windows by Winograd's F(2 x 2, 3 x 3).
+"""3 x 3 convolutions by Winograd's F(2 x 2, 3 x 3), pooled over 2 x 2 windows or not.
 
-The 2 x 2 conv outputs under one pooling window are A^T [(G g G^T) * (B^T d B)] A, where
-d is the 4 x 4 input patch beneath them and g the 3 x 3 kernel of one (input, output)
+A 2 x 2 tile of conv outputs is A^T [(G g G^T) * (B^T d B)] A (`winograd_tile`), where d
+is the 4 x 4 input patch beneath it and g the 3 x 3 kernel of one (input, output)
 channel pair: 16 multiplications instead of 36. Summed over input channels, the 16
 elementwise products become 16 matrix products, tiles x C times C x K, so the conv's
-multiply-adds drop 2.25 times, for the price of the transforms (a few adds per element).
-A window is exactly one Winograd tile, so the pool is part of the output transform.
+multiply-adds drop 2.25 times, for the price of the transforms (adds, a few per value).
+A 2 x 2 pooling window is exactly one tile: the pool is part of the output transform.
 
 - U = G g G^T of every channel pair, once per call, before the threads start (16 x C x K
   values, which `applies` keeps within half of L2: every tile reads all of them).
-- Threads split (image, pooled row) items in `SLOTS` runs, each with its own scratch.
-  An item's tiles go in blocks of `block_tiles` (the last shifted back to end at the row's
-  end): the input transform writes V = B^T d B (16 x tiles x C) for the block; 16 products
-  V[xi] U[xi] in register tiles (`rows` tiles x `nvec` vectors of output channels) write
-  M (16 x tiles x K); the output transform A^T M A, the epilogue and the pool store one
-  output row of the block. Channel vectors past the end are shifted back too: a few
-  values are computed twice, never read past a buffer's end.
+- The tiles of all images, in order, go in blocks of `block_tiles`, the last shifted
+  back to end at the last tile; threads split the blocks in `SLOTS` runs, each with its
+  own scratch. Per block, the input transform writes V = B^T d B (16 x tiles x C); 16
+  products V[xi] U[xi] in register tiles (`rows` tiles x `nvec` vectors of output
+  channels) write M (16 x tiles x K); the output transform A^T M A, the epilogue, then
+  the pool, or masked stores where a tile overhangs an odd output, write the output.
+  Channel vectors past the end are shifted back too: a few values are computed twice,
+  and nothing is read past a buffer's end.
 
 Rounding differs from the direct sum (the transforms add and subtract inputs before the
-products); the error stays within a few units of the direct conv's own.
+products): within a few units of the direct conv's own error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType
@@ -37,27 +39,25 @@ from aotk.kernels.conv_geometry import Epilogue, Geometry, Values, cmp
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 from aotk.kernels.window import Window
+from aotk.kernels.winograd_tile import AT, BT, POINTS, TILE, G, pool, sandwich
 
-TILE = 4  # input patch of a 2 x 2 output tile: 4 x 4 positions
-POINTS = TILE * TILE  # products per tile and channel pair, one matrix product each
-SLOTS = 8  # runs of items, each with its own scratch (~110 KiB for W5's second conv)
-_QUAD = TILE * 16  # a tile's four output vectors (of at most 64 bytes of float32)
-
-# F(2, 3) in one dimension: y = A^T [(G g) * (B^T d)], for y0 = d0 g0 + d1 g1 + d2 g2,
-# y1 = d1 g0 + d2 g1 + d3 g2
-_BT = ((1, 0, -1, 0), (0, 1, 1, 0), (0, -1, 1, 0), (0, 1, 0, -1))
-_G = ((1, 0, 0), (0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (0, 0, 1))
-_AT = ((1, 1, 1, 0), (0, 1, -1, -1))
+SLOTS = 8  # runs of blocks, each with its own scratch (~110 KiB for W5's second conv)
+_QUAD = 4 * 16  # a tile's four output vectors (of at most 64 bytes of float32)
 
 
-def applies(elem: Attribute, kernel: Sequence[DimV], win: Window, pool: Sequence[int]) -> bool:
+def applies(
+    elem: Attribute, kernel: Sequence[DimV], win: Window, pooling: Sequence[int] | None
+) -> bool:
     """Whether this path computes a conv of `kernel` dims (3, 3, C, K) and window `win`,
-    pooled over `pool`: float32 or float64, stride and dilation 1, no groups, 2 x 2
-    windows, at least a vector of input and output channels, U within half of L2."""
+    pooled over `pooling` windows or not (None): float32 or float64, stride and dilation
+    1, no groups, 2 x 2 windows, a vector of input and output channels, U within half
+    of L2."""
     if not isinstance(elem, Float32Type | Float64Type) or len(kernel) != 4:
         return False
     taps_h, taps_w, cin, cout = kernel
-    if (taps_h, taps_w) != (3, 3) or tuple(pool) != (2, 2) or win.groups != 1:
+    if (taps_h, taps_w) != (3, 3) or win.groups != 1:
+        return False
+    if pooling is not None and tuple(pooling) != (2, 2):
         return False
     if any(v != 1 for v in (*win.strides, *win.dilation, *win.lhs_dilation)):
         return False
@@ -72,14 +72,20 @@ def block_tiles() -> int:
     return 3 * conv_tile.tile_shape(4, 1)[1]
 
 
-def scratch_elems(kernel: Sequence[int]) -> int:
-    """Scratch elements: U, then each slot's V, M."""
+def scratch_elems(
+    elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any], pooling: Any
+) -> int:
+    """The scratch elements this path needs for a conv (`aotk.conv`'s attributes `conv`,
+    of a kernel of dims `kernel`) pooled over `pooling` or None; 0 when it does not
+    apply. U, then each slot's V, M and four vectors."""
+    if not applies(elem, kernel, Window.of_conv(kernel[:-2], **conv), pooling):
+        return 0
     cin, cout = kernel[2], kernel[3]
+    assert isinstance(cin, int) and isinstance(cout, int)
     return POINTS * cin * cout + SLOTS * _slot_elems(cin, cout)
 
 
 def _slot_elems(cin: int, cout: int) -> int:
-    """A slot's V and M for a block of tiles, and four vectors for a scalar epilogue."""
     return POINTS * block_tiles() * (cin + cout) + _QUAD
 
 
@@ -103,28 +109,35 @@ class _Shapes:
 
 
 @dataclass(frozen=True)
-class _Item:
-    """One item's buffers, geometry, scratch and slot (V at v_base, M after it), and
-    (image, pooled row)."""
+class _Block:
+    """A block of tiles from tile t0 (of the grid: images x tile rows x tile columns),
+    its buffers, pooling mode (None: none), and the slot's V and M in the scratch."""
 
-    out: Buf
-    x: Buf
+    bufs: tuple[Buf, Buf]  # out, x
     g: Geometry
+    grid: tuple[DimV, DimV]  # tile rows, tile columns
+    mode: str | None
     scratch: Buf
     v_base: DimV
     m_base: DimV
-    at: tuple[SSAValue, DimV]
+    t0: DimV
+
+    def tile(self, k: Kernel, t: DimV) -> tuple[DimV, DimV, DimV]:
+        """(image, tile row, tile column) of the block's tile t."""
+        flat = k.add(self.t0, t)
+        rest = k.div(flat, self.grid[1])
+        return k.div(rest, self.grid[0]), k.rem(rest, self.grid[0]), k.rem(flat, self.grid[1])
 
 
 def emit(
     k: Kernel,
     bufs: tuple[Buf, Buf, Buf],
     g: Geometry,
-    plan: tuple[str, Buf],
+    plan: tuple[str | None, Buf],
     epilogue: Epilogue | None = None,
 ) -> None:
     """out = pool(epilogue(conv(x, w))) for bufs = (out, x, w), plan = (the pool's mode,
-    scratch of `scratch_elems`), when `applies`."""
+    None for no pool; scratch of `scratch_elems`), when `applies`."""
     out, x, w = bufs
     mode, scratch = plan
     cin, cout = w.dims[2], w.dims[3]
@@ -132,22 +145,21 @@ def emit(
     lanes, rows, most = conv_tile.tile_shape(dtypes.byte_size(out.elem), cout)  # type: ignore[arg-type]
     shapes = _Shapes(VectorType(out.elem, [lanes]), rows, min(most, cout // lanes), cin, cout)
     _transform_kernel(k, (scratch, w), shapes)
-    items = k.mul(out.dims[0], out.dims[1])
-    slots = k.min(items, SLOTS)
-    tiles, block = out.dims[2], block_tiles()
+    grid = out.dims[1:3] if mode else [k.div(k.add(d, 1), 2) for d in out.dims[1:3]]
+    tiles, block = k.product([out.dims[0], *grid]), block_tiles()
+    blocks = k.div(k.add(tiles, block - 1), block)
+    count = k.min(block, tiles)
+    slots = k.min(blocks, SLOTS)
     with k.loop(slots, parallel=True) as s:
         v_base = k.add(POINTS * cin * cout, k.mul(s, _slot_elems(cin, cout)))
         m_base = k.add(v_base, POINTS * block * cin)
-        first, last = (k.div(k.mul(k.add(s, i), items), slots) for i in (0, 1))
-        with k.loop(last, lb=first) as i:
-            at = (k.index(k.div(i, out.dims[1])), k.rem(i, out.dims[1]))
-            item = _Item(out, x, g, scratch, v_base, m_base, at)
-            with k.loop(k.div(k.add(tiles, block - 1), block)) as b:
-                count = k.min(block, tiles)
-                t0 = k.min(k.mul(b, block), k.sub(tiles, count))
-                _input_transform(k, item, shapes, (t0, count))
-                _products(k, item, shapes, count)
-                _output_transform(k, item, shapes, (t0, count), (mode, epilogue))
+        first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
+        with k.loop(last, lb=first) as b:
+            t0 = k.min(k.mul(b, block), k.sub(tiles, count))
+            at = _Block((out, x), g, (grid[0], grid[1]), mode, scratch, v_base, m_base, t0)
+            _input_transform(k, at, shapes, count)
+            _products(k, at, shapes, count)
+            _output_transform(k, at, shapes, count, epilogue)
 
 
 def _shifted(k: Kernel, j: DimV, width: int, count: int) -> DimV:
@@ -155,14 +167,14 @@ def _shifted(k: Kernel, j: DimV, width: int, count: int) -> DimV:
     return k.min(k.mul(j, width), count - width)
 
 
-def _v_at(k: Kernel, item: _Item, shapes: _Shapes, point: DimV, tile: DimV) -> DimV:
+def _v_at(k: Kernel, at: _Block, shapes: _Shapes, point: DimV, tile: DimV) -> DimV:
     """Offset of V[point, tile, 0] in the scratch."""
-    return k.add(item.v_base, k.mul(k.add(k.mul(point, block_tiles()), tile), shapes.cin))
+    return k.add(at.v_base, k.mul(k.add(k.mul(point, block_tiles()), tile), shapes.cin))
 
 
-def _m_at(k: Kernel, item: _Item, shapes: _Shapes, point: DimV, tile: DimV) -> DimV:
+def _m_at(k: Kernel, at: _Block, shapes: _Shapes, point: DimV, tile: DimV) -> DimV:
     """Offset of M[point, tile, 0] in the scratch."""
-    return k.add(item.m_base, k.mul(k.add(k.mul(point, block_tiles()), tile), shapes.cout))
+    return k.add(at.m_base, k.mul(k.add(k.mul(point, block_tiles()), tile), shapes.cout))
 
 
 def _transform_kernel(k: Kernel, where: tuple[Buf, Buf], shapes: _Shapes) -> None:
@@ -177,50 +189,52 @@ def _transform_kernel(k: Kernel, where: tuple[Buf, Buf], shapes: _Shapes) -> Non
                  for s in range(3)]
                 for r in range(3)
             ]  # fmt: skip
-            for xi, value in enumerate(_sandwich(k, _G, g)):
+            for xi, value in enumerate(sandwich(k, G, g)):
                 mk.vstore(k, scratch, k.add(k.mul(k.add(xi * cin, c), cout), o), value)
 
 
-def _input_transform(k: Kernel, item: _Item, shapes: _Shapes, tiles: tuple[DimV, DimV]) -> None:
+def _input_transform(k: Kernel, at: _Block, shapes: _Shapes, count: DimV) -> None:
     """V[xi, t] = (B^T d B)[xi] for the patch d under each tile t of the block."""
-    t0, count = tiles
-    n, py = item.at
+    x = at.bufs[1]
     zero = mk.splat(k, const(k.b, 0.0, shapes.vt.element_type), shapes.vt)
     with k.loop(count) as t:
-        top = k.sub(k.mul(py, 2), item.g.pad_before[0])
-        left = k.sub(k.mul(k.add(t0, t), 2), item.g.pad_before[1])
+        n, ty, tx = at.tile(k, t)
+        top = k.sub(k.mul(ty, 2), at.g.pad_before[0])
+        left = k.sub(k.mul(tx, 2), at.g.pad_before[1])
         patch = [
-            [_position(k, item.x, (n, k.add(top, r), k.add(left, s)), shapes.lanes)
+            [_position(k, x, (n, k.add(top, r), k.add(left, s)), shapes.vt)
              for s in range(TILE)]
             for r in range(TILE)
         ]  # fmt: skip
         with k.loop(shapes.vectors(shapes.cin)) as j:
             c = _shifted(k, j, shapes.lanes, shapes.cin)
             d = [
-                [mk.vload_masked(k, item.x, k.add(at, c), mask, zero) for at, mask in line]
+                [mk.vload_masked(k, x, k.add(offset, c), mask, zero) for offset, mask in line]
                 for line in patch
             ]
-            for xi, value in enumerate(_sandwich(k, _BT, d)):
-                mk.vstore(k, item.scratch, k.add(_v_at(k, item, shapes, xi, t), c), value)
+            for xi, value in enumerate(sandwich(k, BT, d)):
+                mk.vstore(k, at.scratch, k.add(_v_at(k, at, shapes, xi, t), c), value)
 
 
-def _position(k: Kernel, x: Buf, nyx: tuple[DimV, DimV, DimV], lanes: int) -> tuple[DimV, SSAValue]:
-    """The offset of x[n, y, x, 0] (clamped into the image: it may be padding) and the
-    lanes to load there: all inside the image, none in the padding."""
+def _position(
+    k: Kernel, buf: Buf, nyx: tuple[DimV, DimV, DimV], vt: VectorType
+) -> tuple[DimV, SSAValue]:
+    """The offset of buf[n, y, x, 0], clamped into the image, and the lanes to load or
+    store there: all when (y, x) is inside the image, none when not (padding, or an
+    output past an odd edge)."""
     n, *yx = nyx
     inside: SSAValue | None = None
     clamped: list[DimV] = []
-    for v, size in zip(yx, x.dims[1:3], strict=True):
+    for v, size in zip(yx, buf.dims[1:3], strict=True):
         ok = k.b.insert(arith.AndIOp(cmp(k, "sge", v, 0), cmp(k, "slt", v, size))).result
         inside = ok if inside is None else k.b.insert(arith.AndIOp(inside, ok)).result
         clamped.append(k.max(k.min(v, k.sub(size, 1)), 0))
     assert inside is not None
-    vt = VectorType(x.elem, [lanes])
-    offset = k.linear([n, *clamped], k.strides(x.dims)[:-1])
-    return offset, mk.lane_mask(k, k.select(inside, lanes, 0), vt)
+    offset = k.linear([n, *clamped], k.strides(buf.dims)[:-1])
+    return offset, mk.lane_mask(k, k.select(inside, vt.get_shape()[0], 0), vt)
 
 
-def _products(k: Kernel, item: _Item, shapes: _Shapes, count: DimV) -> None:
+def _products(k: Kernel, at: _Block, shapes: _Shapes, count: DimV) -> None:
     """M[xi] = V[xi] U[xi] for the block's `count` tiles, in register tiles of `rows`
     tiles by nvec vectors of output channels. The last tile of rows is shifted back; a
     block shorter than a tile computes rows past `count` too, which nothing reads."""
@@ -231,29 +245,29 @@ def _products(k: Kernel, item: _Item, shapes: _Shapes, count: DimV) -> None:
             o = _shifted(k, j, width, cout)
             with k.loop(k.div(k.add(count, rows - 1), rows)) as rb:
                 r0 = k.max(k.min(k.mul(rb, rows), k.sub(count, rows)), 0)
-                accs = _product_tile(k, item, shapes, (xi, r0, o))
-                m_row = k.add(_m_at(k, item, shapes, xi, r0), o)
+                accs = _product_tile(k, at, shapes, (xi, r0, o))
+                m_row = k.add(_m_at(k, at, shapes, xi, r0), o)
                 for r in range(rows):
                     for v in range(nvec):
-                        at = k.add(m_row, r * cout + v * shapes.lanes)
-                        mk.vstore(k, item.scratch, at, accs[r * nvec + v])
+                        offset = k.add(m_row, r * cout + v * shapes.lanes)
+                        mk.vstore(k, at.scratch, offset, accs[r * nvec + v])
 
 
 def _product_tile(
-    k: Kernel, item: _Item, shapes: _Shapes, at: tuple[SSAValue, DimV, DimV]
+    k: Kernel, at: _Block, shapes: _Shapes, where: tuple[SSAValue, DimV, DimV]
 ) -> Sequence[SSAValue]:
     """The accumulators of M[xi, r0:r0 + rows, o:o + nvec vectors], summed over C."""
-    xi, r0, o = at
+    xi, r0, o = where
     vt, rows, nvec, cin, cout = shapes.vt, shapes.rows, shapes.nvec, shapes.cin, shapes.cout
-    v_row = _v_at(k, item, shapes, xi, r0)
+    v_row = _v_at(k, at, shapes, xi, r0)
     u_row = k.add(k.mul(k.mul(xi, cin), cout), o)
 
     def step(c: SSAValue, accs: Values) -> list[SSAValue]:
         u_at = k.add(u_row, k.mul(c, cout))
-        us = [mk.vload(k, item.scratch, k.add(u_at, v * shapes.lanes), vt) for v in range(nvec)]
+        us = [mk.vload(k, at.scratch, k.add(u_at, v * shapes.lanes), vt) for v in range(nvec)]
         new = list(accs)
         for r in range(rows):
-            scalar = k.load_flat(item.scratch, k.add(v_row, k.add(c, r * cin)))
+            scalar = k.load_flat(at.scratch, k.add(v_row, k.add(c, r * cin)))
             broadcast = mk.splat(k, scalar, vt)
             for v in range(nvec):
                 new[r * nvec + v] = mk.vfma(k, broadcast, us[v], accs[r * nvec + v])
@@ -264,31 +278,35 @@ def _product_tile(
 
 
 def _output_transform(
-    k: Kernel,
-    item: _Item,
-    shapes: _Shapes,
-    tiles: tuple[DimV, DimV],
-    finish: tuple[str, Epilogue | None],
+    k: Kernel, at: _Block, shapes: _Shapes, count: DimV, epilogue: Epilogue | None
 ) -> None:
-    """out[n, py, t0 + t] = pool(epilogue(A^T M[:, t] A)) for the block's tiles."""
-    t0, count = tiles
-    mode, epilogue = finish
-    out, vt = item.out, shapes.vt
-    n, py = item.at
+    """Each tile's A^T M A, its epilogue, then its pool or its four outputs."""
+    out, vt = at.bufs[0], shapes.vt
     with k.loop(count) as t:
-        dst = k.linear([n, py, k.add(t0, t)], k.strides(out.dims)[:3])
-        with k.loop(shapes.vectors(shapes.cout)) as j:
-            o = _shifted(k, j, shapes.lanes, shapes.cout)
-            m = [mk.vload(k, item.scratch, k.add(_m_at(k, item, shapes, xi, t), o), vt)
+        n, ty, tx = at.tile(k, t)
+        if at.mode:
+            dsts = [(k.linear([n, ty, tx], k.strides(out.dims)[:3]), None)]
+        else:
+            dsts = [
+                _position(k, out, (n, k.add(k.mul(ty, 2), i), k.add(k.mul(tx, 2), j)), vt)
+                for i in range(2)
+                for j in range(2)
+            ]
+        with k.loop(shapes.vectors(shapes.cout)) as c:
+            o = _shifted(k, c, shapes.lanes, shapes.cout)
+            m = [mk.vload(k, at.scratch, k.add(_m_at(k, at, shapes, xi, t), o), vt)
                  for xi in range(POINTS)]  # fmt: skip
-            ys = _sandwich(k, _AT, [m[r * TILE : (r + 1) * TILE] for r in range(TILE)])
+            ys = sandwich(k, AT, [m[r * TILE : (r + 1) * TILE] for r in range(TILE)])
             if epilogue is not None:
-                ys = _finished(k, item, shapes, (ys, o), epilogue)
-            mk.vstore(k, out, k.add(dst, o), _pool(k, ys, mode))
+                ys = _finished(k, at, shapes, (ys, o), epilogue)
+            if at.mode:
+                ys = [pool(k, ys, at.mode)]
+            for (offset, mask), y in zip(dsts, ys, strict=True):
+                mk.vstore_lanes(k, out, k.add(offset, o), y, mask)
 
 
 def _finished(
-    k: Kernel, item: _Item, shapes: _Shapes, ys: tuple[list[SSAValue], DimV], epilogue: Epilogue
+    k: Kernel, at: _Block, shapes: _Shapes, ys: tuple[list[SSAValue], DimV], epilogue: Epilogue
 ) -> list[SSAValue]:
     """The epilogue on a tile's outputs `ys` (vectors of channels from o): on the vectors
     when its body allows, else element by element through the slot's four vectors."""
@@ -297,51 +315,9 @@ def _finished(
     if epilogue.vector is not None:
         extras = epilogue.vector_extras(k, vt, o)
         return [epilogue.vector(k, [y, *extras]) for y in values]
-    quad = k.add(item.m_base, POINTS * block_tiles() * shapes.cout)
+    quad = k.add(at.m_base, POINTS * block_tiles() * shapes.cout)
     for q, y in enumerate(values):
-        mk.vstore(k, item.scratch, k.add(quad, q * lanes), y)
+        mk.vstore(k, at.scratch, k.add(quad, q * lanes), y)
     with k.loop(len(values) * lanes) as e:
-        epilogue.apply(k, item.scratch, k.add(quad, e), k.add(o, k.rem(e, lanes)))
-    return [mk.vload(k, item.scratch, k.add(quad, q * lanes), vt) for q in range(len(values))]
-
-
-def _pool(k: Kernel, ys: list[SSAValue], mode: str) -> SSAValue:
-    """The max or the mean of a window's four vectors."""
-    combine = arith.MaximumfOp if mode == "max" else arith.AddfOp
-    total = ys[0]
-    for y in ys[1:]:
-        total = k.b.insert(combine(total, y)).result
-    if mode == "max":
-        return total
-    four = mk.splat(k, const(k.b, float(len(ys)), _element(total)), total.type)  # type: ignore[arg-type]
-    return k.b.insert(arith.DivfOp(total, four)).result
-
-
-def _element(v: SSAValue) -> Attribute:
-    assert isinstance(v.type, VectorType)
-    return v.type.element_type
-
-
-def _sandwich(
-    k: Kernel, p: Sequence[Sequence[float]], grid: Sequence[Sequence[SSAValue]]
-) -> list[SSAValue]:
-    """P X P^T of a grid X of vectors, row-major; P's entries are 0, +-1 or +-1/2."""
-    half = [[_combine(k, p_row, [line[j] for line in grid]) for j in range(len(grid[0]))]
-            for p_row in p]  # fmt: skip
-    return [_combine(k, p_col, half_row) for half_row in half for p_col in p]
-
-
-def _combine(k: Kernel, coeffs: Sequence[float], values: Sequence[SSAValue]) -> SSAValue:
-    """sum(c * v), with the terms' common magnitude multiplied once."""
-    terms = [(c, v) for c, v in zip(coeffs, values, strict=True) if c != 0]
-    scale = abs(terms[0][0])
-    assert all(abs(c) == scale for c, _ in terms)
-    (c0, total), rest = terms[0], terms[1:]
-    if c0 < 0:
-        total = k.b.insert(arith.NegfOp(total)).result
-    for c, v in rest:
-        total = k.b.insert((arith.AddfOp if c > 0 else arith.SubfOp)(total, v)).result
-    if scale == 1:
-        return total
-    factor = mk.splat(k, const(k.b, scale, _element(total)), total.type)  # type: ignore[arg-type]
-    return k.b.insert(arith.MulfOp(total, factor)).result
+        epilogue.apply(k, at.scratch, k.add(quad, e), k.add(o, k.rem(e, lanes)))
+    return [mk.vload(k, at.scratch, k.add(quad, q * lanes), vt) for q in range(len(values))]

@@ -1,0 +1,37 @@
+// RUN: aotk-opt %s --aotk-tile-for=avx2 -p convert-aotk-to-loops | filecheck %s
+
+// A 'same' 3x3 conv of 32 channels into 64 on 7x9 images, by Winograd's F(2x2, 3x3): the
+// outputs in 2x2 tiles, 4 rows x 5 columns of them per image, the last row and column of
+// tiles overhanging the output by one. U = G g G^T first; then threads split the blocks
+// of 15 tiles (in order, across rows and images) in at most 8 runs: per block, the input
+// transform (16 masked loads a tile and vector of channels), 16 products in register
+// tiles of 5 tiles x 2 vectors, then the output transform, whose four vectors each go
+// through a mask: none of an output past the image's edge is stored.
+// CHECK-LABEL: func.func @winograd(
+// CHECK-DAG:     %[[RUNS:.*]] = arith.constant 8 : index
+// CHECK-DAG:     %[[BLOCK:.*]] = arith.constant 15 : index
+// CHECK-DAG:     %[[TILE_ROWS:.*]] = arith.constant 4 : index
+// CHECK-DAG:     %[[TILE_COLUMNS:.*]] = arith.constant 5 : index
+// CHECK:         %[[SCRATCH:.*]] = ptr_xdsl.from_ptr %{{.*}} : !ptr_xdsl.ptr -> memref<?xf32>
+// CHECK-COUNT-16:  vector.store %{{.*}}, %[[SCRATCH]][
+// CHECK:         %[[ROWS:.*]] = arith.muli %{{.*}}, %[[TILE_ROWS]] : index
+// CHECK-NEXT:    %[[TILES:.*]] = arith.muli %[[ROWS]], %[[TILE_COLUMNS]] : index
+// CHECK:         %[[SLOTS:.*]] = arith.minsi %{{.*}}, %[[RUNS]] : index
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %[[SLOTS]] step
+// CHECK:           %[[START:.*]] = arith.muli %{{.*}}, %[[BLOCK]] : index
+// CHECK:           arith.minsi %[[START]], %{{.*}} : index
+// CHECK-COUNT-16:  vector.maskedload %x[
+// CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){9}vector<8xf32>}}) {
+// CHECK-COUNT-10:    vector.fma
+// CHECK-COUNT-4:   vector.create_mask
+// CHECK-COUNT-16:  vector.load %[[SCRATCH]][
+// CHECK-COUNT-4:   vector.maskedstore %out0[
+// CHECK:         } {aotk.parallel = 2 : i64}
+// CHECK-NOT:     aotk.parallel
+// CHECK:         func.return
+// CHECK-LABEL: func.func @winograd_workspace_size(
+// CHECK:         arith.constant 870400 : index
+func.func @winograd(%x: tensor<?x7x9x32xf32>, %w: tensor<3x3x32x64xf32>) -> tensor<?x7x9x64xf32> {
+  %y = aotk.conv %x, %w strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 : (tensor<?x7x9x32xf32>, tensor<3x3x32x64xf32>) -> tensor<?x7x9x64xf32>
+  func.return %y : tensor<?x7x9x64xf32>
+}

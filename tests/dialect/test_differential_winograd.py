@@ -1,0 +1,133 @@
+"""Compiled == interpreted for the 3 x 3 convs `kernels.conv_winograd` computes, as
+`aotk.conv` and as `aotk.conv_fused` (an epilogue on vectors, and one element by element);
+the pooled ones are in `test_differential_conv_pool`. Also which convs take the path.
+
+The cases reach the kernel's edges: tiles that overhang an odd output (masked stores),
+channels that are no multiple of a vector (shifted vectors), more tiles than a block
+(the last block shifted back), fewer tiles than a register tile, dynamic dims and a batch
+of 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import conv_attrs, emit, placeholder, random_array, run_both
+from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type
+
+from aotk.dialect.arithmetic import AddOp, MaximumOp, MulOp
+from aotk.dialect.conv import ConvOp
+from aotk.dialect.conv_fused import ConvFusedOp
+from aotk.dialect.elementwise import ConstantOp
+from aotk.dialect.unary import TanhOp
+from aotk.kernels import conv_winograd
+from aotk.kernels.window import Window
+from aotk.lowering import pipeline
+
+Shape = tuple[int | None, ...]
+# name, x as declared, the kernel, x in the two calls, conv attributes
+Case = tuple[str, Shape, tuple[int, int, int, int], list[tuple[int, ...]], dict[str, Any]]
+
+
+def _case(name: str, x: Shape, w: Any, calls: Any, **kw: Any) -> Case:
+    return name, x, w, calls, conv_attrs(2, **kw)
+
+
+CASES = [
+    _case("same", (None, 8, 10, 32), (3, 3, 32, 64), [(2, 8, 10, 32), (0, 8, 10, 32)],
+          padding="same"),
+    # 8 x 7 outputs: the last tile of a row overhangs; 20 and 40 channels
+    _case("odd_width_uneven", (2, 9, 7, 20), (3, 3, 20, 40), [(2, 9, 7, 20)] * 2,
+          pad_before=(1, 0), pad_after=(0, 2)),
+    _case("odd_height", (1, 5, 6, 16), (3, 3, 16, 16), [(1, 5, 6, 16)] * 2),
+    # 3 x 6 x 7 tiles: blocks in several runs, the last block shifted back
+    _case("many_tiles", (3, 12, 14, 16), (3, 3, 16, 24), [(3, 12, 14, 16)] * 2, padding="same"),
+    # one output: a tile short of a block's register tile, overhanging both ways
+    _case("one_output", (1, 3, 3, 16), (3, 3, 16, 16), [(1, 3, 3, 16)] * 2),
+    _case("dynamic_spatial", (None, None, None, 16), (3, 3, 16, 32),
+          [(2, 9, 10, 16), (1, 3, 4, 16)], padding="same"),
+]  # fmt: skip
+FLOAT64_CASES = ["odd_width_uneven", "many_tiles", "one_output"]
+
+
+def _scale(case: Case) -> float:
+    return 10.0 * float(np.prod(case[2][:-1]))
+
+
+def _epilogue(conv: Any, bias: Any, activation: str, dtype: str) -> Any:
+    """relu(conv + bias) * 0.5 (on vectors) or tanh(conv + bias) (element by element)."""
+    biased = emit(AddOp, conv, bias)
+    if activation == "tanh":
+        return emit(TanhOp, biased)
+    zero, half = (emit(ConstantOp, value=v, dtype=dtype) for v in (0.0, 0.5))
+    return emit(MulOp, emit(MaximumOp, biased, zero), half)
+
+
+def _check(cases: list[Case], dtype: str, activations: list[str | None]) -> Any:
+    """One function of every case (with `activations[i]` fused, or a plain conv),
+    compiled against interpreted on two calls."""
+    rng = np.random.default_rng(3)
+    inputs, outputs, calls = [], [], [[], []]
+    for i, ((_, x, w, shapes, attrs), activation) in enumerate(
+        zip(cases, activations, strict=True)
+    ):
+        xs = [placeholder(x, dtype, f"x{i}"), placeholder(w, dtype, f"w{i}")]
+        y = emit(ConvOp, *xs, **attrs)
+        for call, shape in zip(calls, shapes, strict=True):
+            call += [random_array(rng, shape, dtype), random_array(rng, w, dtype)]
+        if activation is not None:
+            xs.append(placeholder((w[-1],), dtype, f"b{i}"))
+            y = _epilogue(y, xs[-1], activation, dtype)
+            for call in calls:
+                call.append(random_array(rng, (w[-1],), dtype))
+        inputs += xs
+        outputs.append(y)
+    scales = [_scale(c) for c in cases]
+    return run_both(inputs, outputs, calls, scales=scales, labels=[c[0] for c in cases])
+
+
+def _applies(case: Case, dtype: str) -> bool:
+    elem = {"float16": Float16Type(), "float32": Float32Type(), "float64": Float64Type()}[dtype]
+    attrs = {name: v for name, v in case[4].items() if name != "rank"}
+    return conv_winograd.applies(elem, case[2], Window.of_conv(case[2][:2], **attrs), None)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_winograd_convs_match_interpreted(dtype: str) -> None:
+    cases = CASES if dtype == "float32" else [c for c in CASES if c[0] in FLOAT64_CASES]
+    assert all(_applies(c, dtype) for c in cases)
+    _check(cases, dtype, [None] * len(cases))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_winograd_epilogues_match_interpreted(dtype: str) -> None:
+    """The epilogue on a tile's four output vectors before their (masked) stores."""
+    cases = [c for c in CASES if c[0] in FLOAT64_CASES]
+    activations: list[str | None] = ["relu", "tanh", "relu"]
+    f = _check(cases, dtype, activations)
+    graph = f.module.clone()
+    pipeline.lower(graph, stop_after="graph")
+    assert sum(isinstance(op, ConvFusedOp) for op in graph.walk()) == len(cases)
+
+
+@pytest.mark.parametrize(
+    ("why", "dtype", "kernel", "attrs"),
+    [
+        ("float16", "float16", (3, 3, 16, 16), {}),
+        ("a 5 x 5 window", "float32", (5, 5, 16, 16), {}),
+        ("a 3 x 1 window", "float32", (3, 1, 16, 16), {}),
+        ("stride 2", "float32", (3, 3, 16, 16), {"strides": (2, 1)}),
+        ("dilation 2", "float32", (3, 3, 16, 16), {"dilation": (1, 2)}),
+        ("input dilation", "float32", (3, 3, 16, 16), {"lhs_dilation": (2, 2)}),
+        ("groups", "float32", (3, 3, 8, 16), {"groups": 2}),
+        ("3 input channels", "float32", (3, 3, 3, 16), {}),
+        ("4 output channels", "float32", (3, 3, 16, 4), {}),
+        ("U larger than half of L2", "float32", (3, 3, 128, 128), {}),
+    ],
+)
+def test_other_convs_keep_the_direct_kernels(why: str, dtype: str, kernel: Any, attrs: Any) -> None:
+    case = _case(why, (1, 8, 8, kernel[2] * attrs.get("groups", 1)), kernel, [], **attrs)
+    assert not _applies(case, dtype)
+    assert _applies(_case(why, (1, 8, 8, 16), (3, 3, 16, 16), []), "float32")
