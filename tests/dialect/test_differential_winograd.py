@@ -124,10 +124,11 @@ def test_winograd_epilogues_match_interpreted(dtype: str) -> None:
         ("groups", "float32", (3, 3, 8, 16), {"groups": 2}),
         ("3 input channels", "float32", (3, 3, 3, 16), {}),
         ("4 output channels", "float32", (3, 3, 16, 4), {}),
-        ("U larger than half of L2", "float32", (3, 3, 128, 128), {}),
+        ("V and M of a block larger than L2", "float32", (3, 3, 512, 1024), {}),
     ],
 )
 def test_other_convs_keep_the_direct_kernels(why: str, dtype: str, kernel: Any, attrs: Any) -> None:
     case = _case(why, (1, 8, 8, kernel[2] * attrs.get("groups", 1)), kernel, [], **attrs)
     assert not _applies(case, dtype)
     assert _applies(_case(why, (1, 8, 8, 16), (3, 3, 16, 16), []), "float32")
+    assert _applies(_case(why, (1, 8, 8, 256), (3, 3, 256, 256), []), "float32")
