@@ -312,7 +312,8 @@ def run(quick: bool = False, peers: bool = False, rounds: int = 1) -> None:
     _print_rates(rows, sgemm, bandwidth)
     print(
         "rates from the median times; of lim = rate / limit. limit: 'sgemm' = the sgemm rate\n"
-        "above x the thread count (GEMM-bound: only matmul and conv FLOPs are counted);\n"
+        "above x the thread count (GEMM-bound: only matmul and conv FLOPs are counted, a\n"
+        "conv's as a direct sum: W5's 3x3 convs take fewer by Winograd, so > 1 is possible);\n"
         "'triad' = the bandwidth limit above (memory-bound: W1 and W7 read and write one\n"
         "array each; W3 b=1 reads its weights once, which may sit in cache: > 1 is possible)"
     )

@@ -38,7 +38,7 @@ from aotk.dialect.conv import (
     tap_slices,
 )
 from aotk.dialect.registry import Kind, OpDef, register
-from aotk.kernels import conv_depthwise, conv_filter_grad
+from aotk.kernels import conv_depthwise, conv_filter_grad, conv_winograd_grad
 from aotk.kernels import conv_geometry as cg
 from aotk.kernels.conv_geometry import geometry
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
@@ -117,9 +117,22 @@ def _numpy(g: np.ndarray, x: np.ndarray, w: np.ndarray, *, wrt: str, **attrs: An
     return dxd[(slice(None), *(slice(None, None, lh) for lh in win.lhs_dilation))].astype(x.dtype)
 
 
-def _lower(k: Kernel, out: Buf, g: Buf, x: Buf, w: Buf, *, wrt: str, **attrs: Any) -> None:
+def _lower(
+    k: Kernel,
+    out: Buf,
+    g: Buf,
+    x: Buf,
+    w: Buf,
+    *,
+    wrt: str,
+    scratch: Buf | None = None,
+    **attrs: Any,
+) -> None:
     win = Window.of_conv(w.dims[:-2], **attrs)
     geo = geometry(k, win, x.dims[1:-1])
+    if scratch is not None:  # only the kernel gradient asks for it
+        conv_winograd_grad.emit(k, (out, g, x), geo, scratch)
+        return
     if wrt == Wrt.KERNEL and conv_filter_grad.supported(out, geo):
         conv_filter_grad.emit(k, out, g, x, geo)
         return
@@ -238,6 +251,13 @@ def _transposed_conv(g: Any, x: Any, kernel: Any, attrs: dict[str, Any]) -> Any 
     )
 
 
+def _scratch(k: Kernel, ins: list[Buf], result_type: Attribute, *, wrt: str, **attrs: Any) -> int:
+    """The scratch of `kernels.conv_winograd_grad` when it computes this kernel gradient."""
+    if wrt != Wrt.KERNEL:
+        return 0
+    return conv_winograd_grad.scratch_elems(elem_of(result_type), ins[2].dims, attrs)
+
+
 register(
     OpDef(
         ir=ConvBackpropOp,
@@ -247,5 +267,6 @@ register(
         lower=_lower,
         shape=backprop_shape,
         grad=lambda gy, y, g, x, w, **_: (None, None, None),
+        scratch=_scratch,
     )
 )

@@ -92,7 +92,7 @@ def _slot_elems(cin: int, cout: int) -> int:
 
 
 @dataclass(frozen=True)
-class _Shapes:
+class Shapes:
     """The vector type, the register tile (rows x nvec vectors) and the channels."""
 
     vt: VectorType
@@ -106,16 +106,16 @@ class _Shapes:
         return self.vt.get_shape()[0]
 
     def vectors(self, count: int) -> int:
-        """Vectors covering `count` channels (the last shifted back, `_shifted`)."""
+        """Vectors covering `count` channels (the last shifted back, `shifted`)."""
         return -(-count // self.lanes)
 
 
 @dataclass(frozen=True)
-class _Block:
+class Block:
     """A block of tiles from tile t0 (of the grid: images x tile rows x tile columns),
     its buffers, pooling mode (None: none), and the slot's V and M in the scratch."""
 
-    bufs: tuple[Buf, Buf]  # out, x
+    bufs: tuple[Buf, Buf]  # out (or the output's gradient), x
     g: Geometry
     grid: tuple[DimV, DimV]  # tile rows, tile columns
     mode: str | None
@@ -123,6 +123,7 @@ class _Block:
     v_base: DimV
     m_base: DimV
     t0: DimV
+    block: int = 0  # tiles a block holds: block_tiles() unless given
 
     def tile(self, k: Kernel, t: DimV) -> tuple[DimV, DimV, DimV]:
         """(image, tile row, tile column) of the block's tile t."""
@@ -145,7 +146,7 @@ def emit(
     cin, cout = w.dims[2], w.dims[3]
     assert isinstance(cin, int) and isinstance(cout, int)
     lanes, rows, most = conv_tile.tile_shape(dtypes.byte_size(out.elem), cout)  # type: ignore[arg-type]
-    shapes = _Shapes(VectorType(out.elem, [lanes]), rows, min(most, cout // lanes), cin, cout)
+    shapes = Shapes(VectorType(out.elem, [lanes]), rows, min(most, cout // lanes), cin, cout)
     _transform_kernel(k, (scratch, w), shapes)
     grid = out.dims[1:3] if mode else [k.div(k.add(d, 1), 2) for d in out.dims[1:3]]
     tiles, block = k.product([out.dims[0], *grid]), block_tiles()
@@ -158,34 +159,38 @@ def emit(
         first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
         with k.loop(last, lb=first) as b:
             t0 = k.min(k.mul(b, block), k.sub(tiles, count))
-            at = _Block((out, x), g, (grid[0], grid[1]), mode, scratch, v_base, m_base, t0)
-            _input_transform(k, at, shapes, count)
+            at = Block((out, x), g, (grid[0], grid[1]), mode, scratch, v_base, m_base, t0)
+            input_transform(k, at, shapes, count)
             _products(k, at, shapes, count)
             _output_transform(k, at, shapes, count, epilogue)
 
 
-def _shifted(k: Kernel, j: DimV, width: int, count: int) -> DimV:
+def shifted(k: Kernel, j: DimV, width: int, count: int) -> DimV:
     """Start of the j-th block of `width` of `count` channels, the last ending at count."""
     return k.min(k.mul(j, width), count - width)
 
 
-def _v_at(k: Kernel, at: _Block, shapes: _Shapes, point: DimV, tile: DimV) -> DimV:
+def v_at(k: Kernel, at: Block, shapes: Shapes, point: DimV, tile: DimV) -> DimV:
     """Offset of V[point, tile, 0] in the scratch."""
-    return k.add(at.v_base, k.mul(k.add(k.mul(point, block_tiles()), tile), shapes.cin))
+    return k.add(at.v_base, k.mul(k.add(k.mul(point, _tiles(at)), tile), shapes.cin))
 
 
-def _m_at(k: Kernel, at: _Block, shapes: _Shapes, point: DimV, tile: DimV) -> DimV:
+def m_at(k: Kernel, at: Block, shapes: Shapes, point: DimV, tile: DimV) -> DimV:
     """Offset of M[point, tile, 0] in the scratch."""
-    return k.add(at.m_base, k.mul(k.add(k.mul(point, block_tiles()), tile), shapes.cout))
+    return k.add(at.m_base, k.mul(k.add(k.mul(point, _tiles(at)), tile), shapes.cout))
 
 
-def _transform_kernel(k: Kernel, where: tuple[Buf, Buf], shapes: _Shapes) -> None:
+def _tiles(at: Block) -> int:
+    return at.block or block_tiles()
+
+
+def _transform_kernel(k: Kernel, where: tuple[Buf, Buf], shapes: Shapes) -> None:
     """U[xi, c, o] = (G g G^T)[xi] for g = w[:, :, c, o], at the start of the scratch."""
     scratch, w = where
     cin, cout = shapes.cin, shapes.cout
     with k.loop(cin, parallel=True) as c:
         with k.loop(shapes.vectors(cout)) as j:
-            o = _shifted(k, j, shapes.lanes, cout)
+            o = shifted(k, j, shapes.lanes, cout)
             g = [
                 [mk.vload(k, w, k.add(k.mul(k.add((r * 3 + s) * cin, c), cout), o), shapes.vt)
                  for s in range(3)]
@@ -195,7 +200,7 @@ def _transform_kernel(k: Kernel, where: tuple[Buf, Buf], shapes: _Shapes) -> Non
                 mk.vstore(k, scratch, k.add(k.mul(k.add(xi * cin, c), cout), o), value)
 
 
-def _input_transform(k: Kernel, at: _Block, shapes: _Shapes, count: DimV) -> None:
+def input_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
     """V[xi, t] = (B^T d B)[xi] for the patch d under each tile t of the block."""
     x = at.bufs[1]
     zero = mk.splat(k, const(k.b, 0.0, shapes.vt.element_type), shapes.vt)
@@ -204,21 +209,21 @@ def _input_transform(k: Kernel, at: _Block, shapes: _Shapes, count: DimV) -> Non
         top = k.sub(k.mul(ty, 2), at.g.pad_before[0])
         left = k.sub(k.mul(tx, 2), at.g.pad_before[1])
         patch = [
-            [_position(k, x, (n, k.add(top, r), k.add(left, s)), shapes.vt)
+            [position(k, x, (n, k.add(top, r), k.add(left, s)), shapes.vt)
              for s in range(TILE)]
             for r in range(TILE)
         ]  # fmt: skip
         with k.loop(shapes.vectors(shapes.cin)) as j:
-            c = _shifted(k, j, shapes.lanes, shapes.cin)
+            c = shifted(k, j, shapes.lanes, shapes.cin)
             d = [
                 [mk.vload_masked(k, x, k.add(offset, c), mask, zero) for offset, mask in line]
                 for line in patch
             ]
             for xi, value in enumerate(sandwich(k, BT, d)):
-                mk.vstore(k, at.scratch, k.add(_v_at(k, at, shapes, xi, t), c), value)
+                mk.vstore(k, at.scratch, k.add(v_at(k, at, shapes, xi, t), c), value)
 
 
-def _position(
+def position(
     k: Kernel, buf: Buf, nyx: tuple[DimV, DimV, DimV], vt: VectorType
 ) -> tuple[DimV, SSAValue]:
     """The offset of buf[n, y, x, 0], clamped into the image, and the lanes to load or
@@ -236,7 +241,7 @@ def _position(
     return offset, mk.lane_mask(k, k.select(inside, vt.get_shape()[0], 0), vt)
 
 
-def _products(k: Kernel, at: _Block, shapes: _Shapes, count: DimV) -> None:
+def _products(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
     """M[xi] = V[xi] U[xi] for the block's `count` tiles, in register tiles of `rows`
     tiles by nvec vectors of output channels. The last tile of rows is shifted back; a
     block shorter than a tile computes rows past `count` too, which nothing reads."""
@@ -244,11 +249,11 @@ def _products(k: Kernel, at: _Block, shapes: _Shapes, count: DimV) -> None:
     width = nvec * shapes.lanes
     with k.loop(POINTS) as xi:
         with k.loop(-(-cout // width)) as j:
-            o = _shifted(k, j, width, cout)
+            o = shifted(k, j, width, cout)
             with k.loop(k.div(k.add(count, rows - 1), rows)) as rb:
                 r0 = k.max(k.min(k.mul(rb, rows), k.sub(count, rows)), 0)
                 accs = _product_tile(k, at, shapes, (xi, r0, o))
-                m_row = k.add(_m_at(k, at, shapes, xi, r0), o)
+                m_row = k.add(m_at(k, at, shapes, xi, r0), o)
                 for r in range(rows):
                     for v in range(nvec):
                         offset = k.add(m_row, r * cout + v * shapes.lanes)
@@ -256,12 +261,12 @@ def _products(k: Kernel, at: _Block, shapes: _Shapes, count: DimV) -> None:
 
 
 def _product_tile(
-    k: Kernel, at: _Block, shapes: _Shapes, where: tuple[SSAValue, DimV, DimV]
+    k: Kernel, at: Block, shapes: Shapes, where: tuple[SSAValue, DimV, DimV]
 ) -> Sequence[SSAValue]:
     """The accumulators of M[xi, r0:r0 + rows, o:o + nvec vectors], summed over C."""
     xi, r0, o = where
     vt, rows, nvec, cin, cout = shapes.vt, shapes.rows, shapes.nvec, shapes.cin, shapes.cout
-    v_row = _v_at(k, at, shapes, xi, r0)
+    v_row = v_at(k, at, shapes, xi, r0)
     u_row = k.add(k.mul(k.mul(xi, cin), cout), o)
 
     def step(c: SSAValue, accs: Values) -> list[SSAValue]:
@@ -280,7 +285,7 @@ def _product_tile(
 
 
 def _output_transform(
-    k: Kernel, at: _Block, shapes: _Shapes, count: DimV, epilogue: Epilogue | None
+    k: Kernel, at: Block, shapes: Shapes, count: DimV, epilogue: Epilogue | None
 ) -> None:
     """Each tile's A^T M A, its epilogue, then its pool or its four outputs."""
     out, vt = at.bufs[0], shapes.vt
@@ -290,13 +295,13 @@ def _output_transform(
             dsts = [(k.linear([n, ty, tx], k.strides(out.dims)[:3]), None)]
         else:
             dsts = [
-                _position(k, out, (n, k.add(k.mul(ty, 2), i), k.add(k.mul(tx, 2), j)), vt)
+                position(k, out, (n, k.add(k.mul(ty, 2), i), k.add(k.mul(tx, 2), j)), vt)
                 for i in range(2)
                 for j in range(2)
             ]
         with k.loop(shapes.vectors(shapes.cout)) as c:
-            o = _shifted(k, c, shapes.lanes, shapes.cout)
-            m = [mk.vload(k, at.scratch, k.add(_m_at(k, at, shapes, xi, t), o), vt)
+            o = shifted(k, c, shapes.lanes, shapes.cout)
+            m = [mk.vload(k, at.scratch, k.add(m_at(k, at, shapes, xi, t), o), vt)
                  for xi in range(POINTS)]  # fmt: skip
             ys = sandwich(k, AT, [m[r * TILE : (r + 1) * TILE] for r in range(TILE)])
             if epilogue is not None:
@@ -308,7 +313,7 @@ def _output_transform(
 
 
 def _finished(
-    k: Kernel, at: _Block, shapes: _Shapes, ys: tuple[list[SSAValue], DimV], epilogue: Epilogue
+    k: Kernel, at: Block, shapes: Shapes, ys: tuple[list[SSAValue], DimV], epilogue: Epilogue
 ) -> list[SSAValue]:
     """The epilogue on a tile's outputs `ys` (vectors of channels from o): on the vectors
     when its body allows, else element by element through the slot's four vectors."""

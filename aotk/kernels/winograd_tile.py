@@ -3,7 +3,7 @@
 In one dimension, y = A^T [(G g) * (B^T d)] gives y0 = d0 g0 + d1 g1 + d2 g2 and
 y1 = d1 g0 + d2 g1 + d3 g2 with 4 products instead of 6; in two, each transform is
 applied to the rows and to the columns, P X P^T. The entries are 0, +-1 and +-1/2, so a
-transform is adds, subtracts and at most one halving per value.
+transform is adds, subtracts and halvings.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ POINTS = TILE * TILE  # products per tile and channel pair, one matrix product e
 BT = ((1, 0, -1, 0), (0, 1, 1, 0), (0, -1, 1, 0), (0, 1, 0, -1))
 G = ((1, 0, 0), (0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (0, 0, 1))
 AT = ((1, 1, 1, 0), (0, 1, -1, -1))
+# the kernel gradient's: dg = G^T [sum over tiles (B^T d B) * (A e A^T)] G, e a tile of
+# the output's gradient
+A = tuple(zip(*AT, strict=True))
+GT = tuple(zip(*G, strict=True))
 
 
 def sandwich(
@@ -36,16 +40,25 @@ def sandwich(
 
 
 def combine(k: Kernel, coeffs: Sequence[float], values: Sequence[SSAValue]) -> SSAValue:
-    """sum(c * v), with the terms' common magnitude multiplied once."""
-    terms = [(c, v) for c, v in zip(coeffs, values, strict=True) if c != 0]
-    scale = abs(terms[0][0])
-    assert all(abs(c) == scale for c, _ in terms)
+    """sum(c * v): the terms of each magnitude added or subtracted, then scaled once."""
+    total: SSAValue | None = None
+    for scale in sorted({abs(c) for c in coeffs if c != 0}):
+        part = _signed_sum(
+            k, [(c, v) for c, v in zip(coeffs, values, strict=True) if abs(c) == scale]
+        )
+        part = part if scale == 1 else scaled(k, part, scale)
+        total = part if total is None else k.b.insert(arith.AddfOp(total, part)).result
+    assert total is not None, "a row of zeros"
+    return total
+
+
+def _signed_sum(k: Kernel, terms: Sequence[tuple[float, SSAValue]]) -> SSAValue:
     (c0, total), rest = terms[0], terms[1:]
     if c0 < 0:
         total = k.b.insert(arith.NegfOp(total)).result
     for c, v in rest:
         total = k.b.insert((arith.AddfOp if c > 0 else arith.SubfOp)(total, v)).result
-    return total if scale == 1 else scaled(k, total, scale)
+    return total
 
 
 def pool(k: Kernel, ys: Sequence[SSAValue], mode: str) -> SSAValue:

@@ -1,18 +1,19 @@
 // RUN: aotk-opt %s --aotk-tile-for=avx2 --split-input-file -p convert-aotk-to-loops | filecheck %s
 
-// The kernel gradient of a 3x3 'same' conv, 8 -> 16 channels: 18 items (9 taps x 2
-// tiles of 5 input channels, the second shifted back to end at channel 8, x 1 block of
-// 2 vectors of outputs). The gradient is zeroed (in parallel where that pays), then images are taken in chunks that
-// fit L2, and per chunk one parallel loop runs the items: each loads its 5 x 2 sums,
-// keeps them in registers over the chunk's images and the tap's rows and columns
-// inside the input (bounds computed per tap, no per-position checks), per position 2
-// vector loads of g, 5 broadcasts of x and 10 FMAs, and stores them back. The shifted
-// tile stores only the rows no other tile owns (a check per row but the last).
+// The kernel gradient of a 3x3 'same' conv, 7 -> 16 channels (too few inputs for
+// Winograd's): 18 items (9 taps x 2 tiles of 5 input channels, the second shifted back
+// to end at channel 7, x 1 block of 2 vectors of outputs). The gradient is zeroed (in
+// parallel where that pays), then images are taken in chunks that fit L2, and per chunk
+// one parallel loop runs the items: each loads its 5 x 2 sums, keeps them in registers
+// over the chunk's images and the tap's rows and columns inside the input (bounds
+// computed per tap, no per-position checks), per position 2 vector loads of g, 5
+// broadcasts of x and 10 FMAs, and stores them back. The shifted tile stores only the
+// rows no other tile owns (a check per row but the last).
 // CHECK-LABEL: func.func @filter_grad(
 // CHECK-DAG:     %[[ITEMS:.*]] = arith.constant 18 : index
-// CHECK-DAG:     %[[SIZE:.*]] = arith.constant 1152 : index
+// CHECK-DAG:     %[[SIZE:.*]] = arith.constant 1008 : index
 // CHECK:         scf.for %[[I:.*]] = %{{.*}} to %[[SIZE]] step %{{.*}} {
-// CHECK-NEXT:      vector.store %{{.*}}, %out0[%[[I]]] : memref<1152xf32>, vector<8xf32>
+// CHECK-NEXT:      vector.store %{{.*}}, %out0[%[[I]]] : memref<1008xf32>, vector<8xf32>
 // CHECK-NEXT:    }{{( {aotk.parallel = 2 : i64})?}}
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:           scf.for %{{.*}} = %{{.*}} to %[[ITEMS]] step %{{.*}} {
@@ -31,9 +32,9 @@
 // CHECK-NEXT:      } {aotk.parallel = 2 : i64}
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return
-func.func @filter_grad(%g: tensor<?x8x8x16xf32>, %x: tensor<?x8x8x8xf32>, %w: tensor<3x3x8x16xf32>) -> tensor<3x3x8x16xf32> {
-  %dw = aotk.conv_backprop %g, %x, %w wrt kernel strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 : (tensor<?x8x8x16xf32>, tensor<?x8x8x8xf32>, tensor<3x3x8x16xf32>) -> tensor<3x3x8x16xf32>
-  func.return %dw : tensor<3x3x8x16xf32>
+func.func @filter_grad(%g: tensor<?x8x8x16xf32>, %x: tensor<?x8x8x7xf32>, %w: tensor<3x3x7x16xf32>) -> tensor<3x3x7x16xf32> {
+  %dw = aotk.conv_backprop %g, %x, %w wrt kernel strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 : (tensor<?x8x8x16xf32>, tensor<?x8x8x7xf32>, tensor<3x3x7x16xf32>) -> tensor<3x3x7x16xf32>
+  func.return %dw : tensor<3x3x7x16xf32>
 }
 
 // -----

@@ -1,6 +1,7 @@
 """Compiled == interpreted for the 3 x 3 convs `kernels.conv_winograd` computes, as
 `aotk.conv` and as `aotk.conv_fused` (an epilogue on vectors, and one element by element);
-the pooled ones are in `test_differential_conv_pool`. Also which convs take the path.
+the pooled ones are in `test_differential_conv_pool`; their kernel gradients
+(`kernels.conv_winograd_grad`). Also which convs take the paths.
 
 The cases reach the kernel's edges: tiles that overhang an odd output (masked stores),
 channels that are no multiple of a vector (shifted vectors), more tiles than a block
@@ -18,11 +19,12 @@ from conftest import conv_attrs, emit, placeholder, random_array, run_both
 from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type
 
 from aotk.dialect.arithmetic import AddOp, MaximumOp, MulOp
-from aotk.dialect.conv import ConvOp
+from aotk.dialect.conv import ConvOp, np_conv
+from aotk.dialect.conv_backprop import ConvBackpropOp
 from aotk.dialect.conv_fused import ConvFusedOp
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.unary import TanhOp
-from aotk.kernels import conv_winograd
+from aotk.kernels import conv_winograd, conv_winograd_grad
 from aotk.kernels.window import Window
 from aotk.lowering import pipeline
 
@@ -88,10 +90,12 @@ def _check(cases: list[Case], dtype: str, activations: list[str | None]) -> Any:
     return run_both(inputs, outputs, calls, scales=scales, labels=[c[0] for c in cases])
 
 
+ELEMS = {"float16": Float16Type(), "float32": Float32Type(), "float64": Float64Type()}
+
+
 def _applies(case: Case, dtype: str) -> bool:
-    elem = {"float16": Float16Type(), "float32": Float32Type(), "float64": Float64Type()}[dtype]
     attrs = {name: v for name, v in case[4].items() if name != "rank"}
-    return conv_winograd.applies(elem, case[2], Window.of_conv(case[2][:2], **attrs), None)
+    return conv_winograd.applies(ELEMS[dtype], case[2], Window.of_conv(case[2][:2], **attrs), None)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -110,6 +114,53 @@ def test_winograd_epilogues_match_interpreted(dtype: str) -> None:
     graph = f.module.clone()
     pipeline.lower(graph, stop_after="graph")
     assert sum(isinstance(op, ConvFusedOp) for op in graph.walk()) == len(cases)
+
+
+# the kernel gradient: sums over tiles, so the edges are the partial last block and the
+# remainders of the register tiles (input channels not a multiple of its rows, output
+# vectors not a multiple of its vectors), and a batch of 0 (a gradient of zeros)
+GRAD_CASES = [
+    _case("same", (None, 8, 10, 32), (3, 3, 32, 64), [(2, 8, 10, 32), (0, 8, 10, 32)],
+          padding="same"),
+    _case("odd_width_uneven", (2, 9, 7, 20), (3, 3, 20, 16), [(2, 9, 7, 20)] * 2,
+          pad_before=(1, 0), pad_after=(0, 2)),
+    _case("partial_block", (3, 12, 14, 16), (3, 3, 16, 80), [(3, 12, 14, 16)] * 2,
+          padding="same"),
+    _case("one_output", (1, 3, 3, 16), (3, 3, 16, 16), [(1, 3, 3, 16)] * 2),
+    _case("dynamic_spatial", (None, None, None, 16), (3, 3, 16, 32),
+          [(2, 9, 10, 16), (1, 3, 4, 16)], padding="same"),
+]  # fmt: skip
+
+
+def _grad_scratch(case: Case, dtype: str) -> int:
+    attrs = {name: v for name, v in case[4].items() if name != "rank"}
+    return conv_winograd_grad.scratch_elems(ELEMS[dtype], case[2], attrs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_winograd_kernel_gradients_match_interpreted(dtype: str) -> None:
+    assert all(_grad_scratch(c, dtype) for c in GRAD_CASES)
+    rng = np.random.default_rng(4)
+    inputs, outputs, calls, scales = [], [], [[], []], []
+    for i, (_, x_decl, w_shape, shapes, attrs) in enumerate(GRAD_CASES):
+        x, w = placeholder(x_decl, dtype, f"x{i}"), placeholder(w_shape, dtype, f"w{i}")
+        g = placeholder(emit(ConvOp, x, w, **attrs).shape, dtype, f"g{i}")
+        inputs += [x, w, g]
+        outputs.append(emit(ConvBackpropOp, g, x, w, wrt="kernel", **attrs))
+        terms = 1
+        for call, shape in zip(calls, shapes, strict=True):
+            y_shape = np_conv(np.zeros(shape), np.zeros(w_shape), **attrs).shape
+            call += [random_array(rng, s, dtype) for s in (shape, w_shape, y_shape)]
+            terms = max(terms, int(np.prod(y_shape[:-1])))  # products summed per element
+        scales.append(10.0 * terms)
+    run_both(inputs, outputs, calls, scales=scales, labels=[c[0] for c in GRAD_CASES])
+
+
+def test_kernel_gradients_with_partial_vectors_keep_the_direct_kernel() -> None:
+    """Its sums add up register tiles, which must not overlap: 40 output channels (two
+    vectors and a half) take the direct kernel gradient."""
+    case = _case("partial", (1, 8, 8, 16), (3, 3, 16, 40), [])
+    assert _applies(case, "float32") and not _grad_scratch(case, "float32")
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,189 @@
+"""The kernel gradient of a 3 x 3 stride-1 convolution by Winograd's F(2 x 2, 3 x 3).
+
+The forward tile is y = A^T [(G g G^T) * (B^T d B)] A, linear in the kernel g, so the
+gradient of sum(y * e) over a tile's output gradient e is G^T [(B^T d B) * (A e A^T)] G,
+and over the whole conv, per (input, output) channel pair,
+
+    dg = G^T [sum over tiles of V[t] * Q[t]] G,  V = B^T d B, Q = A e A^T.
+
+The sum is 16 matrix products C x tiles times tiles x K, with 2.25 times fewer
+multiply-adds than the direct gradient's. Tiles overhanging an odd output read e as 0
+there. Threads split the blocks of `BLOCK` tiles in `SLOTS` runs; a run's blocks add
+their products to its own 16 x C x K sums (register tiles of `rows` input channels by
+`nvec` vectors of output channels, loaded, summed over the block's tiles, stored); then
+every channel pair adds the runs' sums and takes G^T S G.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import VectorType
+from xdsl.ir import Attribute, SSAValue
+
+from aotk import dtypes
+from aotk.kernels import conv_tile, conv_winograd, heuristics
+from aotk.kernels import matmul_microkernel as mk
+from aotk.kernels.conv_geometry import Geometry, Values
+from aotk.kernels.conv_winograd import Block, Shapes, block_tiles, m_at, position, v_at
+from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import const
+from aotk.kernels.window import Window
+from aotk.kernels.winograd_tile import GT, POINTS, A, sandwich
+
+SLOTS = 4  # runs of blocks, each with its own sums: a few per thread, to even out
+
+
+def block() -> int:
+    """Tiles a block holds: three times the forward's, so that a run loads and stores
+    its sums once per 54 (AVX-512) tiles."""
+    return 3 * block_tiles()
+
+
+def scratch_elems(elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any]) -> int:
+    """The scratch this path needs for the kernel gradient of a conv (`aotk.conv`'s
+    attributes `conv`, a kernel of dims `kernel`), or 0 when it does not apply: the
+    forward's conditions, whole vectors of output channels, the sums within half of L2."""
+    if not conv_winograd.applies(elem, kernel, Window.of_conv(kernel[:-2], **conv), None):
+        return 0
+    cin, cout = kernel[2], kernel[3]
+    assert isinstance(cin, int) and isinstance(cout, int)
+    size = dtypes.byte_size(elem)
+    lanes = conv_tile.tile_shape(size, cout)[0]
+    if cout % lanes or POINTS * cin * cout * size > heuristics.L2_BYTES // 2:
+        return 0
+    return SLOTS * _slot_elems(cin, cout)
+
+
+def _slot_elems(cin: int, cout: int) -> int:
+    """A run's V and Q of a block, then its sums."""
+    return POINTS * block() * (cin + cout) + POINTS * cin * cout
+
+
+def emit(k: Kernel, bufs: tuple[Buf, Buf, Buf], g: Geometry, scratch: Buf) -> None:
+    """dw = the kernel gradient of conv(x, w) for bufs = (dw, dy, x), dy the output's
+    gradient, given scratch of `scratch_elems`."""
+    dw, dy, x = bufs
+    cin, cout = dw.dims[2], dw.dims[3]
+    assert isinstance(cin, int) and isinstance(cout, int)
+    lanes, rows, most = conv_tile.tile_shape(dtypes.byte_size(dw.elem), cout)  # type: ignore[arg-type]
+    shapes = Shapes(VectorType(dw.elem, [lanes]), rows, min(most, cout // lanes), cin, cout)
+    grid = [k.div(k.add(d, 1), 2) for d in dy.dims[1:3]]
+    tiles = k.product([dy.dims[0], *grid])
+    blocks = k.div(k.add(tiles, block() - 1), block())
+    slots = k.min(blocks, SLOTS)
+    with k.loop(slots, parallel=True) as s:
+        v_base = k.mul(s, _slot_elems(cin, cout))
+        m_base = k.add(v_base, POINTS * block() * cin)
+        sums = k.add(m_base, POINTS * block() * cout)
+        _zero(k, scratch, (sums, POINTS * cin * cout), shapes.vt)
+        first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
+        with k.loop(last, lb=first) as b:
+            t0 = k.mul(b, block())
+            at = Block((dy, x), g, (grid[0], grid[1]), None, scratch, v_base, m_base, t0, block())
+            count = k.min(block(), k.sub(tiles, t0))
+            conv_winograd.input_transform(k, at, shapes, count)
+            _gradient_transform(k, at, shapes, count)
+            _accumulate(k, at, shapes, (sums, count))
+    _finish(k, (dw, scratch), shapes, slots)
+
+
+def _zero(k: Kernel, buf: Buf, span: tuple[DimV, int], vt: VectorType) -> None:
+    start, count = span
+    zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
+    lanes = vt.get_shape()[0]
+    with k.loop(count // lanes) as i:
+        mk.vstore(k, buf, k.add(start, k.mul(i, lanes)), zero)
+
+
+def _gradient_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
+    """Q[xi, t] = (A e A^T)[xi] for the output gradient's 2 x 2 tile e under each tile t
+    (0 past the output's edge), in the scratch where the forward keeps M."""
+    dy, vt = at.bufs[0], shapes.vt
+    zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
+    with k.loop(count) as t:
+        n, ty, tx = at.tile(k, t)
+        tile = [
+            [position(k, dy, (n, k.add(k.mul(ty, 2), i), k.add(k.mul(tx, 2), j)), vt)
+             for j in range(2)]
+            for i in range(2)
+        ]  # fmt: skip
+        with k.loop(shapes.cout // shapes.lanes) as j:
+            o = k.mul(j, shapes.lanes)
+            e = [[mk.vload_masked(k, dy, k.add(at_, o), mask, zero) for at_, mask in line]
+                 for line in tile]  # fmt: skip
+            for xi, value in enumerate(sandwich(k, A, e)):
+                mk.vstore(k, at.scratch, k.add(m_at(k, at, shapes, xi, t), o), value)
+
+
+def _accumulate(k: Kernel, at: Block, shapes: Shapes, where: tuple[DimV, DimV]) -> None:
+    """sums[xi] += V[xi]^T Q[xi] over the block's `count` tiles, in register tiles of
+    `rows` input channels by `nvec` vectors, then the remainders of each (the tiles add,
+    so none may overlap)."""
+    rows, nvec, cin = shapes.rows, shapes.nvec, shapes.cin
+    vectors = shapes.cout // shapes.lanes
+    row_parts = [(rows, cin // rows, 0), (cin % rows, 1, cin // rows * rows)]
+    vector_parts = [(nvec, vectors // nvec, 0), (vectors % nvec, 1, vectors // nvec * nvec)]
+    with k.loop(POINTS) as xi:
+        for r, r_trips, r_start in row_parts:
+            for v, v_trips, v_start in vector_parts:
+                if r == 0 or v == 0:
+                    continue
+                with k.loop(r_trips) as i, k.loop(v_trips) as j:
+                    c0 = k.add(r_start, k.mul(i, r))
+                    o = k.mul(k.add(v_start, k.mul(j, v)), shapes.lanes)
+                    _sum_tile(k, at, shapes, (xi, c0, o, r, v), where)
+
+
+def _sum_tile(
+    k: Kernel, at: Block, shapes: Shapes, tile: tuple[Any, DimV, DimV, int, int], where: Any
+) -> None:
+    """sums[xi, c0:c0 + r, o:o + v vectors] += sum over tiles t of V[xi, t, c] Q[xi, t, o]."""
+    xi, c0, o, r, v = tile
+    sums, count = where
+    vt, lanes, cin, cout = shapes.vt, shapes.lanes, shapes.cin, shapes.cout
+    base = k.add(sums, k.add(k.mul(k.add(k.mul(xi, cin), c0), cout), o))
+    offsets = [k.add(base, row * cout + vec * lanes) for row in range(r) for vec in range(v)]
+    accs = [mk.vload(k, at.scratch, offset, vt) for offset in offsets]
+
+    def step(t: SSAValue, accs: Values) -> list[SSAValue]:
+        q_at = k.add(m_at(k, at, shapes, xi, t), o)
+        qs = [mk.vload(k, at.scratch, k.add(q_at, vec * lanes), vt) for vec in range(v)]
+        v_row = k.add(v_at(k, at, shapes, xi, t), c0)
+        new = list(accs)
+        for row in range(r):
+            broadcast = mk.splat(k, k.load_flat(at.scratch, k.add(v_row, row)), vt)
+            for vec in range(v):
+                new[row * v + vec] = mk.vfma(k, broadcast, qs[vec], accs[row * v + vec])
+        return new
+
+    for offset, value in zip(offsets, k.fold_loop(count, accs, step), strict=True):
+        mk.vstore(k, at.scratch, offset, value)
+
+
+def _finish(k: Kernel, where: tuple[Buf, Buf], shapes: Shapes, slots: DimV) -> None:
+    """dw[:, :, c, o] = G^T (the runs' sums) G."""
+    dw, scratch = where
+    vt, lanes, cin, cout = shapes.vt, shapes.lanes, shapes.cin, shapes.cout
+    first_sums = POINTS * block() * (cin + cout)
+    with k.loop(cin, parallel=True) as c:
+        with k.loop(cout // lanes) as j:
+            o = k.mul(j, lanes)
+            at = k.add(k.mul(c, cout), o)
+
+            def add_run(s: SSAValue, totals: Values) -> list[SSAValue]:
+                run = k.add(k.add(first_sums, k.mul(s, _slot_elems(cin, cout))), at)
+                return [
+                    k.b.insert(
+                        arith.AddfOp(total, mk.vload(k, scratch, k.add(run, xi * cin * cout), vt))
+                    ).result
+                    for xi, total in enumerate(totals)
+                ]
+
+            zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
+            totals = k.fold_loop(slots, [zero] * POINTS, add_run)
+            grid = [totals[r * 4 : (r + 1) * 4] for r in range(4)]
+            for tap, value in enumerate(sandwich(k, GT, grid)):
+                mk.vstore(k, dw, k.add(k.mul(k.add(tap * cin, c), cout), o), value)
