@@ -191,13 +191,14 @@ def _transform_kernel(k: Kernel, where: tuple[Buf, Buf], shapes: Shapes) -> None
     with k.loop(cin, parallel=True) as c:
         with k.loop(shapes.vectors(cout)) as j:
             o = shifted(k, j, shapes.lanes, cout)
+            at = k.add(k.mul(c, cout), o)  # of w[0, 0, c, o] and U[0, c, o]
             g = [
-                [mk.vload(k, w, k.add(k.mul(k.add((r * 3 + s) * cin, c), cout), o), shapes.vt)
+                [mk.vload(k, w, k.add(at, (r * 3 + s) * cin * cout), shapes.vt)
                  for s in range(3)]
                 for r in range(3)
             ]  # fmt: skip
             for xi, value in enumerate(sandwich(k, G, g)):
-                mk.vstore(k, scratch, k.add(k.mul(k.add(xi * cin, c), cout), o), value)
+                mk.vstore(k, scratch, k.add(at, xi * cin * cout), value)
 
 
 def input_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
@@ -208,37 +209,46 @@ def input_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
         n, ty, tx = at.tile(k, t)
         top = k.sub(k.mul(ty, 2), at.g.pad_before[0])
         left = k.sub(k.mul(tx, 2), at.g.pad_before[1])
-        patch = [
-            [position(k, x, (n, k.add(top, r), k.add(left, s)), shapes.vt)
-             for s in range(TILE)]
-            for r in range(TILE)
-        ]  # fmt: skip
+        patch = positions(k, x, (n, top, left), TILE, shapes.vt)
         with k.loop(shapes.vectors(shapes.cin)) as j:
             c = shifted(k, j, shapes.lanes, shapes.cin)
+            v_row, v_point = k.add(v_at(k, at, shapes, 0, t), c), _tiles(at) * shapes.cin
             d = [
                 [mk.vload_masked(k, x, k.add(offset, c), mask, zero) for offset, mask in line]
                 for line in patch
             ]
             for xi, value in enumerate(sandwich(k, BT, d)):
-                mk.vstore(k, at.scratch, k.add(v_at(k, at, shapes, xi, t), c), value)
+                mk.vstore(k, at.scratch, k.add(v_row, xi * v_point), value)
 
 
-def position(
-    k: Kernel, buf: Buf, nyx: tuple[DimV, DimV, DimV], vt: VectorType
-) -> tuple[DimV, SSAValue]:
-    """The offset of buf[n, y, x, 0], clamped into the image, and the lanes to load or
-    store there: all when (y, x) is inside the image, none when not (padding, or an
-    output past an odd edge)."""
-    n, *yx = nyx
-    inside: SSAValue | None = None
-    clamped: list[DimV] = []
-    for v, size in zip(yx, buf.dims[1:3], strict=True):
-        ok = k.b.insert(arith.AndIOp(cmp(k, "sge", v, 0), cmp(k, "slt", v, size))).result
-        inside = ok if inside is None else k.b.insert(arith.AndIOp(inside, ok)).result
-        clamped.append(k.max(k.min(v, k.sub(size, 1)), 0))
-    assert inside is not None
-    offset = k.linear([n, *clamped], k.strides(buf.dims)[:-1])
-    return offset, mk.lane_mask(k, k.select(inside, vt.get_shape()[0], 0), vt)
+def positions(
+    k: Kernel, buf: Buf, corner: tuple[DimV, DimV, DimV], size: int, vt: VectorType
+) -> list[list[tuple[DimV, SSAValue]]]:
+    """The size x size positions from buf[n, top, left]: for each, the offset of its
+    channel 0 (clamped into the image) and the lanes to load or store there, all inside
+    the image, none outside it (padding, or an output past an odd edge). Rows and
+    columns are checked once each."""
+    n, top, left = corner
+    strides = k.strides(buf.dims)
+    rows = [_clamped(k, k.add(top, r), buf.dims[1], strides[1]) for r in range(size)]
+    columns = [_clamped(k, k.add(left, c), buf.dims[2], strides[2]) for c in range(size)]
+    image = k.mul(n, strides[0])
+    lanes = vt.get_shape()[0]
+    grid = []
+    for row, row_inside in rows:
+        line = []
+        for column, column_inside in columns:
+            inside = k.b.insert(arith.AndIOp(row_inside, column_inside)).result
+            offset = k.add(k.add(image, row), column)
+            line.append((offset, mk.lane_mask(k, k.select(inside, lanes, 0), vt)))
+        grid.append(line)
+    return grid
+
+
+def _clamped(k: Kernel, v: DimV, size: DimV, stride: DimV) -> tuple[DimV, SSAValue]:
+    """v clamped into [0, size) times `stride`, and whether v was inside."""
+    inside = k.b.insert(arith.AndIOp(cmp(k, "sge", v, 0), cmp(k, "slt", v, size))).result
+    return k.mul(k.max(k.min(v, k.sub(size, 1)), 0), stride), inside
 
 
 def _products(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
@@ -295,14 +305,15 @@ def _output_transform(
             dsts = [(k.linear([n, ty, tx], k.strides(out.dims)[:3]), None)]
         else:
             dsts = [
-                position(k, out, (n, k.add(k.mul(ty, 2), i), k.add(k.mul(tx, 2), j)), vt)
-                for i in range(2)
-                for j in range(2)
+                p
+                for line in positions(k, out, (n, k.mul(ty, 2), k.mul(tx, 2)), 2, vt)
+                for p in line
             ]
         with k.loop(shapes.vectors(shapes.cout)) as c:
             o = shifted(k, c, shapes.lanes, shapes.cout)
-            m = [mk.vload(k, at.scratch, k.add(m_at(k, at, shapes, xi, t), o), vt)
-                 for xi in range(POINTS)]  # fmt: skip
+            m_row = k.add(m_at(k, at, shapes, 0, t), o)
+            point = _tiles(at) * shapes.cout
+            m = [mk.vload(k, at.scratch, k.add(m_row, xi * point), vt) for xi in range(POINTS)]
             ys = sandwich(k, AT, [m[r * TILE : (r + 1) * TILE] for r in range(TILE)])
             if epilogue is not None:
                 ys = _finished(k, at, shapes, (ys, o), epilogue)

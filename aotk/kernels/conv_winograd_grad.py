@@ -27,7 +27,7 @@ from aotk import dtypes
 from aotk.kernels import conv_tile, conv_winograd, heuristics
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.conv_geometry import Geometry, Values
-from aotk.kernels.conv_winograd import Block, Shapes, block_tiles, m_at, position, v_at
+from aotk.kernels.conv_winograd import Block, Shapes, block_tiles, m_at, positions, v_at
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 from aotk.kernels.window import Window
@@ -105,17 +105,14 @@ def _gradient_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> No
     zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
     with k.loop(count) as t:
         n, ty, tx = at.tile(k, t)
-        tile = [
-            [position(k, dy, (n, k.add(k.mul(ty, 2), i), k.add(k.mul(tx, 2), j)), vt)
-             for j in range(2)]
-            for i in range(2)
-        ]  # fmt: skip
+        tile = positions(k, dy, (n, k.mul(ty, 2), k.mul(tx, 2)), 2, vt)
         with k.loop(shapes.cout // shapes.lanes) as j:
             o = k.mul(j, shapes.lanes)
             e = [[mk.vload_masked(k, dy, k.add(at_, o), mask, zero) for at_, mask in line]
                  for line in tile]  # fmt: skip
+            q_row, q_point = k.add(m_at(k, at, shapes, 0, t), o), block() * shapes.cout
             for xi, value in enumerate(sandwich(k, A, e)):
-                mk.vstore(k, at.scratch, k.add(m_at(k, at, shapes, xi, t), o), value)
+                mk.vstore(k, at.scratch, k.add(q_row, xi * q_point), value)
 
 
 def _accumulate(k: Kernel, at: Block, shapes: Shapes, where: tuple[DimV, DimV]) -> None:

@@ -24,7 +24,7 @@ from aotk.dialect.conv_backprop import ConvBackpropOp
 from aotk.dialect.conv_fused import ConvFusedOp
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.unary import TanhOp
-from aotk.kernels import conv_winograd, conv_winograd_grad
+from aotk.kernels import conv_winograd, conv_winograd_grad, winograd_tile
 from aotk.kernels.window import Window
 from aotk.lowering import pipeline
 
@@ -183,3 +183,22 @@ def test_other_convs_keep_the_direct_kernels(why: str, dtype: str, kernel: Any, 
     assert not _applies(case, dtype)
     assert _applies(_case(why, (1, 8, 8, 16), (3, 3, 16, 16), []), "float32")
     assert _applies(_case(why, (1, 8, 8, 256), (3, 3, 256, 256), []), "float32")
+
+
+def test_transforms_are_a_correlation_and_its_kernel_gradient() -> None:
+    """The matrices of `winograd_tile`, in exact arithmetic: a tile's 2 x 2 outputs are
+    the 3 x 3 correlation of its 4 x 4 patch, and G^T [V * (A e A^T)] G is the kernel
+    gradient of sum(outputs * e)."""
+    bt, g_mat, at = (
+        np.array(m, float) for m in (winograd_tile.BT, winograd_tile.G, winograd_tile.AT)
+    )
+    rng = np.random.default_rng(0)
+    d, g, e = rng.normal(size=(4, 4)), rng.normal(size=(3, 3)), rng.normal(size=(2, 2))
+    y = at @ ((g_mat @ g @ g_mat.T) * (bt @ d @ bt.T)) @ at.T
+    direct = np.array([[np.sum(d[i : i + 3, j : j + 3] * g) for j in range(2)] for i in range(2)])
+    np.testing.assert_allclose(y, direct, rtol=1e-12, atol=1e-12)
+    dg = g_mat.T @ ((bt @ d @ bt.T) * (at.T @ e @ at)) @ g_mat
+    want = np.array([[np.sum(d[r : r + 2, s : s + 2] * e) for s in range(3)] for r in range(3)])
+    np.testing.assert_allclose(dg, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(np.array(winograd_tile.A, float), at.T)
+    np.testing.assert_array_equal(np.array(winograd_tile.GT, float), g_mat.T)
