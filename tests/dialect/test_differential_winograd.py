@@ -140,9 +140,13 @@ def _grad_scratch(case: Case, dtype: str) -> int:
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_winograd_kernel_gradients_match_interpreted(dtype: str) -> None:
     assert all(_grad_scratch(c, dtype) for c in GRAD_CASES)
-    rng = np.random.default_rng(4)
+    _check_gradients(GRAD_CASES, dtype, np.random.default_rng(4))
+
+
+def _check_gradients(cases: list[Case], dtype: str, rng: np.random.Generator) -> None:
+    """One function of every case's kernel gradient, compiled against interpreted."""
     inputs, outputs, calls, scales = [], [], [[], []], []
-    for i, (_, x_decl, w_shape, shapes, attrs) in enumerate(GRAD_CASES):
+    for i, (_, x_decl, w_shape, shapes, attrs) in enumerate(cases):
         x, w = placeholder(x_decl, dtype, f"x{i}"), placeholder(w_shape, dtype, f"w{i}")
         g = placeholder(emit(ConvOp, x, w, **attrs).shape, dtype, f"g{i}")
         inputs += [x, w, g]
@@ -153,7 +157,7 @@ def test_winograd_kernel_gradients_match_interpreted(dtype: str) -> None:
             call += [random_array(rng, s, dtype) for s in (shape, w_shape, y_shape)]
             terms = max(terms, int(np.prod(y_shape[:-1])))  # products summed per element
         scales.append(10.0 * terms)
-    run_both(inputs, outputs, calls, scales=scales, labels=[c[0] for c in GRAD_CASES])
+    run_both(inputs, outputs, calls, scales=scales, labels=[c[0] for c in cases])
 
 
 def test_kernel_gradients_with_partial_vectors_keep_the_direct_kernel() -> None:
@@ -202,3 +206,32 @@ def test_transforms_are_a_correlation_and_its_kernel_gradient() -> None:
     np.testing.assert_allclose(dg, want, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(np.array(winograd_tile.A, float), at.T)
     np.testing.assert_array_equal(np.array(winograd_tile.GT, float), g_mat.T)
+
+
+def _random_case(rng: np.random.Generator, i: int) -> Case:
+    """A conv Winograd computes: random channels (a vector or more, partial vectors
+    among them), image sizes from 1, and pads of 0 to 2 on each side (2 on both sides:
+    outputs larger than the image)."""
+    cin, cout = (int(c) for c in rng.choice([16, 20, 33, 48], 2))
+    pads = [tuple(int(p) for p in rng.integers(0, 3, 2)) for _ in range(2)]
+    while True:
+        size = tuple(int(s) for s in rng.integers(1, 14, 2))
+        if all(s + lo + hi >= 3 for s, lo, hi in zip(size, *pads, strict=True)):
+            break
+    batch = int(rng.integers(1, 4))
+    kw = {"pad_before": pads[0], "pad_after": pads[1]}
+    return _case(
+        f"random_{i}", (None, *size, cin), (3, 3, cin, cout), [(batch, *size, cin)] * 2, **kw
+    )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_random_winograd_convs_and_gradients_match_interpreted(dtype: str) -> None:
+    rng = np.random.default_rng({"float32": 21, "float64": 22}[dtype])
+    cases = [_random_case(rng, i) for i in range(8)]
+    assert all(_applies(c, dtype) for c in cases)
+    _check(cases, dtype, [None, "relu", "tanh", None] * 2)
+    # the kernel gradients of those with whole vectors of output channels
+    grads = [c for c in cases if c[2][3] % (16 if dtype == "float32" else 8) == 0]
+    assert grads and all(_grad_scratch(c, dtype) for c in grads)
+    _check_gradients(grads, dtype, rng)
