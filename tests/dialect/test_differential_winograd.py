@@ -18,6 +18,7 @@ import pytest
 from conftest import conv_attrs, emit, placeholder, random_array, run_both
 from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type
 
+from aotk import backend as K
 from aotk.dialect.arithmetic import AddOp, MaximumOp, MulOp
 from aotk.dialect.conv import ConvOp, np_conv
 from aotk.dialect.conv_backprop import ConvBackpropOp
@@ -235,3 +236,25 @@ def test_random_winograd_convs_and_gradients_match_interpreted(dtype: str) -> No
     grads = [c for c in cases if c[2][3] % (16 if dtype == "float32" else 8) == 0]
     assert grads and all(_grad_scratch(c, dtype) for c in grads)
     _check_gradients(grads, dtype, rng)
+
+
+def test_winograd_conv_in_a_scan_step_and_its_gradients_match_interpreted() -> None:
+    """A recurrent conv (x_t + h) * w, 16 channels: the step's conv, the input gradient
+    through the steps and the kernel gradient summed over them all take the Winograd
+    kernels, with their scratch planned before the loops that run them."""
+    shapes = {"x": (2, 3, 6, 6, 16), "w": (3, 3, 16, 16), "s0": (2, 6, 6, 16)}
+    x, w, s0 = (placeholder(shape, "float32", name) for name, shape in shapes.items())
+    same = conv_attrs(2, padding="same")
+
+    def step(xt: Any, states: list[Any]) -> tuple[Any, list[Any]]:
+        h = K.tanh(emit(ConvOp, xt + states[0], w, **same))
+        return h, [h]
+
+    last, _, _ = K.rnn(step, x, [s0])
+    gw, gx = K.gradients(K.sum(last * last), [w, x])
+    assert _applies(_case("step", (2, 6, 6, 16), (3, 3, 16, 16), [], padding="same"), "float32")
+    rng = np.random.default_rng(2)
+    calls = [[random_array(rng, shape, "float32") * 0.3 for shape in shapes.values()]]
+    # terms per element: 16 x 9 products a step; the kernel gradient sums 3 steps x 2
+    # images x 36 positions of them, the input gradient 3 steps x 16 x 9
+    run_both([x, w, s0], [last, gw, gx], calls, scales=[10.0 * 144, 10.0 * 216, 10.0 * 432])
