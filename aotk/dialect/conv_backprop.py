@@ -2,7 +2,9 @@
 
 Both walk the forward convolution's windows (same geometry: strides, dilation, input
 dilation, padding, groups) and accumulate the cotangent back: into the input element each
-tap read (`wrt input`), or into the kernel tap that read it (`wrt kernel`).
+tap read (`wrt input`), or into the kernel tap that read it (`wrt kernel`). The kernel
+gradient of a 3 x 3 stride-1 conv sums Winograd tiles instead (`kernels.conv_winograd_grad`);
+most input gradients are built as a forward conv (`conv_grad`).
 """
 
 from __future__ import annotations

@@ -11,8 +11,10 @@ y = pool(epilogue(conv(x, w))): the conv and body as `aotk.conv_fused`'s, then w
 `pool_window` wide with strides equal to them and no padding (Keras' MaxPooling2D and
 AveragePooling2D defaults). Only `aotk-conv-pool` builds it, after autodiff: the kernel
 pools the conv's rows while they are in cache (`kernels.conv_pool`), so the conv's
-full-size output never goes to memory. It takes what the register tiles compute: float32
-or float64, no groups, no input dilation, and output channels of at least 32 bytes.
+full-size output never goes to memory; a 3 x 3 stride-1 conv pooled 2 x 2 computes each
+window as one Winograd tile instead (`kernels.conv_winograd`). It takes what the register
+tiles compute: float32 or float64, no groups, no input dilation, and output channels of
+at least 32 bytes.
 """
 
 from __future__ import annotations
