@@ -9,6 +9,7 @@ most input gradients are built as a forward conv (`conv_grad`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -133,7 +134,8 @@ def _lower(
     win = Window.of_conv(w.dims[:-2], **attrs)
     geo = geometry(k, win, x.dims[1:-1])
     if scratch is not None:  # only the kernel gradient asks for it
-        conv_winograd_grad.emit(k, (out, g, x), geo, scratch)
+        direct = functools.partial(conv_filter_grad.emit, k, out, g, x, geo)
+        conv_winograd_grad.emit(k, (out, g, x), geo, scratch, direct)
         return
     if wrt == Wrt.KERNEL and conv_filter_grad.supported(out, geo):
         conv_filter_grad.emit(k, out, g, x, geo)

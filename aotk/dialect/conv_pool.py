@@ -118,15 +118,15 @@ def _pooled_dims(k: Kernel, ins: list[Buf], **attrs: Any) -> list[DimV]:
 
 
 def _scratch(k: Kernel, ins: list[Buf], result_type: Attribute, **attrs: Any) -> DimV:
-    """The scratch of `kernels.conv_winograd`, or the bands of `kernels.conv_pool` (at
-    least one element: `_lower` takes a buffer)."""
+    """The bands of `kernels.conv_pool` (at least one element: `_lower` takes a buffer),
+    or the scratch of `kernels.conv_winograd` if larger."""
     n_out = ins[1].dims[-1]
     assert isinstance(n_out, int)  # the kernel's shape is static
     conv, elem, window = split_props(attrs)[0], elem_of(result_type), attrs["pool_window"]
-    if winograd := conv_winograd.scratch_elems(elem, ins[1].dims, conv, window):
-        return winograd
     out = (_pooled_dims(k, ins, **attrs), elem)
-    return k.max(conv_pool.band_elems(k, out, n_out, attrs["pool_window"]), 1)
+    bands = k.max(conv_pool.band_elems(k, out, n_out, window), 1)
+    # Winograd's, and the bands for a call of too few tiles for it
+    return k.max(bands, conv_winograd.scratch_elems(elem, ins[1].dims, conv, window))
 
 
 def _lower(low: BodyLowering, op: ConvPoolOp, targets: dict[SSAValue, Buf]) -> None:
@@ -136,13 +136,17 @@ def _lower(low: BodyLowering, op: ConvPoolOp, targets: dict[SSAValue, Buf]) -> N
     scratch = low.scratch(op, ins)["scratch"]
     if not low.code:
         return
-    mode = str(op.attrs()["pool_mode"])
+    mode, window = str(op.attrs()["pool_mode"]), op.attrs()["pool_window"]
     g = geometry(k, Window.of_conv(w.dims[:-2], **op.conv_attrs()), x.dims[1:-1])
-    if conv_winograd.scratch_elems(out.elem, w.dims, op.conv_attrs(), op.attrs()["pool_window"]):
-        conv_winograd.emit(k, (out, x, w), g, (mode, scratch), epilogue_of(op, extras))
+    epilogue = epilogue_of(op, extras)
+
+    def direct() -> None:
+        conv_pool.emit(k, (out, x, w), g, (conv_pool.Pooling(window, mode), scratch), epilogue)
+
+    if conv_winograd.scratch_elems(out.elem, w.dims, op.conv_attrs(), window):
+        conv_winograd.emit(k, (out, x, w), g, (mode, scratch), epilogue, direct)
     else:
-        pooling = conv_pool.Pooling(op.attrs()["pool_window"], mode)
-        conv_pool.emit(k, (out, x, w), g, (pooling, scratch), epilogue_of(op, extras))
+        direct()
 
 
 register(

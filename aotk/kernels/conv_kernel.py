@@ -16,6 +16,7 @@ for the cases `conv_tile`'s register tiles do not cover.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from xdsl.dialects import math
@@ -49,10 +50,16 @@ def emit(
 ) -> None:
     """out = conv(x, w) over every output position, then `epilogue` on each element, for
     bufs = (out, x, w); by `conv_winograd` when given its `scratch`."""
+    if scratch is None:
+        _direct(k, bufs, g, epilogue)
+    else:
+        direct = functools.partial(_direct, k, bufs, g, epilogue)
+        conv_winograd.emit(k, bufs, g, (None, scratch), epilogue, direct)
+
+
+def _direct(k: Kernel, bufs: tuple[Buf, Buf, Buf], g: Geometry, epilogue: Epilogue | None) -> None:
+    """The conv without Winograd: register tiles, depthwise, or a loop order."""
     out, x, w = bufs
-    if scratch is not None:
-        conv_winograd.emit(k, bufs, g, (None, scratch), epilogue)
-        return
     full: list[Range] = [(0, d) for d in g.out_dims]
     _, rows, nvec = conv_tile.tile_shape(dtypes.byte_size(out.elem), w.dims[-1])  # type: ignore[arg-type]
     if not isinstance(out.elem, Float32Type | Float64Type):

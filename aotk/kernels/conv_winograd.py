@@ -24,7 +24,7 @@ products): within a few units of the direct conv's own error.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,10 @@ from aotk.kernels.winograd_tile import AT, BT, POINTS, TILE, G, pool, sandwich
 
 SLOTS = 8  # runs of blocks, each with its own scratch (~110 KiB for W5's second conv)
 _QUAD = 4 * 16  # a tile's four output vectors (of at most 64 bytes of float32)
+# Fewer tiles in a call run the direct conv: U is made in every call (16 C K values),
+# and few blocks keep threads idle. Measured at batch 1: 7 x 7 images (16 tiles) took
+# 1.2-1.6 times the direct conv's time, 14 x 14 (49) 0.77-0.86.
+MIN_TILES = 48
 
 
 def applies(
@@ -137,32 +141,65 @@ def emit(
     bufs: tuple[Buf, Buf, Buf],
     g: Geometry,
     plan: tuple[str | None, Buf],
-    epilogue: Epilogue | None = None,
+    epilogue: Epilogue | None,
+    direct: Callable[[], None],
 ) -> None:
     """out = pool(epilogue(conv(x, w))) for bufs = (out, x, w), plan = (the pool's mode,
-    None for no pool; scratch of `scratch_elems`), when `applies`."""
+    None for no pool; scratch of `scratch_elems`), when `applies`; `direct()` builds the
+    direct conv, for calls of few tiles (`choose`)."""
     out, x, w = bufs
     mode, scratch = plan
     cin, cout = w.dims[2], w.dims[3]
     assert isinstance(cin, int) and isinstance(cout, int)
     lanes, rows, most = conv_tile.tile_shape(dtypes.byte_size(out.elem), cout)  # type: ignore[arg-type]
     shapes = Shapes(VectorType(out.elem, [lanes]), rows, min(most, cout // lanes), cin, cout)
-    _transform_kernel(k, (scratch, w), shapes)
     grid = out.dims[1:3] if mode else [k.div(k.add(d, 1), 2) for d in out.dims[1:3]]
-    tiles, block = k.product([out.dims[0], *grid]), block_tiles()
-    blocks = k.div(k.add(tiles, block - 1), block)
-    count = k.min(block, tiles)
-    slots = k.min(blocks, SLOTS)
-    with k.loop(slots, parallel=True) as s:
-        v_base = k.add(POINTS * cin * cout, k.mul(s, _slot_elems(cin, cout)))
-        m_base = k.add(v_base, POINTS * block * cin)
-        first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
-        with k.loop(last, lb=first) as b:
-            t0 = k.min(k.mul(b, block), k.sub(tiles, count))
-            at = Block((out, x), g, (grid[0], grid[1]), mode, scratch, v_base, m_base, t0)
-            input_transform(k, at, shapes, count)
-            _products(k, at, shapes, count)
-            _output_transform(k, at, shapes, count, epilogue)
+
+    def winograd() -> None:
+        _transform_kernel(k, (scratch, w), shapes)
+        tiles = k.product([out.dims[0], *grid])
+        block = _block_size(k, tiles, rows)
+        blocks = k.div(k.add(tiles, k.sub(block, 1)), block)
+        count = k.min(block, tiles)
+        slots = k.min(blocks, SLOTS)
+        with k.loop(slots, parallel=True) as s:
+            v_base = k.add(POINTS * cin * cout, k.mul(s, _slot_elems(cin, cout)))
+            m_base = k.add(v_base, POINTS * block_tiles() * cin)
+            first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
+            with k.loop(last, lb=first) as b:
+                t0 = k.min(k.mul(b, block), k.sub(tiles, count))
+                at = Block((out, x), g, (grid[0], grid[1]), mode, scratch, v_base, m_base, t0)
+                input_transform(k, at, shapes, count)
+                _products(k, at, shapes, count)
+                _output_transform(k, at, shapes, count, epilogue)
+
+    choose(k, (out.dims[0], grid[0], grid[1]), winograd, direct)
+
+
+def choose(
+    k: Kernel,
+    grid: tuple[DimV, DimV, DimV],
+    winograd: Callable[[], None],
+    direct: Callable[[], None],
+) -> None:
+    """Build `winograd()` where a call has at least MIN_TILES tiles (grid: images x tile
+    rows x tile columns), else `direct()`: from the image's static size when it is
+    enough, else both, picked at run time."""
+    per_image, tiles = k.product(grid[1:]), k.product(grid)
+    if isinstance(per_image, int) and per_image >= MIN_TILES:
+        winograd()
+    elif isinstance(tiles, int):
+        (winograd if tiles >= MIN_TILES else direct)()
+    else:
+        k.if_else(cmp(k, "slt", tiles, MIN_TILES), direct, winograd)
+
+
+def _block_size(k: Kernel, tiles: DimV, rows: int) -> DimV:
+    """Tiles per block: `block_tiles`, or fewer (a multiple of the register tile's rows)
+    when that leaves fewer blocks than runs: a conv of 49 tiles in 3 blocks kept the
+    second thread idle a third of the time."""
+    per_run = k.div(k.add(tiles, SLOTS * rows - 1), SLOTS * rows)
+    return k.mul(k.max(k.min(per_run, block_tiles() // rows), 1), rows)
 
 
 def shifted(k: Kernel, j: DimV, width: int, count: int) -> DimV:
@@ -252,16 +289,16 @@ def _clamped(k: Kernel, v: DimV, size: DimV, stride: DimV) -> tuple[DimV, SSAVal
 
 
 def _products(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
-    """M[xi] = V[xi] U[xi] for the block's `count` tiles, in register tiles of `rows`
-    tiles by nvec vectors of output channels. The last tile of rows is shifted back; a
-    block shorter than a tile computes rows past `count` too, which nothing reads."""
+    """M[xi] = V[xi] U[xi] for the block's `count` tiles (at least `rows`: `choose`), in
+    register tiles of `rows` tiles by nvec vectors of output channels, the last shifted
+    back."""
     rows, nvec, cout = shapes.rows, shapes.nvec, shapes.cout
     width = nvec * shapes.lanes
     with k.loop(POINTS) as xi:
         with k.loop(-(-cout // width)) as j:
             o = shifted(k, j, width, cout)
             with k.loop(k.div(k.add(count, rows - 1), rows)) as rb:
-                r0 = k.max(k.min(k.mul(rb, rows), k.sub(count, rows)), 0)
+                r0 = k.min(k.mul(rb, rows), k.sub(count, rows))
                 accs = _product_tile(k, at, shapes, (xi, r0, o))
                 m_row = k.add(m_at(k, at, shapes, xi, r0), o)
                 for r in range(rows):

@@ -16,7 +16,7 @@ every channel pair adds the runs' sums and takes G^T S G.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from xdsl.dialects import arith
@@ -62,32 +62,41 @@ def _slot_elems(cin: int, cout: int) -> int:
     return POINTS * block() * (cin + cout) + POINTS * cin * cout
 
 
-def emit(k: Kernel, bufs: tuple[Buf, Buf, Buf], g: Geometry, scratch: Buf) -> None:
+def emit(
+    k: Kernel, bufs: tuple[Buf, Buf, Buf], g: Geometry, scratch: Buf, direct: Callable[[], None]
+) -> None:
     """dw = the kernel gradient of conv(x, w) for bufs = (dw, dy, x), dy the output's
-    gradient, given scratch of `scratch_elems`."""
+    gradient, given scratch of `scratch_elems`; `direct()` builds the direct gradient,
+    for calls of few tiles (`conv_winograd.choose`)."""
     dw, dy, x = bufs
     cin, cout = dw.dims[2], dw.dims[3]
     assert isinstance(cin, int) and isinstance(cout, int)
     lanes, rows, most = conv_tile.tile_shape(dtypes.byte_size(dw.elem), cout)  # type: ignore[arg-type]
     shapes = Shapes(VectorType(dw.elem, [lanes]), rows, min(most, cout // lanes), cin, cout)
     grid = [k.div(k.add(d, 1), 2) for d in dy.dims[1:3]]
-    tiles = k.product([dy.dims[0], *grid])
-    blocks = k.div(k.add(tiles, block() - 1), block())
-    slots = k.min(blocks, SLOTS)
-    with k.loop(slots, parallel=True) as s:
-        v_base = k.mul(s, _slot_elems(cin, cout))
-        m_base = k.add(v_base, POINTS * block() * cin)
-        sums = k.add(m_base, POINTS * block() * cout)
-        _zero(k, scratch, (sums, POINTS * cin * cout), shapes.vt)
-        first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
-        with k.loop(last, lb=first) as b:
-            t0 = k.mul(b, block())
-            at = Block((dy, x), g, (grid[0], grid[1]), None, scratch, v_base, m_base, t0, block())
-            count = k.min(block(), k.sub(tiles, t0))
-            conv_winograd.input_transform(k, at, shapes, count)
-            _gradient_transform(k, at, shapes, count)
-            _accumulate(k, at, shapes, (sums, count))
-    _finish(k, (dw, scratch), shapes, slots)
+
+    def winograd() -> None:
+        tiles = k.product([dy.dims[0], *grid])
+        blocks = k.div(k.add(tiles, block() - 1), block())
+        slots = k.min(blocks, SLOTS)
+        with k.loop(slots, parallel=True) as s:
+            v_base = k.mul(s, _slot_elems(cin, cout))
+            m_base = k.add(v_base, POINTS * block() * cin)
+            sums = k.add(m_base, POINTS * block() * cout)
+            _zero(k, scratch, (sums, POINTS * cin * cout), shapes.vt)
+            first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
+            with k.loop(last, lb=first) as b:
+                t0 = k.mul(b, block())
+                at = Block(
+                    (dy, x), g, (grid[0], grid[1]), None, scratch, v_base, m_base, t0, block()
+                )
+                count = k.min(block(), k.sub(tiles, t0))
+                conv_winograd.input_transform(k, at, shapes, count)
+                _gradient_transform(k, at, shapes, count)
+                _accumulate(k, at, shapes, (sums, count))
+        _finish(k, (dw, scratch), shapes, slots)
+
+    conv_winograd.choose(k, (dy.dims[0], grid[0], grid[1]), winograd, direct)
 
 
 def _zero(k: Kernel, buf: Buf, span: tuple[DimV, int], vt: VectorType) -> None:

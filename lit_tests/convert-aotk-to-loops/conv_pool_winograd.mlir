@@ -3,7 +3,7 @@
 // A 'same' 3x3 conv of 32 channels into 64, relu, 2x2 max pooling: Winograd's
 // F(2x2, 3x3). First, before any thread starts, the kernel's transform U = G g G^T of
 // every input channel, 16 vectors per vector of output channels, into the workspace.
-// Then threads split the blocks of 15 windows (in order, across rows and images) in at
+// Then threads split the blocks of up to 15 windows (in order, across rows and images) in at
 // most 8 runs. Per block, the 4x4 patch under each window is read with masks (no lane in
 // the padding) and transformed into 16 vectors of V; 16 products V[xi] U[xi] in
 // register tiles of 5 tiles x 2 vectors (10 FMAs per input channel) write M; the output
@@ -35,11 +35,11 @@
 // vectors for a scalar epilogue), 4 bytes each
 // CHECK-LABEL: func.func @winograd_relu_workspace_size(
 // CHECK:         arith.constant 870400 : index
-func.func @winograd_relu(%x: tensor<?x8x10x32xf32>, %w: tensor<3x3x32x64xf32>) -> tensor<?x4x5x64xf32> {
-  %y = aotk.conv_pool %x, %w pool_window [2, 2] pool_mode max strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 epilogue(%acc) : (tensor<?x8x10x32xf32>, tensor<3x3x32x64xf32>) -> tensor<?x4x5x64xf32> {
+func.func @winograd_relu(%x: tensor<?x16x16x32xf32>, %w: tensor<3x3x32x64xf32>) -> tensor<?x8x8x64xf32> {
+  %y = aotk.conv_pool %x, %w pool_window [2, 2] pool_mode max strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 epilogue(%acc) : (tensor<?x16x16x32xf32>, tensor<3x3x32x64xf32>) -> tensor<?x8x8x64xf32> {
     %zero = "aotk.constant"() <{value = 0.000000e+00 : f64, dtype = f32}> : () -> tensor<f32>
     %r = "aotk.maximum"(%acc, %zero) : (tensor<f32>, tensor<f32>) -> tensor<f32>
     aotk.yield %r : tensor<f32>
   }
-  func.return %y : tensor<?x4x5x64xf32>
+  func.return %y : tensor<?x8x8x64xf32>
 }

@@ -37,7 +37,7 @@
 // 4 runs x (V and Q of 45 tiles: 16 x 45 x (32 + 64), and sums of 16 x 32 x 64), 4 bytes
 // CHECK-LABEL: func.func @winograd_grad_workspace_size(
 // CHECK:         arith.constant 1630208 : index
-func.func @winograd_grad(%g: tensor<?x8x10x64xf32>, %x: tensor<?x8x10x32xf32>, %w: tensor<3x3x32x64xf32>) -> tensor<3x3x32x64xf32> {
-  %dw = aotk.conv_backprop %g, %x, %w wrt kernel strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 : (tensor<?x8x10x64xf32>, tensor<?x8x10x32xf32>, tensor<3x3x32x64xf32>) -> tensor<3x3x32x64xf32>
+func.func @winograd_grad(%g: tensor<?x16x16x64xf32>, %x: tensor<?x16x16x32xf32>, %w: tensor<3x3x32x64xf32>) -> tensor<3x3x32x64xf32> {
+  %dw = aotk.conv_backprop %g, %x, %w wrt kernel strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 : (tensor<?x16x16x64xf32>, tensor<?x16x16x32xf32>, tensor<3x3x32x64xf32>) -> tensor<3x3x32x64xf32>
   func.return %dw : tensor<3x3x32x64xf32>
 }

@@ -92,21 +92,22 @@ FLOAT64_CASES = ["same_bias_relu", "explicit_pads_avg", "channel_parts"]
 
 # 3 x 3, stride 1, 2 x 2 windows, a vector of channels in and out: Winograd's F(2x2, 3x3)
 WINOGRAD_CASES = [
-    # W5's second conv, small, and a batch of 0
-    _case("w_same_bias_relu", (None, 8, 10, 32), (3, 3, 32, 64), [(2, 8, 10, 32), (0, 8, 10, 32)],
+    # W5's second conv, small, and a batch of 0 (no tiles: the direct conv)
+    _case("w_same_bias_relu", (None, 8, 10, 32), (3, 3, 32, 64), [(3, 8, 10, 32), (0, 8, 10, 32)],
           (2, 2), activation="relu"),
     # channels that are no multiple of a vector; a pad on one side of each axis; the
     # last conv row and column under no window
-    _case("w_uneven_avg", (2, 9, 7, 20), (3, 3, 20, 40), [(2, 9, 7, 20)] * 2, (2, 2), mode="avg",
+    _case("w_uneven_avg", (4, 9, 7, 20), (3, 3, 20, 40), [(4, 9, 7, 20)] * 2, (2, 2), mode="avg",
           conv={"padding": "explicit", "pad_before": (1, 0), "pad_after": (0, 2)}),
-    # 21 windows a row: two blocks of tiles, the second shifted back; a scalar epilogue
-    _case("w_long_rows_tanh", (1, 6, 44, 16), (3, 3, 16, 16), [(1, 6, 44, 16)] * 2, (2, 2),
+    # 21 windows a row; a scalar epilogue
+    _case("w_long_rows_tanh", (2, 6, 44, 16), (3, 3, 16, 16), [(2, 6, 44, 16)] * 2, (2, 2),
           activation="tanh", conv={"padding": "explicit"}),
-    # one window: a block shorter than a register tile
-    _case("w_one_window", (2, 4, 5, 16), (3, 3, 16, 24), [(2, 4, 5, 16)] * 2, (2, 2),
-          conv={"padding": "explicit"}),
+    # one window an image
+    _case("w_one_window", (None, 4, 5, 16), (3, 3, 16, 24), [(48, 4, 5, 16), (3, 4, 5, 16)],
+          (2, 2), conv={"padding": "explicit"}),
+    # small images of a dynamic size in the second call: fewer tiles than Winograd takes
     _case("w_dynamic_spatial", (None, None, None, 16), (3, 3, 16, 32),
-          [(2, 9, 10, 16), (1, 2, 3, 16)], (2, 2), activation="relu"),
+          [(3, 9, 10, 16), (1, 2, 3, 16)], (2, 2), activation="relu"),
 ]  # fmt: skip
 
 
@@ -140,7 +141,11 @@ def test_winograd_convs_match_interpreted(dtype: str) -> None:
     elem = {"float32": Float32Type(), "float64": Float64Type()}[dtype]
     for c in WINOGRAD_CASES:
         attrs = {name: value for name, value in c.conv.items() if name != "rank"}
-        assert conv_winograd.applies(elem, c.w, Window.of_conv(c.w[:2], **attrs), c.window)
+        win = Window.of_conv(c.w[:2], **attrs)
+        assert conv_winograd.applies(elem, c.w, win, c.window)
+        conv = win.out_dims(STATIC, c.calls[0][1:3])
+        windows = c.calls[0][0] * (conv[0] // 2) * (conv[1] // 2)
+        assert windows >= conv_winograd.MIN_TILES, f"{c.name}: the first call takes Winograd"
     _check(WINOGRAD_CASES, dtype, np.random.default_rng(7))
 
 

@@ -38,21 +38,30 @@ def _case(name: str, x: Shape, w: Any, calls: Any, **kw: Any) -> Case:
     return name, x, w, calls, conv_attrs(2, **kw)
 
 
+# Each case's first call has at least MIN_TILES tiles (Winograd's); a second call with
+# fewer runs the direct conv (a batch of 0, or small images of a dynamic size).
 CASES = [
-    _case("same", (None, 8, 10, 32), (3, 3, 32, 64), [(2, 8, 10, 32), (0, 8, 10, 32)],
+    _case("same", (None, 8, 10, 32), (3, 3, 32, 64), [(3, 8, 10, 32), (0, 8, 10, 32)],
           padding="same"),
     # 8 x 7 outputs: the last tile of a row overhangs; 20 and 40 channels
-    _case("odd_width_uneven", (2, 9, 7, 20), (3, 3, 20, 40), [(2, 9, 7, 20)] * 2,
+    _case("odd_width_uneven", (4, 9, 7, 20), (3, 3, 20, 40), [(4, 9, 7, 20)] * 2,
           pad_before=(1, 0), pad_after=(0, 2)),
-    _case("odd_height", (1, 5, 6, 16), (3, 3, 16, 16), [(1, 5, 6, 16)] * 2),
+    _case("odd_height", (12, 5, 6, 16), (3, 3, 16, 16), [(12, 5, 6, 16)] * 2),
     # 3 x 6 x 7 tiles: blocks in several runs, the last block shifted back
     _case("many_tiles", (3, 12, 14, 16), (3, 3, 16, 24), [(3, 12, 14, 16)] * 2, padding="same"),
-    # one output: a tile short of a block's register tile, overhanging both ways
-    _case("one_output", (1, 3, 3, 16), (3, 3, 16, 16), [(1, 3, 3, 16)] * 2),
+    # one output an image: tiles overhanging both ways
+    _case("one_output", (None, 3, 3, 16), (3, 3, 16, 16), [(48, 3, 3, 16), (5, 3, 3, 16)]),
     _case("dynamic_spatial", (None, None, None, 16), (3, 3, 16, 32),
           [(2, 9, 10, 16), (1, 3, 4, 16)], padding="same"),
 ]  # fmt: skip
 FLOAT64_CASES = ["odd_width_uneven", "many_tiles", "one_output"]
+
+
+def _tiles(case: Case, call: int) -> int:
+    """Winograd tiles of the case's conv in call `call`."""
+    _, _, w, shapes, attrs = case
+    out = np_conv(np.zeros(shapes[call]), np.zeros(w), **attrs).shape
+    return out[0] * -(-out[1] // 2) * -(-out[2] // 2)
 
 
 def _scale(case: Case) -> float:
@@ -95,6 +104,9 @@ ELEMS = {"float16": Float16Type(), "float32": Float32Type(), "float64": Float64T
 
 
 def _applies(case: Case, dtype: str) -> bool:
+    """Whether Winograd computes the case, in its first call at least."""
+    if case[3] and _tiles(case, 0) < conv_winograd.MIN_TILES:
+        return False
     attrs = {name: v for name, v in case[4].items() if name != "rank"}
     return conv_winograd.applies(ELEMS[dtype], case[2], Window.of_conv(case[2][:2], **attrs), None)
 
@@ -121,13 +133,13 @@ def test_winograd_epilogues_match_interpreted(dtype: str) -> None:
 # remainders of the register tiles (input channels not a multiple of its rows, output
 # vectors not a multiple of its vectors), and a batch of 0 (a gradient of zeros)
 GRAD_CASES = [
-    _case("same", (None, 8, 10, 32), (3, 3, 32, 64), [(2, 8, 10, 32), (0, 8, 10, 32)],
+    _case("same", (None, 8, 10, 32), (3, 3, 32, 64), [(3, 8, 10, 32), (0, 8, 10, 32)],
           padding="same"),
-    _case("odd_width_uneven", (2, 9, 7, 20), (3, 3, 20, 16), [(2, 9, 7, 20)] * 2,
+    _case("odd_width_uneven", (4, 9, 7, 20), (3, 3, 20, 16), [(4, 9, 7, 20)] * 2,
           pad_before=(1, 0), pad_after=(0, 2)),
     _case("partial_block", (3, 12, 14, 16), (3, 3, 16, 80), [(3, 12, 14, 16)] * 2,
           padding="same"),
-    _case("one_output", (1, 3, 3, 16), (3, 3, 16, 16), [(1, 3, 3, 16)] * 2),
+    _case("one_output", (None, 3, 3, 16), (3, 3, 16, 16), [(48, 3, 3, 16), (5, 3, 3, 16)]),
     _case("dynamic_spatial", (None, None, None, 16), (3, 3, 16, 32),
           [(2, 9, 10, 16), (1, 3, 4, 16)], padding="same"),
 ]  # fmt: skip
@@ -219,11 +231,12 @@ def _random_case(rng: np.random.Generator, i: int) -> Case:
         size = tuple(int(s) for s in rng.integers(1, 14, 2))
         if all(s + lo + hi >= 3 for s, lo, hi in zip(size, *pads, strict=True)):
             break
-    batch = int(rng.integers(1, 4))
     kw = {"pad_before": pads[0], "pad_after": pads[1]}
-    return _case(
-        f"random_{i}", (None, *size, cin), (3, 3, cin, cout), [(batch, *size, cin)] * 2, **kw
-    )
+    one = _case("one", (1, *size, cin), (3, 3, cin, cout), [(1, *size, cin)], **kw)
+    # images enough for Winograd's tiles, and a few more
+    batch = -(-conv_winograd.MIN_TILES // _tiles(one, 0)) + int(rng.integers(0, 3))
+    calls = [(batch, *size, cin)] * 2
+    return _case(f"random_{i}", (None, *size, cin), (3, 3, cin, cout), calls, **kw)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -242,7 +255,7 @@ def test_winograd_conv_in_a_scan_step_and_its_gradients_match_interpreted() -> N
     """A recurrent conv (x_t + h) * w, 16 channels: the step's conv, the input gradient
     through the steps and the kernel gradient summed over them all take the Winograd
     kernels, with their scratch planned before the loops that run them."""
-    shapes = {"x": (2, 3, 6, 6, 16), "w": (3, 3, 16, 16), "s0": (2, 6, 6, 16)}
+    shapes = {"x": (2, 3, 12, 12, 16), "w": (3, 3, 16, 16), "s0": (2, 12, 12, 16)}
     x, w, s0 = (placeholder(shape, "float32", name) for name, shape in shapes.items())
     same = conv_attrs(2, padding="same")
 
@@ -252,9 +265,10 @@ def test_winograd_conv_in_a_scan_step_and_its_gradients_match_interpreted() -> N
 
     last, _, _ = K.rnn(step, x, [s0])
     gw, gx = K.gradients(K.sum(last * last), [w, x])
-    assert _applies(_case("step", (2, 6, 6, 16), (3, 3, 16, 16), [], padding="same"), "float32")
+    step_case = _case("step", (2, 12, 12, 16), (3, 3, 16, 16), [(2, 12, 12, 16)], padding="same")
+    assert _applies(step_case, "float32")
     rng = np.random.default_rng(2)
     calls = [[random_array(rng, shape, "float32") * 0.3 for shape in shapes.values()]]
     # terms per element: 16 x 9 products a step; the kernel gradient sums 3 steps x 2
-    # images x 36 positions of them, the input gradient 3 steps x 16 x 9
-    run_both([x, w, s0], [last, gw, gx], calls, scales=[10.0 * 144, 10.0 * 216, 10.0 * 432])
+    # images x 144 positions of them, the input gradient 3 steps x 16 x 9
+    run_both([x, w, s0], [last, gw, gx], calls, scales=[10.0 * 144, 10.0 * 864, 10.0 * 432])
