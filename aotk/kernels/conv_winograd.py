@@ -9,17 +9,19 @@ A 2 x 2 pooling window is exactly one tile: the pool is part of the output trans
 
 - U = G g G^T of every channel pair, once per call, before the threads start (16 x C x K
   values; each block of tiles reads all of them, 18 multiply-adds per value read).
-- The tiles of all images, in order, go in blocks of `block_tiles`, the last shifted
-  back to end at the last tile; threads split the blocks in `SLOTS` runs, each with its
-  own scratch. Per block, the input transform writes V = B^T d B (16 x tiles x C); 16
-  products V[xi] U[xi] in register tiles (`rows` tiles x `nvec` vectors of output
-  channels) write M (16 x tiles x K); the output transform A^T M A, the epilogue, then
-  the pool, or masked stores where a tile overhangs an odd output, write the output.
-  Channel vectors past the end are shifted back too: a few values are computed twice,
-  and nothing is read past a buffer's end.
+- The tiles of all images, in order, go in blocks of up to `block_tiles` (fewer when
+  there are few tiles, `_block_size`), the last shifted back to end at the last tile;
+  threads split the blocks in `SLOTS` runs, each with its own scratch. Per block, the
+  input transform writes V = B^T d B (16 x tiles x C); 16 products V[xi] U[xi] in
+  register tiles (`rows` tiles x `nvec` vectors of output channels) write M (16 x tiles
+  x K); the output transform A^T M A, the epilogue, then the pool, or masked stores
+  where a tile overhangs an odd output, write the output. Channel vectors past the end
+  are shifted back too: a few values are computed twice, and nothing is read past a
+  buffer's end.
 
-Rounding differs from the direct sum (the transforms add and subtract inputs before the
-products): within a few units of the direct conv's own error.
+A call of fewer than MIN_TILES tiles runs the direct conv instead (`choose`). Rounding
+differs from the direct sum (the transforms add and subtract inputs before the products)
+by a few units in the last place.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ SLOTS = 8  # runs of blocks, each with its own scratch (~110 KiB for W5's second
 _QUAD = 4 * 16  # a tile's four output vectors (of at most 64 bytes of float32)
 # Fewer tiles in a call run the direct conv: U is made in every call (16 C K values),
 # and few blocks keep threads idle. Measured at batch 1: 7 x 7 images (16 tiles) took
-# 1.2-1.6 times the direct conv's time, 14 x 14 (49) 0.77-0.86.
+# 1.2-2.1 times the direct conv's time, 14 x 14 (49 tiles) 0.73-0.86.
 MIN_TILES = 48
 
 

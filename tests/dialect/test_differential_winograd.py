@@ -153,6 +153,7 @@ def _grad_scratch(case: Case, dtype: str) -> int:
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_winograd_kernel_gradients_match_interpreted(dtype: str) -> None:
     assert all(_grad_scratch(c, dtype) for c in GRAD_CASES)
+    assert all(_tiles(c, 0) >= conv_winograd.MIN_TILES for c in GRAD_CASES)
     _check_gradients(GRAD_CASES, dtype, np.random.default_rng(4))
 
 
