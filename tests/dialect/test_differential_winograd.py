@@ -174,11 +174,14 @@ def _check_gradients(cases: list[Case], dtype: str, rng: np.random.Generator) ->
     run_both(inputs, outputs, calls, scales=scales, labels=[c[0] for c in cases])
 
 
-def test_kernel_gradients_with_partial_vectors_keep_the_direct_kernel() -> None:
+def test_kernel_gradients_with_partial_vectors_or_large_sums_keep_the_direct_kernel() -> None:
     """Its sums add up register tiles, which must not overlap: 40 output channels (two
-    vectors and a half) take the direct kernel gradient."""
-    case = _case("partial", (1, 8, 8, 16), (3, 3, 16, 40), [])
-    assert _applies(case, "float32") and not _grad_scratch(case, "float32")
+    vectors and a half) take the direct kernel gradient; so do 256 x 512 channels, whose
+    sums (8 MiB a run) would exceed SUMS_L2 L2s. 256 x 256 (4 MiB) take Winograd."""
+    for kernel in ((3, 3, 16, 40), (3, 3, 256, 512)):
+        case = _case("direct", (1, 8, 8, kernel[2]), kernel, [])
+        assert _applies(case, "float32") and not _grad_scratch(case, "float32")
+    assert _grad_scratch(_case("wide", (1, 8, 8, 256), (3, 3, 256, 256), []), "float32")
 
 
 @pytest.mark.parametrize(
