@@ -8,10 +8,11 @@ and over the whole conv, per (input, output) channel pair,
 
 The sum is 16 matrix products C x tiles times tiles x K, with 2.25 times fewer
 multiply-adds than the direct gradient's. Tiles overhanging an odd output read e as 0
-there. Threads split the blocks of `BLOCK` tiles in `SLOTS` runs; a run's blocks add
+there. Threads split the blocks of `block()` tiles in `SLOTS` runs; a run's blocks add
 their products to its own 16 x C x K sums (register tiles of `rows` input channels by
 `nvec` vectors of output channels, loaded, summed over the block's tiles, stored); then
-every channel pair adds the runs' sums and takes G^T S G.
+every channel pair adds the runs' sums and takes G^T S G. A call of fewer than
+`conv_winograd.MIN_TILES` tiles runs the direct gradient instead.
 """
 
 from __future__ import annotations
