@@ -143,7 +143,7 @@ def _lower(low: BodyLowering, op: ConvPoolOp, targets: dict[SSAValue, Buf]) -> N
     def direct() -> None:
         conv_pool.emit(k, (out, x, w), g, (conv_pool.Pooling(window, mode), scratch), epilogue)
 
-    if conv_winograd.scratch_elems(out.elem, w.dims, op.conv_attrs(), window):
+    if conv_winograd.takes(out.elem, w.dims, op.conv_attrs(), window):
         conv_winograd.emit(k, (out, x, w), g, (mode, scratch), epilogue, direct)
     else:
         direct()

@@ -58,8 +58,7 @@ def emit(k: Kernel, dw: Buf, grad: Buf, x: Buf, g: Geometry) -> None:
     # Whole output blocks: images taken a few at a time, so that their x and g stay in
     # L2 while every item reads them; items add to dw, zeroed first.
     zero = mk.splat(k, const(k.b, 0.0, dw.elem), plan.vt)
-    with k.loop(k.product(dw.dims), step=lanes, parallel=True) as i:
-        mk.vstore(k, dw, i, zero)
+    mk.fill(k, dw, (0, k.product(dw.dims)), zero, parallel=True)
     chunk = _images_per_chunk(grad, x)
     with k.loop(grad.dims[0], step=chunk) as n0:
         images = (n0, k.min(k.add(n0, chunk), grad.dims[0]))

@@ -80,13 +80,18 @@ def block_tiles() -> int:
     return 3 * conv_tile.tile_shape(4, 1)[1]
 
 
+def takes(elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any], pooling: Any) -> bool:
+    """`applies` to a conv of `aotk.conv`'s attributes `conv`."""
+    return applies(elem, kernel, Window.of_conv(kernel[:-2], **conv), pooling)
+
+
 def scratch_elems(
     elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any], pooling: Any
 ) -> int:
     """The scratch elements this path needs for a conv (`aotk.conv`'s attributes `conv`,
     of a kernel of dims `kernel`) pooled over `pooling` or None; 0 when it does not
     apply. U, then each slot's V, M and four vectors."""
-    if not applies(elem, kernel, Window.of_conv(kernel[:-2], **conv), pooling):
+    if not takes(elem, kernel, conv, pooling):
         return 0
     cin, cout = kernel[2], kernel[3]
     assert isinstance(cin, int) and isinstance(cout, int)
@@ -129,7 +134,7 @@ class Block:
     v_base: DimV
     m_base: DimV
     t0: DimV
-    block: int = 0  # tiles a block holds: block_tiles() unless given
+    capacity: int  # tiles V and M have room for: their stride from one point to the next
 
     def tile(self, k: Kernel, t: DimV) -> tuple[DimV, DimV, DimV]:
         """(image, tile row, tile column) of the block's tile t."""
@@ -170,7 +175,8 @@ def emit(
             first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
             with k.loop(last, lb=first) as b:
                 t0 = k.min(k.mul(b, block), k.sub(tiles, count))
-                at = Block((out, x), g, (grid[0], grid[1]), mode, scratch, v_base, m_base, t0)
+                places = (scratch, v_base, m_base)
+                at = Block((out, x), g, (grid[0], grid[1]), mode, *places, t0, block_tiles())
                 input_transform(k, at, shapes, count)
                 _products(k, at, shapes, count)
                 _output_transform(k, at, shapes, count, epilogue)
@@ -211,16 +217,12 @@ def shifted(k: Kernel, j: DimV, width: int, count: int) -> DimV:
 
 def v_at(k: Kernel, at: Block, shapes: Shapes, point: DimV, tile: DimV) -> DimV:
     """Offset of V[point, tile, 0] in the scratch."""
-    return k.add(at.v_base, k.mul(k.add(k.mul(point, _tiles(at)), tile), shapes.cin))
+    return k.add(at.v_base, k.mul(k.add(k.mul(point, at.capacity), tile), shapes.cin))
 
 
 def m_at(k: Kernel, at: Block, shapes: Shapes, point: DimV, tile: DimV) -> DimV:
     """Offset of M[point, tile, 0] in the scratch."""
-    return k.add(at.m_base, k.mul(k.add(k.mul(point, _tiles(at)), tile), shapes.cout))
-
-
-def _tiles(at: Block) -> int:
-    return at.block or block_tiles()
+    return k.add(at.m_base, k.mul(k.add(k.mul(point, at.capacity), tile), shapes.cout))
 
 
 def _transform_kernel(k: Kernel, where: tuple[Buf, Buf], shapes: Shapes) -> None:
@@ -251,7 +253,7 @@ def input_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
         patch = positions(k, x, (n, top, left), TILE, shapes.vt)
         with k.loop(shapes.vectors(shapes.cin)) as j:
             c = shifted(k, j, shapes.lanes, shapes.cin)
-            v_row, v_point = k.add(v_at(k, at, shapes, 0, t), c), _tiles(at) * shapes.cin
+            v_row, v_point = k.add(v_at(k, at, shapes, 0, t), c), at.capacity * shapes.cin
             d = [
                 [mk.vload_masked(k, x, k.add(offset, c), mask, zero) for offset, mask in line]
                 for line in patch
@@ -351,7 +353,7 @@ def _output_transform(
         with k.loop(shapes.vectors(shapes.cout)) as c:
             o = shifted(k, c, shapes.lanes, shapes.cout)
             m_row = k.add(m_at(k, at, shapes, 0, t), o)
-            point = _tiles(at) * shapes.cout
+            point = at.capacity * shapes.cout
             m = [mk.vload(k, at.scratch, k.add(m_row, xi * point), vt) for xi in range(POINTS)]
             ys = sandwich(k, AT, [m[r * TILE : (r + 1) * TILE] for r in range(TILE)])
             if epilogue is not None:
@@ -372,7 +374,7 @@ def _finished(
     if epilogue.vector is not None:
         extras = epilogue.vector_extras(k, vt, o)
         return [epilogue.vector(k, [y, *extras]) for y in values]
-    quad = k.add(at.m_base, POINTS * block_tiles() * shapes.cout)
+    quad = k.add(at.m_base, POINTS * at.capacity * shapes.cout)
     for q, y in enumerate(values):
         mk.vstore(k, at.scratch, k.add(quad, q * lanes), y)
     with k.loop(len(values) * lanes) as e:

@@ -31,7 +31,6 @@ from aotk.kernels.conv_geometry import Geometry, Values
 from aotk.kernels.conv_winograd import Block, Shapes, block_tiles, m_at, positions, v_at
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
-from aotk.kernels.window import Window
 from aotk.kernels.winograd_tile import GT, POINTS, A, sandwich
 
 SLOTS = 4  # runs of blocks, each with its own sums: a few per thread, to even out
@@ -50,7 +49,7 @@ def scratch_elems(elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any])
     forward's conditions, whole vectors of output channels, and a run's sums within
     SUMS_L2 times L2 (they are read and written once a block: 256 x 256 channels measured
     0.66-0.71 of the direct gradient's time, 384 x 384 0.88)."""
-    if not conv_winograd.applies(elem, kernel, Window.of_conv(kernel[:-2], **conv), None):
+    if not conv_winograd.takes(elem, kernel, conv, None):
         return 0
     cin, cout = kernel[2], kernel[3]
     assert isinstance(cin, int) and isinstance(cout, int)
@@ -87,7 +86,8 @@ def emit(
             v_base = k.mul(s, _slot_elems(cin, cout))
             m_base = k.add(v_base, POINTS * block() * cin)
             sums = k.add(m_base, POINTS * block() * cout)
-            _zero(k, scratch, (sums, POINTS * cin * cout), shapes.vt)
+            zero = mk.splat(k, const(k.b, 0.0, shapes.vt.element_type), shapes.vt)
+            mk.fill(k, scratch, (sums, POINTS * cin * cout), zero)
             first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
             with k.loop(last, lb=first) as b:
                 t0 = k.mul(b, block())
@@ -101,14 +101,6 @@ def emit(
         _finish(k, (dw, scratch), shapes, slots)
 
     conv_winograd.choose(k, (dy.dims[0], grid[0], grid[1]), winograd, direct)
-
-
-def _zero(k: Kernel, buf: Buf, span: tuple[DimV, int], vt: VectorType) -> None:
-    start, count = span
-    zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
-    lanes = vt.get_shape()[0]
-    with k.loop(count // lanes) as i:
-        mk.vstore(k, buf, k.add(start, k.mul(i, lanes)), zero)
 
 
 def _gradient_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:

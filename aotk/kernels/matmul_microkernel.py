@@ -125,6 +125,18 @@ def vector_loop(
         body(start, lane_mask(k, k.sub(count, start), vt))
 
 
+def fill(
+    k: Kernel, buf: Buf, span: tuple[DimV, DimV], vector: SSAValue, *, parallel: bool = False
+) -> None:
+    """buf[start:start + count] = copies of `vector`, for span = (start, count) and count
+    a multiple of its lanes."""
+    start, count = span
+    assert isinstance(vector.type, VectorType)
+    lanes = vector.type.get_shape()[0]
+    with k.loop(count, step=lanes, parallel=parallel) as i:
+        vstore(k, buf, k.add(start, i), vector)
+
+
 def splat(k: Kernel, scalar: SSAValue, vt: VectorType) -> SSAValue:
     return k.b.insert(vector.BroadcastOp(scalar, vt)).vector
 

@@ -11,12 +11,11 @@
 // CHECK-LABEL: func.func @winograd_grad(
 // CHECK-DAG:     %[[RUNS:.*]] = arith.constant 4 : index
 // CHECK-DAG:     %[[BLOCK:.*]] = arith.constant 45 : index
-// CHECK-DAG:     %[[SUM_VECTORS:.*]] = arith.constant 4096 : index
+// CHECK-DAG:     %[[SUMS:.*]] = arith.constant 32768 : index
 // CHECK:         %[[SCRATCH:.*]] = ptr_xdsl.from_ptr %{{.*}} : !ptr_xdsl.ptr -> memref<?xf32>
 // CHECK:         %[[SLOTS:.*]] = arith.minsi %{{.*}}, %[[RUNS]] : index
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %[[SLOTS]] step
-// CHECK:           scf.for %{{.*}} = %{{.*}} to %[[SUM_VECTORS]] step
-// CHECK-NEXT:        arith.muli
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %[[SUMS]] step
 // CHECK-NEXT:        arith.addi
 // CHECK-NEXT:        vector.store %{{.*}}, %[[SCRATCH]][
 // CHECK:           arith.muli %{{.*}}, %[[BLOCK]] : index
