@@ -11,23 +11,60 @@ into row t of its stacked result (`direct_outputs`); the others are copied there
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from xdsl.ir import Operation, SSAValue
 
-from aotk.dialect import scan_prepack, strided_views
+from aotk.dialect import scan_prepack, scan_rows, strided_views
 from aotk.dialect.base import elem_of
 from aotk.dialect.fused import YieldOp
 from aotk.dialect.in_place import aliases, carries_in_place
 from aotk.dialect.registry import BodyLowering, Kind, kind_of
 from aotk.dialect.scan import ScanOp
-from aotk.kernels.kernel import Buf, DimV
+from aotk.kernels.kernel import PARALLEL_GRAIN, Buf, DimV
 
 
 def lower_scan(low: BodyLowering, op: ScanOp, targets: dict[SSAValue, Buf]) -> None:
-    """Bufferize and (when emitting code) loop over the steps of `op`."""
+    """Bufferize and (when emitting code) loop over the steps of `op`: by blocks of rows
+    in parallel when its steps are row-wise (`scan_rows`), else all rows at once."""
+    batch = scan_rows.batch_rows(op)
+    per_block = None if batch is None else scan_rows.block_rows(op, batch)
+    if batch is None or per_block is None:
+        _lower(low, op, targets, None)
+        return
+    copy = scan_rows.with_dynamic_rows(op, batch)
+    try:
+        pairs = list(zip(op.results, copy.results, strict=True))
+        _lower(low, copy, {c: targets[r] for r, c in pairs if r in targets}, (batch, per_block))
+        for r, c in pairs:
+            low.bufs[r] = low.bufs[c]
+    finally:
+        copy.erase()
+
+
+@dataclass
+class _Plan:
+    """The buffers of a scan's loop, planned before it."""
+
+    seqs: list[Buf]
+    carries: list[Buf]
+    body: dict[SSAValue, Buf]
+    staging: dict[int, Buf | None]
+    step_outs: list[Buf]
+    packs: scan_prepack.Packs
+
+
+def _lower(
+    low: BodyLowering,
+    op: ScanOp,
+    targets: dict[SSAValue, Buf],
+    blocks: tuple[int, int] | None,
+) -> None:
+    """`lower_scan`; `blocks` = (rows, rows per block) to run by blocks of rows."""
     k = low.k
     seqs = [low.bufs[v] for v in op.sequences]
     inits = [low.bufs[v] for v in op.inits]
-    steps = seqs[0].dims[0]
     carries = [low.alloc(v.type, list(b.dims)) for v, b in zip(op.inits, inits, strict=True)]
     block = op.body.block
     yielded = block.last_op
@@ -44,13 +81,15 @@ def lower_scan(low: BodyLowering, op: ScanOp, targets: dict[SSAValue, Buf]) -> N
         for j, v in enumerate(yielded.values[:n_c])
         if j not in in_place and v is not block.args[op.num_seq + j]  # else in the carry
     }
-    step_outs = [body_bufs[v] for v in yielded.values[n_c:]]
+    plan = _Plan(
+        seqs, carries, body_bufs, staging, [body_bufs[v] for v in yielded.values[n_c:]], packs
+    )
 
     results = list(op.results)
     for r, c in zip(results[:n_c], carries, strict=True):  # no target: the carry's buffer
         low.bufs[r] = Buf((targets.get(r) or c).mem, c.dims, c.elem)
-    for r, o in zip(results[n_c:], step_outs, strict=True):
-        dims = [steps, *o.dims]
+    for r, o in zip(results[n_c:], plan.step_outs, strict=True):
+        dims = [seqs[0].dims[0], *o.dims]
         buf = targets.get(r) or low.alloc(r.type, dims)
         low.bufs[r] = Buf(buf.mem, tuple(dims), elem_of(r.type))
     if not low.code:
@@ -58,27 +97,60 @@ def lower_scan(low: BodyLowering, op: ScanOp, targets: dict[SSAValue, Buf]) -> N
 
     for init, carry in zip(inits, carries, strict=True):
         k.copy(init, carry)
+    if blocks is None:
+        _steps(low, op, plan, lambda buf: buf)
+    else:
+        _by_blocks(low, op, plan, blocks)
+    for r, carry in zip(results[:n_c], carries, strict=True):
+        if low.bufs[r].mem is not carry.mem:
+            k.copy(carry, low.bufs[r])
+
+
+def _by_blocks(low: BodyLowering, op: ScanOp, plan: _Plan, blocks: tuple[int, int]) -> None:
+    """The steps, by blocks of `blocks` = (rows, rows per block) in one parallel loop."""
+    k = low.k
+    rows, per_block = blocks
+    count = -(-rows // per_block)
+    # the work hides in micro-kernel calls and a loop over the steps: any split repays
+    with k.loop(count, parallel=True, trip_cost=PARALLEL_GRAIN) as b:
+        first = k.mul(b, per_block)
+        size = per_block if rows % per_block == 0 else k.min(per_block, k.sub(rows, first))
+
+        def part(buf: Buf) -> Buf:
+            step = k.product(buf.dims[1:])
+            return k.view(buf, k.mul(first, step), (size, *buf.dims[1:]))
+
+        _steps(low, op, plan, part)
+
+
+def _steps(low: BodyLowering, op: ScanOp, plan: _Plan, part: Callable[[Buf], Buf]) -> None:
+    """The loop over the steps, on the `part` of every (dense) buffer of rows."""
+    k = low.k
+    block = op.body.block
+    yielded = block.last_op
+    assert isinstance(yielded, YieldOp)
+    n_c = len(plan.carries)
+    results = list(op.results)
+    carries = [part(c) for c in plan.carries]
     direct = direct_outputs(op)
-    with k.loop(steps) as t:
-        _bind_step(low, op, seqs, carries, t)
+    with k.loop(plan.seqs[0].dims[0]) as t:
+        _bind_step(low, op, plan.seqs, carries, (t, part))
         rows = [
-            k.view(low.bufs[r], k.mul(t, k.product(out.dims)), out.dims)
-            for r, out in zip(results[n_c:], step_outs, strict=True)
+            part(k.view(low.bufs[r], k.mul(t, k.product(out.dims)), out.dims))
+            for r, out in zip(results[n_c:], plan.step_outs, strict=True)
         ]
-        step_targets = dict(body_bufs)
+        step_targets = {v: part(b) for v, b in plan.body.items() if b.strides is None}
         step_targets.update((yielded.values[n_c + j], rows[j]) for j in direct)
         for inner in block.ops:
             if not isinstance(inner, YieldOp):
-                scan_prepack.lower_op(low, inner, step_targets, packs)
+                scan_prepack.lower_op(low, inner, step_targets, plan.packs)
         news = [low.bufs[v] for v in yielded.values]
         # outputs first: an output may be (a view of) the state the step started from
         for out, row in zip(news[n_c:], rows, strict=True):
             if out.mem is not row.mem:  # not computed in its row
                 k.copy(out, row)
+        staging = {j: None if s is None else part(s) for j, s in plan.staging.items()}
         _update_carries(low, news[:n_c], carries, staging)
-    for r, carry in zip(results[:n_c], carries, strict=True):
-        if low.bufs[r].mem is not carry.mem:
-            k.copy(carry, low.bufs[r])
 
 
 def direct_outputs(op: ScanOp) -> set[int]:
@@ -112,14 +184,22 @@ def _update_carries(
         low.k.copy(sources[j], carries[j])
 
 
-def _bind_step(low: BodyLowering, op: ScanOp, seqs: list[Buf], carries: list[Buf], t: DimV) -> None:
-    """Block arguments: row t of each sequence, then the carries."""
+def _bind_step(
+    low: BodyLowering,
+    op: ScanOp,
+    seqs: list[Buf],
+    carries: list[Buf],
+    at: tuple[DimV, Callable[[Buf], Buf]],
+) -> None:
+    """Block arguments: the `part` of row t of each sequence, then the carries, for
+    `at` = (t, part)."""
     k = low.k
+    t, part = at
     args = op.body.block.args
     for arg, seq in zip(args, seqs, strict=False):
         step = seq.dims[1:]
         row = k.product(step) if seq.strides is None else seq.strides[0]  # a view's rows
-        low.bufs[arg] = k.view(seq, k.mul(t, row), step)
+        low.bufs[arg] = part(k.view(seq, k.mul(t, row), step))
     for arg, carry in zip(args[len(seqs) :], carries, strict=True):
         low.bufs[arg] = carry
 
@@ -136,7 +216,7 @@ def _plan_body(
     block = op.body.block
     code, low.code = low.code, False
     try:
-        _bind_step(low, op, *state, 0)
+        _bind_step(low, op, *state, (0, lambda buf: buf))
         for inner in block.ops:
             if not isinstance(inner, YieldOp):
                 scan_prepack.lower_op(low, inner, written, packs)

@@ -42,7 +42,7 @@ def plan(low: BodyLowering, scan: Operation) -> Packs:
     emitting code) at the insertion point, before the loop."""
     packs, by_weight = Packs(), dict[tuple[SSAValue, bool], Buf]()
     for op in scan.regions[0].block.ops:
-        if not _prepackable(op, scan):
+        if not prepackable(op, scan):
             continue
         assert isinstance(op, MatMulOp)
         add = _sole_add(op, scan)
@@ -126,12 +126,13 @@ def _other(add: AddOp, value: SSAValue) -> SSAValue:
     return add.rhs if add.lhs is value else add.lhs
 
 
-def _prepackable(op: Operation, scan: Operation) -> bool:
+def prepackable(op: Operation, scan: Operation) -> bool:
+    """Whether `op` is a float matmul of `scan`'s body by a weight from outside it."""
     return (
         isinstance(op, MatMulOp)
         and not _flag(op.transpose_lhs)
         and isinstance(elem_of(op.rhs.type), Float32Type | Float64Type)
-        and not _defined_within(op.rhs, scan)
+        and not defined_within(op.rhs, scan)
     )
 
 
@@ -139,7 +140,8 @@ def _flag(attr: IntegerAttr | None) -> bool:
     return attr is not None and attr.value.data != 0
 
 
-def _defined_within(value: SSAValue, scan: Operation) -> bool:
+def defined_within(value: SSAValue, scan: Operation) -> bool:
+    """Whether `value` is computed inside `scan` (at any depth)."""
     owner = value.owner
     op = owner.parent_op() if isinstance(owner, Block) else owner
     while op is not None:

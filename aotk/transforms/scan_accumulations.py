@@ -1,5 +1,5 @@
 """`aotk-scan-accumulations`: a scan's summed weight gradients as one matmul after the
-loop, and no stacked output that nobody reads.
+loop, its summed bias gradients as one sum, and no stacked output that nobody reads.
 
 Backpropagation through time adds each step's weight gradient into a carry:
 acc += x_t^T @ dz_t. Done per step, that is T matmuls with only `batch` rows to contract
@@ -7,8 +7,10 @@ and a read-modify-write of the whole gradient each step. Summed over the steps i
 matmul, X^T @ dZ, of the sequences with their T and batch axes folded together
 ([T * batch, D]^T @ [T * batch, N]): a step's x_t is already a sequence, and dz_t becomes
 a stacked output of the scan. The carry goes, and its final value is init + X^T @ dZ
-(X^T @ dZ alone for an init of zeros, as a gradient starts).
-(Only the order of the float additions changes.)
+(X^T @ dZ alone for an init of zeros, as a gradient starts). Likewise a bias gradient,
+acc += sum over rows of dz_t, is the sum of dZ over its steps and rows after the loop;
+the steps left then treat the batch's rows apart, so they can run by blocks of rows
+(`dialect.scan_rows`). (Only the order of the float additions changes.)
 
 The gradient scan also stacks values nobody reads, such as the gradient of an input that
 is a placeholder; such outputs go, so the ops computing them die. So do outputs that
@@ -31,6 +33,7 @@ from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.elementwise import is_zero_fill
 from aotk.dialect.fused import YieldOp
 from aotk.dialect.linalg import MatMulOp
+from aotk.dialect.reduce import ReduceSumOp
 from aotk.dialect.scan import ScanOp, result_types
 from aotk.dialect.shape import ReshapeOp
 from aotk.transforms.hoist_scan_matmuls import drop_unread_sequences
@@ -38,12 +41,13 @@ from aotk.transforms.hoist_scan_matmuls import drop_unread_sequences
 
 @dataclass(frozen=True)
 class _Accumulation:
-    """Carry `carry` of a scan becomes init + lhs^T @ rhs over all steps."""
+    """Carry `carry` of a scan becomes init + lhs^T @ rhs over all steps, or init + the
+    sum of lhs over its steps and rows when `rhs` is None."""
 
     carry: int
     lhs: SSAValue  # one step of each, in the body
-    rhs: SSAValue
-    ops: tuple[Operation, ...]  # the body's matmul and add, dead once hoisted
+    rhs: SSAValue | None
+    ops: tuple[Operation, ...]  # the body's matmul (or sum) and add, dead once hoisted
 
 
 def scan_accumulations(module: ModuleOp) -> int:
@@ -86,6 +90,8 @@ def _accumulation(scan: ScanOp, index: int) -> _Accumulation | None:
     if len(others) != 1 or add.result.type != carry.type or others[0].type != carry.type:
         return None
     product = others[0].owner
+    if isinstance(product, ReduceSumOp):
+        return _row_sum(scan, index, product, add)
     if not isinstance(product, MatMulOp) or not product.result.has_one_use():
         return None
     attrs = product.attrs()
@@ -94,6 +100,16 @@ def _accumulation(scan: ScanOp, index: int) -> _Accumulation | None:
     if not all(_per_step(scan, v) for v in (product.lhs, product.rhs)):
         return None
     return _Accumulation(index, product.lhs, product.rhs, (add, product))
+
+
+def _row_sum(scan: ScanOp, index: int, total: ReduceSumOp, add: AddOp) -> _Accumulation | None:
+    """Carry `index` as carry + the sum over rows of a per-step value (a bias gradient)."""
+    attrs = total.attrs()
+    if tuple(attrs["axes"]) != (0,) or attrs["keepdims"] or not total.result.has_one_use():
+        return None
+    if not _per_step(scan, total.x):
+        return None
+    return _Accumulation(index, total.x, None, (add, total))
 
 
 def _per_step(scan: ScanOp, value: SSAValue) -> bool:
@@ -150,7 +166,11 @@ def _rebuild(scan: ScanOp, found: list[_Accumulation], unread: list[int]) -> Non
         old.replace_all_uses_with(value)
     stacked.bind(list(new.results)[len(kept) :])
     for a in found:
-        total = _summed_product(parent, scan, stacked.sequence(a.lhs), stacked.sequence(a.rhs))
+        lhs = stacked.sequence(a.lhs)
+        if a.rhs is None:
+            total = _summed_rows(parent, scan, lhs)
+        else:
+            total = _summed_product(parent, scan, lhs, stacked.sequence(a.rhs))
         init, result = scan.inits[a.carry], scan.results[a.carry]
         if is_zero_fill(init) and total.result.type == result.type:
             result.replace_all_uses_with(total.result)  # a gradient summed from zero
@@ -190,7 +210,7 @@ def _body_steps(found: list[_Accumulation]) -> list[SSAValue]:
     new: list[SSAValue] = []
     for a in found:
         for v in (a.lhs, a.rhs):
-            if not isinstance(v, BlockArgument) and v not in new:
+            if v is not None and not isinstance(v, BlockArgument) and v not in new:
                 new.append(v)
     return new
 
@@ -208,6 +228,16 @@ def _summed_product(parent: Block, scan: ScanOp, lhs: SSAValue, rhs: SSAValue) -
     product = MatMulOp.make(folded, tensor(elem_of(lhs.type), (m, n)), transpose_lhs=True)
     parent.insert_op_before(product, scan)
     return product
+
+
+def _summed_rows(parent: Block, scan: ScanOp, seq: SSAValue) -> ReduceSumOp:
+    """sum over t of the rows of seq[t]: one reduction over the steps and rows."""
+    shape = shape_of(_tensor_type(seq))
+    total = ReduceSumOp.make(
+        [seq], tensor(elem_of(seq.type), shape[2:]), axes=(0, 1), keepdims=False
+    )
+    parent.insert_op_before(total, scan)
+    return total
 
 
 @dataclass(frozen=True)

@@ -59,3 +59,30 @@ func.func @kept(%xs: tensor<?x?x3xf32>, %q0: tensor<3x3xf32>, %r0: tensor<3x3xf3
   }
   func.return %a, %b, %c : tensor<3x3xf32>, tensor<3x3xf32>, tensor<3x3xf32>
 }
+
+// -----
+
+// A bias gradient, b += the sum of dz_t over its rows, becomes one sum of the stacked
+// dz over steps and rows after the loop. Kept: a sum over the columns (r, whose carry
+// has the batch's rows), and one that keeps its axis (k).
+// CHECK-LABEL: func.func @bias(
+// CHECK:         %{{.*}}, %{{.*}}, %{{.*}}, %[[DZS:.*]] = aotk.scan seqs(%h = %hs) carries(%d = %dh0, %r = %gr0, %k = %gk0)
+// CHECK-NOT:       axes = array<i64: 0>, keepdims = 0
+// CHECK:           aotk.yield
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[SUM:.*]] = "aotk.reduce_sum"(%[[DZS]]) <{axes = array<i64: 0, 1>, keepdims = false}> : (tensor<5x2x4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    %gb = "aotk.add"(%gb0, %[[SUM]])
+func.func @bias(%hs: tensor<5x2x4xf32>, %dh0: tensor<2x4xf32>, %u: tensor<4x4xf32>, %gb0: tensor<4xf32>, %gr0: tensor<2xf32>, %gk0: tensor<1x4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<1x4xf32>) {
+  %dh, %gb, %gr, %gk = aotk.scan seqs(%h = %hs) carries(%d = %dh0, %b = %gb0, %r = %gr0, %k = %gk0) : (tensor<5x2x4xf32>, tensor<2x4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<1x4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<1x4xf32>) {
+    %dz = "aotk.mul"(%d, %h) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %dprev = "aotk.matmul"(%dz, %u) <{transpose_rhs = true}> : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    %bstep = "aotk.reduce_sum"(%dz) <{axes = array<i64: 0>, keepdims = 0 : i64}> : (tensor<2x4xf32>) -> tensor<4xf32>
+    %bnew = "aotk.add"(%b, %bstep) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %rstep = "aotk.reduce_sum"(%dz) <{axes = array<i64: 1>, keepdims = 0 : i64}> : (tensor<2x4xf32>) -> tensor<2xf32>
+    %rnew = "aotk.add"(%r, %rstep) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+    %kstep = "aotk.reduce_sum"(%dz) <{axes = array<i64: 0>, keepdims = 1 : i64}> : (tensor<2x4xf32>) -> tensor<1x4xf32>
+    %knew = "aotk.add"(%k, %kstep) : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x4xf32>
+    aotk.yield %dprev, %bnew, %rnew, %knew : tensor<2x4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<1x4xf32>
+  }
+  func.return %dh, %gb, %gr, %gk : tensor<2x4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<1x4xf32>
+}

@@ -108,12 +108,15 @@ func.func @shared(%xs: tensor<5x3x20xf32>, %h0: tensor<3x20xf32>, %u: tensor<20x
 // AVX2 register tile's): each block's product rows (the prepacked matmul with the add
 // on rows r0.., A and X moved r0 rows on), then tanh(a) * b on those rows, read through
 // the views of the product and written to the carry in place. No loop of its own for
-// the gates, no copy of the carry.
+// the gates, no copy of the carry. (A state that is not a matrix of the batch's rows,
+// k, keeps the steps whole: see scan_rows.mlir for the steps run by blocks of rows.)
 // CHECK-LABEL: func.func @gates(
 // CHECK:         %[[CARRY:.*]] = ptr_xdsl.from_ptr %{{.*}} : !ptr_xdsl.ptr -> memref<40xf32>
 // CHECK:         func.call @aotk_uk_pack_rhs_float32(
 // CHECK:         scf.for
 // CHECK:           memref.store %{{.*}}, %[[CARRY]]
+// CHECK:         scf.for
+// CHECK-NEXT:      memref.load %k0
 // CHECK:         scf.for %[[T:.*]] =
 // CHECK:           scf.for %[[B:.*]] =
 // CHECK-NEXT:        %[[R0:.*]] = arith.muli %[[B]], %{{.*}} : index
@@ -132,8 +135,8 @@ func.func @shared(%xs: tensor<5x3x20xf32>, %h0: tensor<3x20xf32>, %u: tensor<20x
 // CHECK-NEXT:      memref.load %[[CARRY]]
 // CHECK-NEXT:      memref.store %{{.*}}, %out0
 // CHECK-LABEL: func.func @gates_workspace_size(
-func.func @gates(%xw: tensor<3x10x8xf32>, %h0: tensor<10x4xf32>, %u: tensor<4x8xf32>) -> tensor<10x4xf32> {
-  %hn = aotk.scan seqs(%x = %xw) carries(%h = %h0) : (tensor<3x10x8xf32>, tensor<10x4xf32>) -> (tensor<10x4xf32>) {
+func.func @gates(%xw: tensor<3x10x8xf32>, %h0: tensor<10x4xf32>, %u: tensor<4x8xf32>, %k0: tensor<2xf32>) -> tensor<10x4xf32> {
+  %hn, %kn = aotk.scan seqs(%x = %xw) carries(%h = %h0, %k = %k0) : (tensor<3x10x8xf32>, tensor<10x4xf32>, tensor<2xf32>) -> (tensor<10x4xf32>, tensor<2xf32>) {
     %p = "aotk.matmul"(%h, %u) : (tensor<10x4xf32>, tensor<4x8xf32>) -> tensor<10x8xf32>
     %z = "aotk.add"(%x, %p) : (tensor<10x8xf32>, tensor<10x8xf32>) -> tensor<10x8xf32>
     %a = "aotk.slice"(%z) <{start = array<i64: 0, 0>, stop = array<i64: 9223372036854775807, 4>, step = array<i64: 1, 1>}> : (tensor<10x8xf32>) -> tensor<10x4xf32>
@@ -143,7 +146,7 @@ func.func @gates(%xw: tensor<3x10x8xf32>, %h0: tensor<10x4xf32>, %u: tensor<4x8x
       %m = "aotk.mul"(%t, %eb) : (tensor<f32>, tensor<f32>) -> tensor<f32>
       aotk.yield %m : tensor<f32>
     }
-    aotk.yield %n : tensor<10x4xf32>
+    aotk.yield %n, %k : tensor<10x4xf32>, tensor<2xf32>
   }
   func.return %hn : tensor<10x4xf32>
 }

@@ -1,0 +1,53 @@
+// RUN: aotk-opt %s --aotk-tile-for=avx2 -p convert-aotk-to-loops,aotk-cse,aotk-canonicalize | filecheck %s
+
+// Every row of an LSTM-like step depends on its own row of the state and of the input
+// alone: the 10 rows run as 2 blocks of 6 (the AVX2 register tile's rows), each block
+// through all 3 steps, in one parallel loop. A block's rows start 6 * b rows into each
+// buffer and number min(6, 10 - 6 * b); the step's prepacked matmul, the bias add and
+// the gates all take them from the block's buffers.
+// CHECK-LABEL: func.func @rows(
+// CHECK-DAG:     %[[TEN:.*]] = arith.constant 10 : index
+// CHECK-DAG:     %[[SIX:.*]] = arith.constant 6 : index
+// CHECK-DAG:     %[[TWO:.*]] = arith.constant 2 : index
+// CHECK-DAG:     %[[THREE:.*]] = arith.constant 3 : index
+// CHECK:         func.call @aotk_uk_pack_rhs_float32(
+// CHECK:         scf.for %[[B:.*]] = %{{.*}} to %[[TWO]] step
+// CHECK-NEXT:      %[[R0:.*]] = arith.muli %[[B]], %[[SIX]] : index
+// CHECK-NEXT:      %[[LEFT:.*]] = arith.subi %[[TEN]], %[[R0]] : index
+// CHECK-NEXT:      %[[ROWS:.*]] = arith.minsi %[[SIX]], %[[LEFT]] : index
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %[[THREE]] step
+// CHECK:             %[[M:.*]] = arith.index_cast %[[ROWS]] : index to i64
+// CHECK:             func.call @aotk_uk_matmul_float32_prepacked_add(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[M]],
+// CHECK:         } {aotk.parallel = 2 : i64}
+// CHECK-LABEL: func.func @rows_workspace_size(
+func.func @rows(%xw: tensor<3x10x8xf32>, %h0: tensor<10x4xf32>, %u: tensor<4x8xf32>, %bias: tensor<8xf32>) -> tensor<10x4xf32> {
+  %hn = aotk.scan seqs(%x = %xw) carries(%h = %h0) : (tensor<3x10x8xf32>, tensor<10x4xf32>) -> (tensor<10x4xf32>) {
+    %p = "aotk.matmul"(%h, %u) : (tensor<10x4xf32>, tensor<4x8xf32>) -> tensor<10x8xf32>
+    %z = "aotk.add"(%x, %p) : (tensor<10x8xf32>, tensor<10x8xf32>) -> tensor<10x8xf32>
+    %zb = "aotk.add"(%z, %bias) : (tensor<10x8xf32>, tensor<8xf32>) -> tensor<10x8xf32>
+    %a = "aotk.slice"(%zb) <{start = array<i64: 0, 0>, stop = array<i64: 9223372036854775807, 4>, step = array<i64: 1, 1>}> : (tensor<10x8xf32>) -> tensor<10x4xf32>
+    %b = "aotk.slice"(%zb) <{start = array<i64: 0, 4>, stop = array<i64: 9223372036854775807, 9223372036854775807>, step = array<i64: 1, 1>}> : (tensor<10x8xf32>) -> tensor<10x4xf32>
+    %n = aotk.fused(%ea = %a, %eb = %b) : (tensor<10x4xf32>, tensor<10x4xf32>) -> (tensor<10x4xf32>) {
+      %t = "aotk.tanh"(%ea) : (tensor<f32>) -> tensor<f32>
+      %m = "aotk.mul"(%t, %eb) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      aotk.yield %m : tensor<f32>
+    }
+    aotk.yield %n : tensor<10x4xf32>
+  }
+  func.return %hn : tensor<10x4xf32>
+}
+
+// A step that mixes rows (h times its Gram matrix h^T h) keeps all rows together: no
+// loop over blocks of rows around the steps.
+// CHECK-LABEL: func.func @mixed(
+// CHECK-NOT:     aotk.parallel = 2
+// CHECK-LABEL: func.func @mixed_workspace_size(
+func.func @mixed(%xs: tensor<3x10x4xf32>, %h0: tensor<10x4xf32>) -> tensor<10x4xf32> {
+  %hn = aotk.scan seqs(%x = %xs) carries(%h = %h0) : (tensor<3x10x4xf32>, tensor<10x4xf32>) -> (tensor<10x4xf32>) {
+    %g = "aotk.matmul"(%h, %h) <{transpose_lhs = true}> : (tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<4x4xf32>
+    %p = "aotk.matmul"(%h, %g) : (tensor<10x4xf32>, tensor<4x4xf32>) -> tensor<10x4xf32>
+    %n = "aotk.add"(%x, %p) : (tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+    aotk.yield %n : tensor<10x4xf32>
+  }
+  func.return %hn : tensor<10x4xf32>
+}

@@ -1,0 +1,139 @@
+"""Recurrent steps run by blocks of rows (`scan_rows`): which scans are split, and their
+values against the interpreter's, forward and through their gradient, for batches of
+whole and partial blocks, in float32 and float64."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import f32, f64
+
+from aotk import backend as K
+from aotk import interp
+from aotk.dialect import scan_rows, trace
+from aotk.dialect.scan import ScanOp
+from aotk.kernels import matmul_prepacked
+from aotk.lowering import pipeline
+
+RNG = np.random.default_rng(23)
+T, D, H = 5, 6, 7
+
+
+def _split(outputs: list[Any], inputs: list[Any]) -> list[int | None]:
+    """For each scan of the graph: its rows per block, None when it runs whole."""
+    module, _ = trace.extract(inputs, outputs, "test")
+    pipeline.lower(module, "graph")
+    found = []
+    for scan in (op for op in module.walk() if isinstance(op, ScanOp)):
+        batch = scan_rows.batch_rows(scan)
+        found.append(None if batch is None else scan_rows.block_rows(scan, batch))
+    return found
+
+
+def _check(inputs: list[Any], outputs: list[Any], values: list[np.ndarray], tol: float) -> None:
+    f = K.function(inputs, outputs)
+    module, captures = trace.extract(inputs, outputs, "test")
+    want = interp.run_module(module, [*values, *(c.storage for c in captures)])
+    for got, expected in zip(f(values), want, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=tol, atol=tol)
+
+
+def _weights(dtype: str, *shapes: tuple[int, ...]) -> list[Any]:
+    return [K.variable(RNG.normal(0, 0.4, s), dtype=dtype) for s in shapes]
+
+
+def _lstm(batch: int | None, dtype: str) -> tuple[list[Any], Any, list[Any]]:
+    """An LSTM over x (batch, T, D) from h0, and its weights."""
+    x, h0 = K.placeholder((batch, T, D), dtype=dtype), K.placeholder((batch, H), dtype=dtype)
+    w, u, b = _weights(dtype, (D, 4 * H), (H, 4 * H), (4 * H,))
+
+    def step(xt: Any, s: list[Any]) -> tuple[Any, list[Any]]:
+        h, c = s
+        z = K.dot(xt, w) + K.dot(h, u) + b
+        i, f, g, o = (z[:, H * n : H * n + H] for n in range(4))
+        c2 = K.sigmoid(f) * c + K.sigmoid(i) * K.tanh(g)
+        h2 = K.sigmoid(o) * K.tanh(c2)
+        return h2, [h2, c2]
+
+    _, outs, states = K.rnn(step, x, [h0, h0 * 0.5])
+    return [x, h0], [outs, states[1]], [w, u, b]
+
+
+def _values(batch: int, dtype: str) -> list[np.ndarray]:
+    return [RNG.standard_normal(s).astype(dtype) for s in ((batch, T, D), (batch, H))]
+
+
+def _tolerance(dtype: str) -> float:
+    return 1e-12 if dtype == "float64" else 3e-6
+
+
+@pytest.mark.parametrize(("batch", "dtype"), [(19, "float64"), (40, "float32"), (33, "float32")])
+def test_an_lstm_runs_by_blocks_of_rows_with_the_interpreters_values(batch, dtype) -> None:
+    inputs, outputs, _ = _lstm(batch, dtype)
+    tile = matmul_prepacked.row_tile(f64 if dtype == "float64" else f32)
+    (rows,) = _split(outputs, inputs)
+    assert rows is not None and rows % tile == 0 and rows < batch
+    _check(inputs, outputs, _values(batch, dtype), _tolerance(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_gradient_through_the_steps_runs_by_blocks_too(dtype) -> None:
+    """The backward scan (a concatenation of the gates' gradients times U^T) is row-wise
+    as well; the weights' gradients, summed over rows, are hoisted out of it."""
+    batch = 21
+    inputs, outputs, weights = _lstm(batch, dtype)
+    loss = K.sum(K.square(outputs[0])) + K.sum(outputs[1])
+    grads = K.gradients(loss, [*weights, inputs[0]])
+    assert all(r is not None for r in _split(grads, inputs))
+    _check(inputs, grads, _values(batch, dtype), 1e-11 if dtype == "float64" else 2e-4)
+
+
+def test_a_gru_like_step_with_a_concatenation_and_a_broadcast_splits() -> None:
+    x = K.placeholder((24, T, D), dtype="float64")
+    h0 = K.placeholder((24, H), dtype="float64")
+    w, u, b = _weights("float64", (D, 2 * H), (2 * H, 2 * H), (2 * H,))
+
+    def step(xt: Any, s: list[Any]) -> tuple[Any, list[Any]]:
+        both = K.concatenate([s[0], K.tanh(s[0])], axis=1)
+        z = K.dot(xt, w) + K.dot(both, u) + b
+        h = K.sigmoid(z[:, :H]) * s[0] + K.tanh(z[:, H:])
+        return h, [h]
+
+    _, outs, _ = K.rnn(step, x, [h0])
+    ((rows,),) = [_split([outs], [x, h0])]
+    assert rows is not None and rows < 24
+    _check([x, h0], [outs], [RNG.standard_normal((24, T, D)), RNG.standard_normal((24, H))], 1e-12)
+
+
+def _step_scan(step: Any, batch: int | None) -> tuple[list[Any], Any]:
+    x = K.placeholder((batch, T, H), dtype="float64")
+    h0 = K.placeholder((batch, H), dtype="float64")
+    _, outs, _ = K.rnn(step, x, [h0])
+    return [x, h0], outs
+
+
+def test_steps_that_mix_rows_or_too_few_rows_run_whole() -> None:
+    u = K.variable(RNG.normal(0, 0.4, (H, H)), dtype="float64")
+    side = K.variable(RNG.normal(0, 0.4, (32, H)), dtype="float64")
+
+    def mean_of_rows(xt: Any, s: list[Any]) -> tuple[Any, list[Any]]:
+        h = K.tanh(xt + K.dot(s[0], u) - K.mean(s[0], axis=0, keepdims=True))
+        return h, [h]
+
+    def rows_from_outside(xt: Any, s: list[Any]) -> tuple[Any, list[Any]]:
+        h = K.tanh(xt + K.dot(s[0], u) + side)  # row i of `side`: not the block's own
+        return h, [h]
+
+    def plain(xt: Any, s: list[Any]) -> tuple[Any, list[Any]]:
+        h = K.tanh(xt + K.dot(s[0], u))
+        return h, [h]
+
+    cases = [(mean_of_rows, 32), (rows_from_outside, 32), (plain, None), (plain, 4)]
+    for step, batch in cases:
+        inputs, outs = _step_scan(step, batch)
+        assert _split([outs], inputs) == [None], step.__name__
+        rows = batch or 5
+        values = [RNG.standard_normal((rows, T, H)), RNG.standard_normal((rows, H))]
+        _check(inputs, [outs], values, 1e-12)
