@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
 from aotk.dialect import scan_prepack, scan_rows, strided_views
@@ -22,21 +23,20 @@ from aotk.dialect.fused import YieldOp
 from aotk.dialect.in_place import aliases, carries_in_place
 from aotk.dialect.registry import BodyLowering, Kind, kind_of
 from aotk.dialect.scan import ScanOp
-from aotk.kernels.kernel import PARALLEL_GRAIN, Buf, DimV
+from aotk.kernels.kernel import PARALLEL_GRAIN, Buf, DimV, Kernel
 
 
 def lower_scan(low: BodyLowering, op: ScanOp, targets: dict[SSAValue, Buf]) -> None:
     """Bufferize and (when emitting code) loop over the steps of `op`: by blocks of rows
     in parallel when its steps are row-wise (`scan_rows`), else all rows at once."""
-    batch = scan_rows.batch_rows(op)
-    per_block = None if batch is None else scan_rows.block_rows(op, batch)
-    if batch is None or per_block is None:
+    split = scan_rows.row_split(op)
+    if split is None:
         _lower(low, op, targets, None)
         return
-    copy = scan_rows.with_dynamic_rows(op, batch)
+    copy = scan_rows.with_dynamic_rows(op, split.batch)
     try:
         pairs = list(zip(op.results, copy.results, strict=True))
-        _lower(low, copy, {c: targets[r] for r, c in pairs if r in targets}, (batch, per_block))
+        _lower(low, copy, {c: targets[r] for r, c in pairs if r in targets}, split)
         for r, c in pairs:
             low.bufs[r] = low.bufs[c]
     finally:
@@ -59,9 +59,9 @@ def _lower(
     low: BodyLowering,
     op: ScanOp,
     targets: dict[SSAValue, Buf],
-    blocks: tuple[int, int] | None,
+    split: scan_rows.RowSplit | None,
 ) -> None:
-    """`lower_scan`; `blocks` = (rows, rows per block) to run by blocks of rows."""
+    """`lower_scan`; by blocks of rows as `split` says, when not None."""
     k = low.k
     seqs = [low.bufs[v] for v in op.sequences]
     inits = [low.bufs[v] for v in op.inits]
@@ -97,30 +97,66 @@ def _lower(
 
     for init, carry in zip(inits, carries, strict=True):
         k.copy(init, carry)
-    if blocks is None:
+    if split is None:
         _steps(low, op, plan, lambda buf: buf)
     else:
-        _by_blocks(low, op, plan, blocks)
+        _by_blocks(low, op, plan, split)
     for r, carry in zip(results[:n_c], carries, strict=True):
         if low.bufs[r].mem is not carry.mem:
             k.copy(carry, low.bufs[r])
 
 
-def _by_blocks(low: BodyLowering, op: ScanOp, plan: _Plan, blocks: tuple[int, int]) -> None:
-    """The steps, by blocks of `blocks` = (rows, rows per block) in one parallel loop."""
+def _by_blocks(low: BodyLowering, op: ScanOp, plan: _Plan, split: scan_rows.RowSplit) -> None:
+    """The steps, by blocks of rows in one parallel loop. Rows known only at run time
+    are split only where every sequence's step and every carry has as many (else one
+    block runs all of each buffer's rows, as the scan whole would)."""
     k = low.k
-    rows, per_block = blocks
-    count = -(-rows // per_block)
+    rows = plan.seqs[0].dims[1] if plan.seqs else plan.carries[0].dims[0]
+    if split.per_block is not None:
+        per_block, same = split.per_block, None
+    else:
+        per_block = scan_rows.block_rows(k, rows, split.tile)
+        same = _all_equal(
+            k, [rows, *(s.dims[1] for s in plan.seqs)] + [c.dims[0] for c in plan.carries]
+        )
+    count = k.div(k.add(rows, k.sub(per_block, 1)), per_block)
+    if same is not None:
+        count = k.select(same, count, 1)
     # the work hides in micro-kernel calls and a loop over the steps: any split repays
     with k.loop(count, parallel=True, trip_cost=PARALLEL_GRAIN) as b:
         first = k.mul(b, per_block)
-        size = per_block if rows % per_block == 0 else k.min(per_block, k.sub(rows, first))
+        whole = isinstance(rows, int) and isinstance(per_block, int) and rows % per_block == 0
+        size = per_block if whole else k.min(per_block, k.sub(rows, first))
+
+        owns: dict[int, DimV] = {}  # one select per dim: equal dims stay one value
+        # one view per buffer: a kernel writing in place then reads and writes through
+        # one pointer, where LLVM sees no overlap (two views of one carry defeated the
+        # vectorizer's runtime alias check: a Keras LSTM's gradient ran scalar, 1.9x slower)
+        views: dict[tuple[SSAValue, int], Buf] = {}
 
         def part(buf: Buf) -> Buf:
-            step = k.product(buf.dims[1:])
-            return k.view(buf, k.mul(first, step), (size, *buf.dims[1:]))
+            if (buf.mem, buf.rank) in views:  # dims may be other values of equal size
+                return views[buf.mem, buf.rank]
+            rows = buf.dims[0]
+            if same is not None and id(rows) not in owns:
+                owns[id(rows)] = k.select(same, size, rows)
+            own = size if same is None else owns[id(rows)]
+            at = k.mul(first, k.product(buf.dims[1:]))
+            views[buf.mem, buf.rank] = k.view(buf, at, (own, *buf.dims[1:]))
+            return views[buf.mem, buf.rank]
 
         _steps(low, op, plan, part)
+
+
+def _all_equal(k: Kernel, dims: list[DimV]) -> SSAValue | None:
+    """An i1: whether every dim of `dims` equals the first (None when all are one)."""
+    same = None
+    for d in dims[1:]:
+        if d is dims[0]:
+            continue
+        eq = k.b.insert(arith.CmpiOp(k.index(dims[0]), k.index(d), "eq")).result
+        same = eq if same is None else k.b.insert(arith.AndIOp(same, eq)).result
+    return same
 
 
 def _steps(low: BodyLowering, op: ScanOp, plan: _Plan, part: Callable[[Buf], Buf]) -> None:

@@ -3,21 +3,27 @@
 An LSTM or GRU step is row-wise: row i of its new state depends on row i of the state
 and of the step's input alone (the weights are the same for every row). Blocks of rows
 then need not wait for one another: each block runs all the steps on one thread, on its
-rows of every buffer. The scan unsplit hands every step's kernels to the threads and
-waits for them: fifty steps, fifty or more barriers, each a few microseconds.
+rows of every buffer. The scan whole hands each step's kernels to the threads and waits
+for them: a barrier or more a step.
 
-Row-wise, for a batch of B rows (a static size): every sequence's step and every carry
-has B leading rows, and every body op gives B leading rows from operands that have them
-or broadcast along them. The ops known row-wise: elementwise ops and `aotk.fused`, a
+Row-wise: every sequence's step and every carry has the same leading dim, the batch's
+rows, and every body op gives those rows from operands that have them or broadcast
+along them. The ops known row-wise: elementwise ops and `aotk.fused`, a prepacked
 matmul of a row-wise matrix by a weight from outside the scan, a slice that keeps every
-row. Anything else keeps the scan whole.
+row, a concatenation along another axis. Anything else keeps the scan whole, as do
+static rows too few for two blocks. Blocks are whole register tiles of the matmul's
+rows, at most MOST_BLOCKS of them. Rows known only at the call are split only if every
+step and carry has as many then (a step of one row may broadcast against a state of
+many); else one block runs them all.
 
 The blocks run the scan's own lowering (`scan_loop`) on a copy of the scan whose body
 has a dynamic leading dim: each body op then takes its rows from its buffers (a block's)
-rather than from its type (all B).
+rather than from its type (all of them).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -29,48 +35,67 @@ from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.registry import Kind, kind_of
 from aotk.dialect.scan import ScanOp
 from aotk.dialect.scan_prepack import prepackable
-from aotk.dialect.shape import ConcatOp, SliceOp
+from aotk.dialect.shape import FULL, ConcatOp, SliceOp
 from aotk.kernels import matmul_prepacked
+from aotk.kernels.kernel import DimV, Kernel
 
 MOST_BLOCKS = 8  # blocks of rows at most: a few per thread, so that threads even out
 
 
-def batch_rows(op: ScanOp) -> int | None:
-    """B when `op`'s steps are row-wise over B rows (see the module's docstring)."""
+@dataclass(frozen=True)
+class RowSplit:
+    """How a row-wise scan runs by blocks: over `batch` rows (None: known at run time)
+    in blocks of `per_block` (None: chosen at run time) of whole `tile`s of rows."""
+
+    batch: int | None
+    per_block: int | None
+    tile: int
+
+
+def row_split(op: ScanOp) -> RowSplit | None:
+    """How `op` runs by blocks of rows; None when it runs whole: its steps are not
+    row-wise, or its static rows make fewer than two blocks."""
     block = op.body.block
     args = list(block.args)
-    leading = {_leading(a.type) for a in args}
-    if len(leading) != 1 or None in leading or any(len(shape_of(a.type)) < 1 for a in args):
+    if any(len(shape_of(a.type)) < 1 for a in args):
+        return None
+    leading = {shape_of(a.type)[0] for a in args}
+    if len(leading) != 1:
         return None
     batch = leading.pop()
-    assert batch is not None
     rows: set[SSAValue] = set(args)
     for inner in block.ops:
         if isinstance(inner, YieldOp):
-            return batch if all(v in rows for v in inner.operands) else None
+            if not all(v in rows for v in inner.operands):
+                return None
+            break
         if not _row_wise(inner, batch, rows, op):
             return None
         rows.update(inner.results)
-    return None
+    tile = matmul_prepacked.row_tile(elem_of(args[0].type))
+    if batch is None:
+        return RowSplit(None, None, tile)
+    per_block = -(-max(-(-batch // MOST_BLOCKS), tile) // tile) * tile
+    return RowSplit(batch, per_block, tile) if batch > per_block else None
 
 
-def block_rows(op: ScanOp, batch: int) -> int | None:
-    """Rows per block for a row-wise scan of `batch` rows: whole register tiles of the
-    prepacked matmul, at most MOST_BLOCKS blocks; None when that leaves fewer than two."""
-    tile = matmul_prepacked.row_tile(elem_of(op.body.block.args[0].type))
-    per_block = max(-(-batch // MOST_BLOCKS), tile)
-    per_block = -(-per_block // tile) * tile
-    return per_block if batch > per_block else None
+def block_rows(k: Kernel, rows: DimV, tile: int) -> DimV:
+    """Rows per block of `rows` (found at run time): whole tiles, at most MOST_BLOCKS
+    blocks."""
+    least = k.max(k.div(k.add(rows, MOST_BLOCKS - 1), MOST_BLOCKS), tile)
+    return k.mul(k.div(k.add(least, tile - 1), tile), tile)
 
 
-def with_dynamic_rows(op: ScanOp, batch: int) -> ScanOp:
+def with_dynamic_rows(op: ScanOp, batch: int | None) -> ScanOp:
     """A copy of `op`, not inserted anywhere, whose body values have a dynamic leading
     dim where they had `batch`. The caller erases it."""
     copy = op.clone()
+    if batch is None:
+        return copy
     block = copy.body.block
 
     def dynamic(t: Attribute) -> Attribute | None:
-        if not isinstance(t, TensorType) or _leading(t) != batch:
+        if not isinstance(t, TensorType) or not shape_of(t) or shape_of(t)[0] != batch:
             return None
         return tensor(elem_of(t), (None, *shape_of(t)[1:]))
 
@@ -84,17 +109,16 @@ def with_dynamic_rows(op: ScanOp, batch: int) -> ScanOp:
     return copy
 
 
-def _row_wise(op: Operation, batch: int, rows: set[SSAValue], scan: ScanOp) -> bool:
+def _row_wise(op: Operation, batch: int | None, rows: set[SSAValue], scan: ScanOp) -> bool:
     """Whether `op` gives `batch` leading rows, row i from row i of its operands alone."""
-    if any(_leading(r.type) != batch for r in op.results):
+    if any(not shape_of(r.type) or shape_of(r.type)[0] != batch for r in op.results):
         return False
     if isinstance(op, MatMulOp):  # prepacked: no scratch, which the blocks would share
         return op.lhs in rows and len(shape_of(op.lhs.type)) == 2 and prepackable(op, scan)
     if isinstance(op, SliceOp):
-        attrs = op.attrs()
-        return op.operands[0] in rows and (
-            attrs["start"][0] == 0 and attrs["stop"][0] >= batch and attrs["step"][0] == 1
-        )
+        start, stop, step = (op.attrs()[name][0] for name in ("start", "stop", "step"))
+        every_row = stop == FULL or (batch is not None and stop >= batch)
+        return op.operands[0] in rows and start == 0 and every_row and step == 1
     if isinstance(op, ConcatOp):
         return op.axis.value.data != 0 and all(v in rows for v in op.operands)
     if isinstance(op, FusedOp) or kind_of(op) is Kind.ELEMENTWISE:
@@ -109,8 +133,3 @@ def _broadcast_or_row(value: SSAValue, rank: int, rows: set[SSAValue]) -> bool:
     if value in rows:
         return len(shape) == rank
     return len(shape) < rank or shape[0] == 1
-
-
-def _leading(t: Attribute) -> int | None:
-    shape = shape_of(t) if isinstance(t, TensorType) else ()
-    return shape[0] if shape else None

@@ -116,8 +116,19 @@ def _nested(
     k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn, parallel: bool
 ) -> None:
     dims = list(outs[0].dims)
-    in_strides = [_broadcast_strides(k, b, dims) for b in ins]
     out_strides = [k.strides(o.dims) for o in outs]
+    # An input in an output's own buffer (computed in place, which only an input read
+    # at the index it is written may be) is read with the output's strides: one address
+    # for the load and the store, which LLVM's vectorizer needs to see. Broadcast
+    # strides from other dims hid it: the in-place gates of a recurrent step with
+    # dynamic rows ran scalar, 3.5x slower.
+    own = {o.mem: st for o, st in zip(outs, out_strides, strict=True) if o.rank == len(dims)}
+    in_strides = [
+        own[b.mem]
+        if b.mem in own and b.strides is None and b.rank == len(dims)
+        else _broadcast_strides(k, b, dims)
+        for b in ins
+    ]
     with k.nest(dims, parallel=parallel and len(dims) > 1) as ivs:
         loads = [k.load_flat(b, k.linear(ivs, st)) for b, st in zip(ins, in_strides, strict=True)]
         values = body(k, loads)

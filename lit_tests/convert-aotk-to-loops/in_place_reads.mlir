@@ -116,3 +116,35 @@ func.func @output_in_row(%xs: tensor<5x2x4xf32>, %c0: tensor<2x4xf32>) -> tensor
   }
   func.return %ys : tensor<5x2x4xf32>
 }
+
+// -----
+
+// A carry computed in place (c * z[:, :4], rows known at the call: the steps' and the
+// carry's, whose maximum the product has) is loaded and stored at one index: LLVM's
+// vectorizer needs to see that each element is read where it is written. (Indexed with
+// broadcast strides of its own dims, as operands of other dims are, the loop ran scalar
+// after a failed alias check.) The second carry, not a matrix of rows, keeps the steps
+// whole (`scan_rows`).
+// CHECK-LABEL: func.func @carry(
+// CHECK-DAG:     %[[FOUR:.*]] = arith.constant 4 : index
+// CHECK:               scf.for %[[COL:.*]] = %{{.*}} to %[[FOUR]] step
+// CHECK-NEXT:            arith.muli
+// CHECK-NEXT:            arith.addi
+// CHECK-NEXT:            memref.load
+// CHECK-NEXT:            %[[ROW:.*]] = arith.muli %{{.*}}, %[[FOUR]] : index
+// CHECK-NEXT:            %[[AT:.*]] = arith.addi %[[ROW]], %[[COL]] : index
+// CHECK-NEXT:            %[[OLD:.*]] = memref.load %[[C:.*]][%[[AT]]] : memref<?xf32>
+// CHECK-NEXT:            %[[NEW:.*]] = arith.mulf %{{.*}}, %[[OLD]] : f32
+// CHECK-NEXT:            memref.store %[[NEW]], %[[C]][%[[AT]]] : memref<?xf32>
+// CHECK-LABEL: func.func @carry_workspace_size(
+func.func @carry(%zs: tensor<3x?x8xf32>, %c0: tensor<?x4xf32>, %k0: tensor<2xf32>) -> tensor<?x4xf32> {
+  %cn, %kn = aotk.scan seqs(%z = %zs) carries(%c = %c0, %k = %k0) : (tensor<3x?x8xf32>, tensor<?x4xf32>, tensor<2xf32>) -> (tensor<?x4xf32>, tensor<2xf32>) {
+    %a = "aotk.slice"(%z) <{start = array<i64: 0, 0>, stop = array<i64: 9223372036854775807, 4>, step = array<i64: 1, 1>}> : (tensor<?x8xf32>) -> tensor<?x4xf32>
+    %n = aotk.fused(%ea = %a, %ec = %c) : (tensor<?x4xf32>, tensor<?x4xf32>) -> (tensor<?x4xf32>) {
+      %m = "aotk.mul"(%ea, %ec) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      aotk.yield %m : tensor<f32>
+    }
+    aotk.yield %n, %k : tensor<?x4xf32>, tensor<2xf32>
+  }
+  func.return %cn : tensor<?x4xf32>
+}

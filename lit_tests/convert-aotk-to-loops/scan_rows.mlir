@@ -51,3 +51,33 @@ func.func @mixed(%xs: tensor<3x10x4xf32>, %h0: tensor<10x4xf32>) -> tensor<10x4x
   }
   func.return %hn : tensor<10x4xf32>
 }
+
+// Rows known only at the call (%dim0 of the steps, %dim1 of the state): whole tiles
+// per block, at most 8 blocks; the blocks split only where the steps and the state
+// have as many rows, else one block runs each buffer's own rows.
+// CHECK-LABEL: func.func @at_call(
+// CHECK-DAG:     %[[ROWS:.*]] = arith.index_cast %dim0 : i64 to index
+// CHECK-DAG:     %[[STATE:.*]] = arith.index_cast %dim1 : i64 to index
+// CHECK:         %[[UP:.*]] = arith.addi %[[ROWS]], %{{.*}} : index
+// CHECK-NEXT:    %[[EIGHTH:.*]] = arith.divui %[[UP]], %{{.*}} : index
+// CHECK-NEXT:    %{{.*}} = arith.maxsi %[[EIGHTH]], %{{.*}} : index
+// CHECK:         %[[PER:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK-NEXT:    %[[SAME:.*]] = arith.cmpi eq, %[[ROWS]], %[[STATE]] : index
+// CHECK:         %[[BLOCKS:.*]] = arith.divui %{{.*}}, %[[PER]] : index
+// CHECK-NEXT:    %[[COUNT:.*]] = arith.select %[[SAME]], %[[BLOCKS]], %{{.*}} : index
+// CHECK:         scf.for %[[B:.*]] = %{{.*}} to %[[COUNT]] step
+// CHECK-NEXT:      %[[R0:.*]] = arith.muli %[[B]], %[[PER]] : index
+// CHECK-NEXT:      %[[LEFT:.*]] = arith.subi %[[ROWS]], %[[R0]] : index
+// CHECK-NEXT:      %[[SIZE:.*]] = arith.minsi %[[PER]], %[[LEFT]] : index
+// CHECK-NEXT:      %{{.*}} = arith.select %[[SAME]], %[[SIZE]], %[[STATE]] : index
+// CHECK:         } {aotk.parallel = 2 : i64}
+// CHECK-LABEL: func.func @at_call_workspace_size(
+func.func @at_call(%xw: tensor<3x?x8xf32>, %h0: tensor<?x8xf32>, %u: tensor<8x8xf32>) -> tensor<?x8xf32> {
+  %hn = aotk.scan seqs(%x = %xw) carries(%h = %h0) : (tensor<3x?x8xf32>, tensor<?x8xf32>) -> (tensor<?x8xf32>) {
+    %p = "aotk.matmul"(%h, %u) : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+    %z = "aotk.add"(%x, %p) : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+    %n = "aotk.tanh"(%z) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+    aotk.yield %n : tensor<?x8xf32>
+  }
+  func.return %hn : tensor<?x8xf32>
+}

@@ -22,13 +22,14 @@ T, D, H = 5, 6, 7
 
 
 def _split(outputs: list[Any], inputs: list[Any]) -> list[int | None]:
-    """For each scan of the graph: its rows per block, None when it runs whole."""
+    """For each scan of the graph: its rows per block (-1: chosen at run time), None
+    when it runs whole."""
     module, _ = trace.extract(inputs, outputs, "test")
     pipeline.lower(module, "graph")
     found = []
     for scan in (op for op in module.walk() if isinstance(op, ScanOp)):
-        batch = scan_rows.batch_rows(scan)
-        found.append(None if batch is None else scan_rows.block_rows(scan, batch))
+        split = scan_rows.row_split(scan)
+        found.append(None if split is None else split.per_block or -1)
     return found
 
 
@@ -114,6 +115,37 @@ def _step_scan(step: Any, batch: int | None) -> tuple[list[Any], Any]:
     return [x, h0], outs
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_rows_known_at_the_call_are_split_then(dtype) -> None:
+    """Blocks chosen at run time: 19 rows (several, the last partial), 5 (one), none."""
+    inputs, outputs, _ = _lstm(None, dtype)
+    assert _split(outputs, inputs) == [-1]
+    f = K.function(inputs, outputs)
+    module, captures = trace.extract(inputs, outputs, "test")
+    for rows in (19, 5, 0):
+        values = _values(rows, dtype)
+        want = interp.run_module(module, [*values, *(c.storage for c in captures)])
+        for got, expected in zip(f(values), want, strict=True):
+            assert got.shape == expected.shape
+            np.testing.assert_allclose(
+                got, expected, rtol=_tolerance(dtype), atol=_tolerance(dtype)
+            )
+
+
+def test_a_sequence_of_one_row_against_a_state_of_many_runs_whole() -> None:
+    """Steps of one row broadcast against a state of 6: not every buffer has the same
+    rows at run time, so one block runs all of each, as the scan whole would."""
+    inputs, outputs, _ = _lstm(None, "float64")
+    xs = RNG.standard_normal((1, T, D))
+    hs = RNG.standard_normal((6, H))
+    module, captures = trace.extract(inputs, outputs, "test")
+    want = interp.run_module(module, [xs, hs, *(c.storage for c in captures)])
+    got = K.function(inputs, outputs)([xs, hs])
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
 def test_steps_that_mix_rows_or_too_few_rows_run_whole() -> None:
     u = K.variable(RNG.normal(0, 0.4, (H, H)), dtype="float64")
     side = K.variable(RNG.normal(0, 0.4, (32, H)), dtype="float64")
@@ -130,10 +162,9 @@ def test_steps_that_mix_rows_or_too_few_rows_run_whole() -> None:
         h = K.tanh(xt + K.dot(s[0], u))
         return h, [h]
 
-    cases = [(mean_of_rows, 32), (rows_from_outside, 32), (plain, None), (plain, 4)]
+    cases = [(mean_of_rows, 32), (rows_from_outside, 32), (plain, 4)]
     for step, batch in cases:
         inputs, outs = _step_scan(step, batch)
         assert _split([outs], inputs) == [None], step.__name__
-        rows = batch or 5
-        values = [RNG.standard_normal((rows, T, H)), RNG.standard_normal((rows, H))]
+        values = [RNG.standard_normal((batch, T, H)), RNG.standard_normal((batch, H))]
         _check(inputs, [outs], values, 1e-12)
