@@ -1,4 +1,5 @@
-"""`aotk-hoist-scan-matmuls`: a scan's input projections as one matmul before the loop.
+"""`aotk-hoist-scan-matmuls`: a scan's input projections as one matmul before the loop,
+and the steps' ops that read nothing of the loop before it too.
 
 An RNN step multiplies its input x_t by a weight the loop never changes (x_t @ W in every
 gate). Done per step, that is T small matmuls of `batch` rows, which cannot fill a
@@ -6,6 +7,11 @@ register tile well; done for all steps at once, it is one matmul of T * batch ro
 whole sequence [T, batch, D] (whose leading dims fold into M), and the step reads its row
 of the result. The product becomes a new sequence of the scan; a sequence the body no
 longer reads is dropped.
+
+A pure op of the body whose operands all come from outside the scan (a GRU step's slice
+of its recurrent weight) is computed once, before the loop: its users then read a value
+from outside, which is what a prepacked recurrent matmul (`dialect.scan_prepack`) and a
+scan run by blocks of rows (`dialect.scan_rows`) need of their weights.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Block, BlockArgument, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.traits import Pure
 
 from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.linalg import MatMulOp
@@ -26,12 +33,24 @@ def hoist_scan_matmuls(module: ModuleOp) -> int:
     """Hoist every invariant-weight matmul of a sequence step; return how many."""
     hoisted = 0
     for scan in [op for op in module.walk() if isinstance(op, ScanOp)]:
+        _hoist_invariants(scan)
         for op in list(scan.body.block.ops):
             if isinstance(op, MatMulOp) and _hoistable(scan, op):
                 _hoist(scan, op)
                 hoisted += 1
         drop_unread_sequences(scan)
     return hoisted
+
+
+def _hoist_invariants(scan: ScanOp) -> None:
+    """Move the body's pure ops of outside values alone (in order: chains move whole)
+    before `scan`."""
+    parent = scan.parent_block()
+    assert parent is not None
+    for op in list(scan.body.block.ops):
+        if op.has_trait(Pure) and not op.regions and not any(_inside(v, scan) for v in op.operands):
+            op.detach()
+            parent.insert_op_before(op, scan)
 
 
 def _hoistable(scan: ScanOp, op: MatMulOp) -> bool:

@@ -108,6 +108,29 @@ def test_a_gru_like_step_with_a_concatenation_and_a_broadcast_splits() -> None:
     _check([x, h0], [outs], [RNG.standard_normal((24, T, D)), RNG.standard_normal((24, H))], 1e-12)
 
 
+def test_a_keras_gru_step_slicing_its_weight_splits_forward_and_back() -> None:
+    """Keras's GRU slices its recurrent weight inside the step: the slices move before
+    the loop (`aotk-hoist-scan-matmuls`), and the step is row-wise."""
+    x = K.placeholder((None, T, D), dtype="float64")
+    h0 = K.placeholder((None, H), dtype="float64")
+    w, u = _weights("float64", (D, 3 * H), (H, 3 * H))
+
+    def step(xt: Any, s: list[Any]) -> tuple[Any, list[Any]]:
+        xz = K.dot(xt, w)
+        rz = K.sigmoid(xz[:, : 2 * H] + K.dot(s[0], u[:, : 2 * H]))
+        r, z = rz[:, :H], rz[:, H:]
+        hh = K.tanh(xz[:, 2 * H :] + K.dot(r * s[0], u[:, 2 * H :]))
+        h = z * s[0] + (1 - z) * hh
+        return h, [h]
+
+    _, outs, _ = K.rnn(step, x, [h0])
+    assert _split([outs], [x, h0]) == [-1]
+    values = [RNG.standard_normal((20, T, D)), RNG.standard_normal((20, H))]
+    _check([x, h0], [outs], values, 1e-12)
+    (gx,) = K.gradients(K.sum(outs * outs), [x])
+    _check([x, h0], [gx], values, 1e-11)
+
+
 def _step_scan(step: Any, batch: int | None) -> tuple[list[Any], Any]:
     x = K.placeholder((batch, T, H), dtype="float64")
     h0 = K.placeholder((batch, H), dtype="float64")
