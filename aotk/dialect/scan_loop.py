@@ -1,4 +1,5 @@
-"""`aotk.scan`'s lowering rule: one `scf.for` over the steps.
+"""`aotk.scan`'s lowering rule: one `scf.for` over the steps (by blocks of rows in
+parallel, each through all the steps, when the steps keep the rows apart: `scan_rows`).
 
 Every buffer the body needs is allocated once, before the loop: a first pass over the
 body computes dims and workspace slices outside the loop (so they dominate it), and the
@@ -12,7 +13,7 @@ into row t of its stacked result (`direct_outputs`); the others are copied there
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
@@ -127,25 +128,37 @@ def _by_blocks(low: BodyLowering, op: ScanOp, plan: _Plan, split: scan_rows.RowS
         first = k.mul(b, per_block)
         whole = isinstance(rows, int) and isinstance(per_block, int) and rows % per_block == 0
         size = per_block if whole else k.min(per_block, k.sub(rows, first))
+        _steps(low, op, plan, _BlockRows(k, first, size, same))
 
-        owns: dict[int, DimV] = {}  # one select per dim: equal dims stay one value
-        # one view per buffer: a kernel writing in place then reads and writes through
-        # one pointer, where LLVM sees no overlap (two views of one carry defeated the
-        # vectorizer's runtime alias check: a Keras LSTM's gradient ran scalar, 1.9x slower)
-        views: dict[tuple[SSAValue, int], Buf] = {}
 
-        def part(buf: Buf) -> Buf:
-            if (buf.mem, buf.rank) in views:  # dims may be other values of equal size
-                return views[buf.mem, buf.rank]
-            rows = buf.dims[0]
-            if same is not None and id(rows) not in owns:
-                owns[id(rows)] = k.select(same, size, rows)
-            own = size if same is None else owns[id(rows)]
-            at = k.mul(first, k.product(buf.dims[1:]))
-            views[buf.mem, buf.rank] = k.view(buf, at, (own, *buf.dims[1:]))
-            return views[buf.mem, buf.rank]
+@dataclass
+class _BlockRows:
+    """The views of one block's rows, `first` on, `size` of them (each buffer's own rows
+    where `same` is false), of the scan's buffers: one view a buffer, so that a kernel
+    writing in place reads and writes through one pointer (two views of one carry
+    defeated LLVM's runtime alias check: a Keras LSTM's gradient ran scalar, 1.9x
+    slower); one select a dim, so that equal dims stay one value."""
 
-        _steps(low, op, plan, part)
+    k: Kernel
+    first: DimV
+    size: DimV
+    same: SSAValue | None
+    views: dict[tuple[SSAValue, int], Buf] = field(default_factory=dict)
+    sizes: dict[DimV, DimV] = field(default_factory=dict)
+
+    def __call__(self, buf: Buf) -> Buf:
+        key = (buf.mem, buf.rank)  # its dims may be other values of the same sizes
+        if key not in self.views:
+            at = self.k.mul(self.first, self.k.product(buf.dims[1:]))
+            self.views[key] = self.k.view(buf, at, (self._size(buf.dims[0]), *buf.dims[1:]))
+        return self.views[key]
+
+    def _size(self, own: DimV) -> DimV:
+        if self.same is None:
+            return self.size
+        if own not in self.sizes:
+            self.sizes[own] = self.k.select(self.same, self.size, own)
+        return self.sizes[own]
 
 
 def _all_equal(k: Kernel, dims: list[DimV]) -> SSAValue | None:

@@ -9,8 +9,10 @@ matmul, X^T @ dZ, of the sequences with their T and batch axes folded together
 a stacked output of the scan. The carry goes, and its final value is init + X^T @ dZ
 (X^T @ dZ alone for an init of zeros, as a gradient starts). Likewise a bias gradient,
 acc += sum over rows of dz_t, is the sum of dZ over its steps and rows after the loop;
-the steps left then treat the batch's rows apart, so they can run by blocks of rows
-(`dialect.scan_rows`). (Only the order of the float additions changes.)
+and a concatenation of such terms (a GRU's recurrent weight, used in slices, gets the
+slices' gradients joined) is the concatenation of their sums. The steps left then
+treat the batch's rows apart, so they can run by blocks of rows (`dialect.scan_rows`).
+(Only the order of the float additions changes.)
 
 The gradient scan also stacks values nobody reads, such as the gradient of an input that
 is a placeholder; such outputs go, so the ops computing them die. So do outputs that
@@ -35,19 +37,21 @@ from aotk.dialect.fused import YieldOp
 from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.reduce import ReduceSumOp
 from aotk.dialect.scan import ScanOp, result_types
-from aotk.dialect.shape import ReshapeOp
+from aotk.dialect.shape import ConcatOp, ReshapeOp
 from aotk.transforms.hoist_scan_matmuls import drop_unread_sequences
+
+Term = tuple[SSAValue, SSAValue | None]  # lhs^T @ rhs a step; rhs None: the sum of lhs's rows
 
 
 @dataclass(frozen=True)
 class _Accumulation:
-    """Carry `carry` of a scan becomes init + lhs^T @ rhs over all steps, or init + the
-    sum of lhs over its steps and rows when `rhs` is None."""
+    """Carry `carry` of a scan becomes init + the sum over all steps of its term, or of
+    its terms joined along `axis` (a concatenation)."""
 
     carry: int
-    lhs: SSAValue  # one step of each, in the body
-    rhs: SSAValue | None
-    ops: tuple[Operation, ...]  # the body's matmul (or sum) and add, dead once hoisted
+    terms: tuple[Term, ...]  # of values one step of each, in the body
+    axis: int | None
+    ops: tuple[Operation, ...]  # the body's add, then the ops computing its terms
 
 
 def scan_accumulations(module: ModuleOp) -> int:
@@ -78,8 +82,9 @@ def _forward_sequence_outputs(scan: ScanOp) -> None:
 
 
 def _accumulation(scan: ScanOp, index: int) -> _Accumulation | None:
-    """Carry `index` if its new value is carry + lhs^T @ rhs, read by nothing else, with
-    lhs and rhs computed per step (from a sequence or in the body)."""
+    """Carry `index` if its new value is carry + lhs^T @ rhs (or + the sum of a value's
+    rows, or + a concatenation of such terms), read by nothing else, with the terms'
+    values computed per step (from a sequence or in the body)."""
     block = scan.body.block
     carry = block.args[scan.num_seq + index]
     new = _yield(scan).values[index]
@@ -89,27 +94,34 @@ def _accumulation(scan: ScanOp, index: int) -> _Accumulation | None:
     others = [v for v in add.operands if v is not carry]
     if len(others) != 1 or add.result.type != carry.type or others[0].type != carry.type:
         return None
-    product = others[0].owner
-    if isinstance(product, ReduceSumOp):
-        return _row_sum(scan, index, product, add)
-    if not isinstance(product, MatMulOp) or not product.result.has_one_use():
+    joined = others[0].owner
+    if isinstance(joined, ConcatOp):  # a GRU's gradient of its recurrent weight
+        parts = [_term(scan, v) for v in joined.operands]
+        if any(p is None for p in parts):
+            return None
+        terms = tuple(p[0] for p in parts if p is not None)
+        ops = (add, joined, *(p[1] for p in parts if p is not None))
+        return _Accumulation(index, terms, joined.axis.value.data, ops)
+    term = _term(scan, others[0])
+    return None if term is None else _Accumulation(index, (term[0],), None, (add, term[1]))
+
+
+def _term(scan: ScanOp, value: SSAValue) -> tuple[Term, Operation] | None:
+    """(lhs, rhs) if `value`, read once, is lhs^T @ rhs of per-step values, (x, None) if
+    it is the sum of a per-step x over its rows (a bias gradient); and its op."""
+    op = value.owner
+    if not isinstance(op, MatMulOp | ReduceSumOp) or not value.has_one_use():
         return None
-    attrs = product.attrs()
+    attrs = op.attrs()
+    if isinstance(op, ReduceSumOp):
+        if tuple(attrs["axes"]) != (0,) or attrs["keepdims"] or not _per_step(scan, op.x):
+            return None
+        return (op.x, None), op
     if not attrs.get("transpose_lhs") or attrs.get("transpose_rhs"):
         return None
-    if not all(_per_step(scan, v) for v in (product.lhs, product.rhs)):
+    if not all(_per_step(scan, v) for v in (op.lhs, op.rhs)):
         return None
-    return _Accumulation(index, product.lhs, product.rhs, (add, product))
-
-
-def _row_sum(scan: ScanOp, index: int, total: ReduceSumOp, add: AddOp) -> _Accumulation | None:
-    """Carry `index` as carry + the sum over rows of a per-step value (a bias gradient)."""
-    attrs = total.attrs()
-    if tuple(attrs["axes"]) != (0,) or attrs["keepdims"] or not total.result.has_one_use():
-        return None
-    if not _per_step(scan, total.x):
-        return None
-    return _Accumulation(index, total.x, None, (add, total))
+    return (op.lhs, op.rhs), op
 
 
 def _per_step(scan: ScanOp, value: SSAValue) -> bool:
@@ -138,9 +150,13 @@ def _rebuild(scan: ScanOp, found: list[_Accumulation], unread: list[int]) -> Non
     new_values = [end.values[i] for i in carries] + outputs + list(stacked.new)
     end.operands = new_values
     for a in found:
-        for op in a.ops:
-            op.detach()
-            op.erase()
+        a.ops[0].detach()
+        a.ops[0].erase()
+    for a in found:  # the terms' ops, once no add reads them (two may share a concat)
+        for op in a.ops[1:]:
+            if op.parent is not None and not any(r.uses for r in op.results):
+                op.detach()
+                op.erase()
     for i in sorted(hoisted, reverse=True):
         block.erase_arg(block.args[scan.num_seq + i])
     inits = [scan.inits[i] for i in carries]
@@ -166,16 +182,12 @@ def _rebuild(scan: ScanOp, found: list[_Accumulation], unread: list[int]) -> Non
         old.replace_all_uses_with(value)
     stacked.bind(list(new.results)[len(kept) :])
     for a in found:
-        lhs = stacked.sequence(a.lhs)
-        if a.rhs is None:
-            total = _summed_rows(parent, scan, lhs)
-        else:
-            total = _summed_product(parent, scan, lhs, stacked.sequence(a.rhs))
+        total = _summed(parent, scan, a, stacked)
         init, result = scan.inits[a.carry], scan.results[a.carry]
-        if is_zero_fill(init) and total.result.type == result.type:
-            result.replace_all_uses_with(total.result)  # a gradient summed from zero
+        if is_zero_fill(init) and total.results[0].type == result.type:
+            result.replace_all_uses_with(total.results[0])  # a gradient summed from zero
             continue
-        final = AddOp.make([init, total.result], result.type)
+        final = AddOp.make([init, total.results[0]], result.type)
         parent.insert_op_before(final, scan)
         result.replace_all_uses_with(final.result)
     scan.detach()
@@ -209,7 +221,7 @@ def _body_steps(found: list[_Accumulation]) -> list[SSAValue]:
     """The body values (not sequence steps) the hoisted matmuls need stacked, each once."""
     new: list[SSAValue] = []
     for a in found:
-        for v in (a.lhs, a.rhs):
+        for v in (v for term in a.terms for v in term):
             if v is not None and not isinstance(v, BlockArgument) and v not in new:
                 new.append(v)
     return new
@@ -228,6 +240,23 @@ def _summed_product(parent: Block, scan: ScanOp, lhs: SSAValue, rhs: SSAValue) -
     product = MatMulOp.make(folded, tensor(elem_of(lhs.type), (m, n)), transpose_lhs=True)
     parent.insert_op_before(product, scan)
     return product
+
+
+def _summed(parent: Block, scan: ScanOp, a: _Accumulation, stacked: _Stacked) -> Operation:
+    """The sum over all steps of `a`'s terms (joined along its axis), before `scan`."""
+    totals: list[Operation] = []
+    for lhs, rhs in a.terms:
+        seq = stacked.sequence(lhs)
+        if rhs is None:
+            totals.append(_summed_rows(parent, scan, seq))
+        else:
+            totals.append(_summed_product(parent, scan, seq, stacked.sequence(rhs)))
+    if a.axis is None:
+        return totals[0]
+    result = scan.results[a.carry]
+    joined = ConcatOp.make([t.results[0] for t in totals], result.type, axis=a.axis)
+    parent.insert_op_before(joined, scan)
+    return joined
 
 
 def _summed_rows(parent: Block, scan: ScanOp, seq: SSAValue) -> ReduceSumOp:

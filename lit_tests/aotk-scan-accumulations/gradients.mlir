@@ -86,3 +86,30 @@ func.func @bias(%hs: tensor<5x2x4xf32>, %dh0: tensor<2x4xf32>, %u: tensor<4x4xf3
   }
   func.return %dh, %gb, %gr, %gk : tensor<2x4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<1x4xf32>
 }
+
+// -----
+
+// A GRU's recurrent weight gradient: g += the concatenation of two products of step
+// values (the gradients of the weight's two slices). It leaves the loop as the
+// concatenation of the two products summed over all steps.
+// CHECK-LABEL: func.func @joined(
+// CHECK:         %{{.*}}, %[[DZS:.*]], %[[ES:.*]] = aotk.scan seqs(%h = %hs) carries(%d = %dh0)
+// CHECK-NOT:       "aotk.concat"
+// CHECK:           aotk.yield
+// CHECK-NEXT:    }
+// CHECK:         %[[A:.*]] = "aotk.matmul"(%{{.*}}, %{{.*}}) <{transpose_lhs = true}> : (tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<4x4xf32>
+// CHECK:         %[[B:.*]] = "aotk.matmul"(%{{.*}}, %{{.*}}) <{transpose_lhs = true}> : (tensor<10x4xf32>, tensor<10x2xf32>) -> tensor<4x2xf32>
+// CHECK-NEXT:    %[[G:.*]] = "aotk.concat"(%[[A]], %[[B]]) <{axis = 1 : i64}> : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x6xf32>
+// CHECK-NEXT:    %gw = "aotk.add"(%gw0, %[[G]])
+func.func @joined(%hs: tensor<5x2x4xf32>, %dh0: tensor<2x4xf32>, %gw0: tensor<4x6xf32>, %v: tensor<4x2xf32>) -> (tensor<2x4xf32>, tensor<4x6xf32>) {
+  %dh, %gw = aotk.scan seqs(%h = %hs) carries(%d = %dh0, %g = %gw0) : (tensor<5x2x4xf32>, tensor<2x4xf32>, tensor<4x6xf32>) -> (tensor<2x4xf32>, tensor<4x6xf32>) {
+    %dz = "aotk.mul"(%d, %h) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %e = "aotk.matmul"(%dz, %v) : (tensor<2x4xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
+    %ga = "aotk.matmul"(%h, %dz) <{transpose_lhs = true}> : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
+    %gb = "aotk.matmul"(%h, %e) <{transpose_lhs = true}> : (tensor<2x4xf32>, tensor<2x2xf32>) -> tensor<4x2xf32>
+    %gj = "aotk.concat"(%ga, %gb) <{axis = 1 : i64}> : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x6xf32>
+    %gnew = "aotk.add"(%g, %gj) : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+    aotk.yield %dz, %gnew : tensor<2x4xf32>, tensor<4x6xf32>
+  }
+  func.return %dh, %gw : tensor<2x4xf32>, tensor<4x6xf32>
+}

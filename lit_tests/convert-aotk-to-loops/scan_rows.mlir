@@ -69,7 +69,7 @@ func.func @mixed(%xs: tensor<3x10x4xf32>, %h0: tensor<10x4xf32>) -> tensor<10x4x
 // CHECK-NEXT:      %[[R0:.*]] = arith.muli %[[B]], %[[PER]] : index
 // CHECK-NEXT:      %[[LEFT:.*]] = arith.subi %[[ROWS]], %[[R0]] : index
 // CHECK-NEXT:      %[[SIZE:.*]] = arith.minsi %[[PER]], %[[LEFT]] : index
-// CHECK-NEXT:      %{{.*}} = arith.select %[[SAME]], %[[SIZE]], %[[STATE]] : index
+// CHECK:           %{{.*}} = arith.select %[[SAME]], %[[SIZE]], %[[STATE]] : index
 // CHECK:         } {aotk.parallel = 2 : i64}
 // CHECK-LABEL: func.func @at_call_workspace_size(
 func.func @at_call(%xw: tensor<3x?x8xf32>, %h0: tensor<?x8xf32>, %u: tensor<8x8xf32>) -> tensor<?x8xf32> {

@@ -110,7 +110,9 @@ def test_a_gru_like_step_with_a_concatenation_and_a_broadcast_splits() -> None:
 
 def test_a_keras_gru_step_slicing_its_weight_splits_forward_and_back() -> None:
     """Keras's GRU slices its recurrent weight inside the step: the slices move before
-    the loop (`aotk-hoist-scan-matmuls`), and the step is row-wise."""
+    the loop (`aotk-hoist-scan-matmuls`), and the step is row-wise; so is the gradient's,
+    once the recurrent weight's gradient (a concatenation of the slices' gradients)
+    leaves it (`aotk-scan-accumulations`)."""
     x = K.placeholder((None, T, D), dtype="float64")
     h0 = K.placeholder((None, H), dtype="float64")
     w, u = _weights("float64", (D, 3 * H), (H, 3 * H))
@@ -125,10 +127,11 @@ def test_a_keras_gru_step_slicing_its_weight_splits_forward_and_back() -> None:
 
     _, outs, _ = K.rnn(step, x, [h0])
     assert _split([outs], [x, h0]) == [-1]
+    assert _split(K.gradients(K.sum(outs), [u]), [x, h0]) == [-1, -1]
     values = [RNG.standard_normal((20, T, D)), RNG.standard_normal((20, H))]
     _check([x, h0], [outs], values, 1e-12)
-    (gx,) = K.gradients(K.sum(outs * outs), [x])
-    _check([x, h0], [gx], values, 1e-11)
+    grads = K.gradients(K.sum(outs * outs), [x, w, u])
+    _check([x, h0], grads, values, 1e-11)
 
 
 def _step_scan(step: Any, batch: int | None) -> tuple[list[Any], Any]:
