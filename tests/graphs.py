@@ -1,6 +1,10 @@
-"""Two real graphs the pass-equivalence tests lower: an MLP training step and an RNN."""
+"""Two real graphs the pass-equivalence tests lower, an MLP training step and an RNN, and
+an LSTM step for K.rnn."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -31,3 +35,17 @@ def rnn() -> ModuleOp:
 
     last, outs, _ = K.rnn(step, x, [K.zeros((2, 4))])
     return K.function([x], [last, K.sum(outs, axis=1)]).module
+
+
+def lstm_step(w: Any, u: Any, b: Any, units: int) -> Callable[[Any, list[Any]], Any]:
+    """A Keras-style LSTM step (gates i, f, g, o) for K.rnn, on states [h, c]."""
+
+    def step(xt: Any, states: list[Any]) -> tuple[Any, list[Any]]:
+        h, c = states
+        z = K.dot(xt, w) + K.dot(h, u) + b
+        i, f, g, o = (z[:, units * n : units * (n + 1)] for n in range(4))
+        c2 = K.sigmoid(f) * c + K.sigmoid(i) * K.tanh(g)
+        h2 = K.sigmoid(o) * K.tanh(c2)
+        return h2, [h2, c2]
+
+    return step

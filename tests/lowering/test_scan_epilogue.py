@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from graphs import lstm_step
 
 from aotk import backend as K
 from aotk import interp
@@ -27,16 +28,8 @@ def _lstm(batch: int | None, dtype: str) -> tuple[list[Any], list[Any]]:
     u = K.variable(RNG.normal(0, 0.5, (H, 4 * H)), dtype=dtype)
     b = K.variable(RNG.normal(0, 0.5, (4 * H,)), dtype=dtype)
 
-    def step(xt: Any, s: list[Any]) -> tuple[Any, list[Any]]:
-        h, c = s
-        z = K.dot(xt, w) + K.dot(h, u) + b
-        i, f, g, o = (z[:, H * n : H * n + H] for n in range(4))
-        c2 = K.sigmoid(f) * c + K.sigmoid(i) * K.tanh(g)
-        h2 = K.sigmoid(o) * K.tanh(c2)
-        return h2, [h2, c2]
-
     h0 = K.placeholder((batch, H), dtype=dtype)
-    _, outs, states = K.rnn(step, x, [h0, h0 * 0.5])
+    _, outs, states = K.rnn(lstm_step(w, u, b, H), x, [h0, h0 * 0.5])
     return [x, h0], [outs, states[1]]
 
 
