@@ -143,11 +143,12 @@ class _BlockRows:
     first: DimV
     size: DimV
     same: SSAValue | None
-    views: dict[tuple[SSAValue, int], Buf] = field(default_factory=dict)
+    views: dict[tuple[SSAValue, tuple[int | None, ...]], Buf] = field(default_factory=dict)
     sizes: dict[DimV, DimV] = field(default_factory=dict)
 
     def __call__(self, buf: Buf) -> Buf:
-        key = (buf.mem, buf.rank)  # its dims may be other values of the same sizes
+        # by buffer and row shape: its dynamic dims may be other values of the same sizes
+        key = (buf.mem, tuple(d if isinstance(d, int) else None for d in buf.dims[1:]))
         if key not in self.views:
             at = self.k.mul(self.first, self.k.product(buf.dims[1:]))
             self.views[key] = self.k.view(buf, at, (self._size(buf.dims[0]), *buf.dims[1:]))
