@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from aotk.dialect import scan_prepack, scan_rows, strided_views
 from aotk.dialect.base import elem_of
@@ -189,7 +189,12 @@ def _steps(low: BodyLowering, op: ScanOp, plan: _Plan, part: Callable[[Buf], Buf
             part(k.view(low.bufs[r], k.mul(t, k.product(out.dims)), out.dims))
             for r, out in zip(results[n_c:], plan.step_outs, strict=True)
         ]
-        step_targets = {v: part(b) for v, b in plan.body.items() if b.strides is None}
+        # targets of the ops' results (a block argument is bound, never written)
+        step_targets = {
+            v: part(b)
+            for v, b in plan.body.items()
+            if b.strides is None and not isinstance(v, BlockArgument)
+        }
         step_targets.update((yielded.values[n_c + j], rows[j]) for j in direct)
         for inner in block.ops:
             if not isinstance(inner, YieldOp):
