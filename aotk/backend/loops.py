@@ -90,6 +90,8 @@ def rnn(
         raise ValueError("K.rnn: a mask needs at least one state")
     if unroll and x.shape[1] is None:
         raise ValueError("K.rnn: unroll=True needs a fixed number of time steps, got None")
+    if x.shape[1] == 0:
+        raise ValueError(f"K.rnn: inputs of shape {x.shape} have no time steps, expected 1 or more")
     if input_length is not None and x.shape[1] is not None and input_length != x.shape[1]:
         raise ValueError(
             f"K.rnn: input_length {input_length} does not match time axis {x.shape[1]}"
@@ -106,10 +108,12 @@ def rnn(
         seqs.append(m[::-1] if go_backwards else m)
     if unroll:
         return _unrolled(step_function, seqs, states, consts)
-    out_init = []
-    if mask is not None:  # as the reference: the step's output on step 0 gives the zeros' shape
-        sample, _ = step_function(seqs[0][0], states + consts)
-        out_init = [zeros_like(sample)]
+    # As the reference (and Keras's TensorFlow backend): one call on step 0 before the
+    # loop. Tensors a step function makes once and keeps (a Keras cell's dropout masks)
+    # are then made here, outside the loop: the same for every step, not one a step.
+    # The call's own ops are dead but for the zeros of a masked output (its shape).
+    sample, _ = step_function(seqs[0][0], states + consts)
+    out_init = [] if mask is None else [zeros_like(sample)]
 
     def body(steps: list[KTensor], carries: list[KTensor]) -> tuple[list[KTensor], list[KTensor]]:
         return _step(step_function, steps, carries, consts, mask is not None)

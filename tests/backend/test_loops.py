@@ -243,6 +243,33 @@ def test_rnn_errors():
         K.rnn(ident, x3, [h0], unroll=True)
     with pytest.raises(ValueError, match="returned 2 states, expected 1"):
         K.rnn(lambda x_t, states: (x_t, [x_t, x_t]), x3, [h0])
+    with pytest.raises(ValueError, match=r"shape \(None, 0, 4\) have no time steps"):
+        K.rnn(ident, K.placeholder(shape=(None, 0, 4)), [h0])
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_a_tensor_the_step_makes_once_is_the_same_for_every_step(masked):
+    """As the reference, K.rnn calls the step function on step 0 before its loop: a
+    dropout mask a Keras cell makes on its first call (and keeps) is made there, once
+    for the sequence, not drawn again at every step."""
+    kept: list = []
+
+    def step(x_t, states):
+        if not kept:
+            kept.append(K.random_binomial(K.shape(x_t), p=0.5, seed=3))
+        return x_t * kept[0], [states[0] + x_t * kept[0]]
+
+    x, h0 = K.placeholder(shape=(None, None, D)), K.placeholder(shape=(None, D))
+    mask = K.placeholder(shape=(None, None)) if masked else None
+    _, outputs, (total,) = K.rnn(step, x, [h0], mask=mask)
+    f = K.function([x, h0] + ([mask] if masked else []), [outputs, total])
+    batch, steps = 40, 6
+    ones = np.ones((batch, steps, D))
+    got, summed = f([ones, np.zeros((batch, D))] + ([np.ones((batch, steps))] if masked else []))
+    assert 0.3 < got.mean() < 0.7  # a mask of zeros and ones, about half kept
+    for t in range(1, steps):
+        np.testing.assert_array_equal(got[:, t], got[:, 0])
+    np.testing.assert_array_equal(summed, steps * got[:, 0])
 
 
 def test_compile_cache_and_time_independent_of_length():
