@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from aotk.dialect import scan_prepack, scan_rows, strided_views
 from aotk.dialect.base import elem_of
@@ -31,6 +31,8 @@ def lower_scan(low: BodyLowering, op: ScanOp, targets: dict[SSAValue, Buf]) -> N
     """Bufferize and (when emitting code) loop over the steps of `op`: by blocks of rows
     in parallel when its steps are row-wise (`scan_rows`), else all rows at once."""
     split = scan_rows.row_split(op)
+    if split is not None and any(low.bufs[v].strides is not None for v in split.captured):
+        split = None  # a strided view from outside: its rows are not dense blocks
     if split is None:
         _lower(low, op, targets, None)
         return
@@ -108,17 +110,20 @@ def _lower(
 
 
 def _by_blocks(low: BodyLowering, op: ScanOp, plan: _Plan, split: scan_rows.RowSplit) -> None:
-    """The steps, by blocks of rows in one parallel loop. Rows known only at run time
-    are split only where every sequence's step and every carry has as many (else one
-    block runs all of each buffer's rows, as the scan whole would)."""
+    """The steps, by blocks of rows in one parallel loop; the values from outside that
+    the steps read by rows are seen through the block's rows too. Rows known only at
+    run time are split only where every sequence's step, carry and such value has as
+    many (else one block runs all of each buffer's rows, as the scan whole would)."""
     k = low.k
     rows = plan.seqs[0].dims[1] if plan.seqs else plan.carries[0].dims[0]
     if split.per_block is not None:
         per_block, same = split.per_block, None
     else:
         per_block = scan_rows.block_rows(k, rows, split.tile)
+        captured = [low.bufs[v].dims[0] for v in split.captured]
         same = _all_equal(
-            k, [rows, *(s.dims[1] for s in plan.seqs)] + [c.dims[0] for c in plan.carries]
+            k,
+            [rows, *(s.dims[1] for s in plan.seqs), *(c.dims[0] for c in plan.carries), *captured],
         )
     count = k.div(k.add(rows, k.sub(per_block, 1)), per_block)
     if same is not None:
@@ -128,7 +133,13 @@ def _by_blocks(low: BodyLowering, op: ScanOp, plan: _Plan, split: scan_rows.RowS
         first = k.mul(b, per_block)
         whole = isinstance(rows, int) and isinstance(per_block, int) and rows % per_block == 0
         size = per_block if whole else k.min(per_block, k.sub(rows, first))
-        _steps(low, op, plan, _BlockRows(k, first, size, same))
+        block_rows = _BlockRows(k, first, size, same)
+        outside = {v: low.bufs[v] for v in split.captured}
+        low.bufs.update((v, block_rows(b)) for v, b in outside.items())
+        try:
+            _steps(low, op, plan, block_rows)
+        finally:
+            low.bufs.update(outside)
 
 
 @dataclass
@@ -189,11 +200,14 @@ def _steps(low: BodyLowering, op: ScanOp, plan: _Plan, part: Callable[[Buf], Buf
             part(k.view(low.bufs[r], k.mul(t, k.product(out.dims)), out.dims))
             for r, out in zip(results[n_c:], plan.step_outs, strict=True)
         ]
-        # targets of the ops' results (a block argument is bound, never written)
+        # targets of the ops' results (a block argument is bound, never written, and so
+        # is a reshape's result, to its operand's memory)
         step_targets = {
             v: part(b)
             for v, b in plan.body.items()
-            if b.strides is None and not isinstance(v, BlockArgument)
+            if b.strides is None
+            and isinstance(v.owner, Operation)
+            and kind_of(v.owner) is not Kind.VIEW
         }
         step_targets.update((yielded.values[n_c + j], rows[j]) for j in direct)
         for inner in block.ops:

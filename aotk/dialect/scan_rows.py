@@ -10,11 +10,13 @@ Row-wise: every sequence's step and every carry has the same leading dim, the ba
 rows, and every body op gives those rows from operands that have them or broadcast
 along them. The ops known row-wise: elementwise ops and `aotk.fused`, a prepacked
 matmul of a row-wise matrix by a weight from outside the scan, a slice that keeps every
-row, a concatenation along another axis. Anything else keeps the scan whole, as do
-static rows too few for two blocks. Blocks are whole register tiles of the matmul's
-rows, at most MOST_BLOCKS of them. Rows known only at the call are split only if every
-step and carry has as many then (a step of one row may broadcast against a state of
-many); else one block runs them all.
+row, a concatenation along another axis, a reshape that keeps the rows (K.rnn's mask).
+A value from outside the scan with the batch's rows (a dropout mask made once for all
+steps) may be an elementwise operand: each block reads its own rows of it. Anything
+else keeps the scan whole, as do static rows too few for two blocks. Blocks are whole
+register tiles of the matmul's rows, at most MOST_BLOCKS of them. Rows known only at
+the call are split only if every step, carry and such value has as many then (a step
+of one row may broadcast against a state of many); else one block runs them all.
 
 The blocks run the scan's own lowering (`scan_loop`) on a copy of the scan whose body
 has a dynamic leading dim: each body op then takes its rows from its buffers (a block's)
@@ -23,19 +25,20 @@ rather than from its type (all of them).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
-from aotk.dialect.base import elem_of, shape_of, tensor
+from aotk.dialect.base import elem_of, encode_attr, shape_of, tensor
 from aotk.dialect.fused import FusedOp, YieldOp
 from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.registry import Kind, kind_of
 from aotk.dialect.scan import ScanOp
-from aotk.dialect.scan_prepack import prepackable
-from aotk.dialect.shape import FULL, ConcatOp, SliceOp
+from aotk.dialect.scan_prepack import defined_within, prepackable
+from aotk.dialect.shape import FULL, ConcatOp, ReshapeOp, SliceOp
 from aotk.kernels import matmul_prepacked
 from aotk.kernels.kernel import DimV, Kernel
 
@@ -45,11 +48,13 @@ MOST_BLOCKS = 8  # blocks of rows at most: a few per thread, so that threads eve
 @dataclass(frozen=True)
 class RowSplit:
     """How a row-wise scan runs by blocks: over `batch` rows (None: known at run time)
-    in blocks of `per_block` (None: chosen at run time) of whole `tile`s of rows."""
+    in blocks of `per_block` (None: chosen at run time) of whole `tile`s of rows;
+    `captured`: the values from outside the scan that its steps read by rows."""
 
     batch: int | None
     per_block: int | None
     tile: int
+    captured: tuple[SSAValue, ...] = ()
 
 
 def row_split(op: ScanOp) -> RowSplit | None:
@@ -64,6 +69,10 @@ def row_split(op: ScanOp) -> RowSplit | None:
         return None
     batch = leading.pop()
     rows: set[SSAValue] = set(args)
+    captured = _captured_rows(op, batch)
+    if captured is None:
+        return None
+    rows.update(captured)
     for inner in block.ops:
         if isinstance(inner, YieldOp):
             if not all(v in rows for v in inner.operands):
@@ -74,9 +83,28 @@ def row_split(op: ScanOp) -> RowSplit | None:
         rows.update(inner.results)
     tile = matmul_prepacked.row_tile(elem_of(args[0].type))
     if batch is None:
-        return RowSplit(None, None, tile)
+        return RowSplit(None, None, tile, captured)
     per_block = -(-max(-(-batch // MOST_BLOCKS), tile) // tile) * tile
-    return RowSplit(batch, per_block, tile) if batch > per_block else None
+    return RowSplit(batch, per_block, tile, captured) if batch > per_block else None
+
+
+def _captured_rows(scan: ScanOp, batch: int | None) -> tuple[SSAValue, ...] | None:
+    """The values from outside `scan` with `batch` leading rows that its steps read by
+    rows (elementwise operands of the result's rank), in order of first use; None when
+    one of them is read otherwise too (a block's rows of it would not serve)."""
+    by_rows: dict[SSAValue, None] = {}
+    otherwise: set[SSAValue] = set()
+    for inner in scan.body.block.ops:
+        for value in inner.operands:
+            shape = shape_of(value.type)
+            if not shape or shape[0] != batch or defined_within(value, scan):
+                continue
+            elementwise = isinstance(inner, FusedOp) or kind_of(inner) is Kind.ELEMENTWISE
+            if elementwise and len(shape_of(inner.results[0].type)) == len(shape):
+                by_rows[value] = None
+            else:  # a matmul's weight, or a broadcast, whose rows only match by chance
+                otherwise.add(value)
+    return None if otherwise & by_rows.keys() else tuple(by_rows)
 
 
 def block_rows(k: Kernel, rows: DimV, tile: int) -> DimV:
@@ -88,7 +116,8 @@ def block_rows(k: Kernel, rows: DimV, tile: int) -> DimV:
 
 def with_dynamic_rows(op: ScanOp, batch: int | None) -> ScanOp:
     """A copy of `op`, not inserted anywhere, whose body values have a dynamic leading
-    dim where they had `batch`. The caller erases it."""
+    dim where they had `batch`, and whose reshapes to `batch` rows infer them. The
+    caller erases it."""
     copy = op.clone()
     if batch is None:
         return copy
@@ -106,6 +135,8 @@ def with_dynamic_rows(op: ScanOp, batch: int | None) -> ScanOp:
         for result in list(inner.results):
             if (new := dynamic(result.type)) is not None:
                 Rewriter.replace_value_with_new_type(result, new)
+        if isinstance(inner, ReshapeOp) and inner.attrs()["shape"][0] == batch:
+            inner.properties["shape"] = encode_attr((-1, *inner.attrs()["shape"][1:]))
     return copy
 
 
@@ -121,10 +152,22 @@ def _row_wise(op: Operation, batch: int | None, rows: set[SSAValue], scan: ScanO
         return op.operands[0] in rows and start == 0 and every_row and step == 1
     if isinstance(op, ConcatOp):
         return op.axis.value.data != 0 and all(v in rows for v in op.operands)
+    if isinstance(op, ReshapeOp):
+        return _keeps_rows(op, batch, rows)
     if isinstance(op, FusedOp) or kind_of(op) is Kind.ELEMENTWISE:
         rank = len(shape_of(op.results[0].type))
         return all(_broadcast_or_row(v, rank, rows) for v in op.operands)
     return False
+
+
+def _keeps_rows(op: ReshapeOp, batch: int | None, rows: set[SSAValue]) -> bool:
+    """Whether a reshape maps row i of its operand to row i: its leading dim is the
+    batch's or inferred (-1: a block's rows then) and each row keeps its size."""
+    shape = list(op.attrs()["shape"])
+    inner = shape_of(op.x.type)[1:]
+    if op.x not in rows or not shape or shape[0] not in (-1, batch) or -1 in shape[1:]:
+        return False
+    return None not in inner and math.prod(shape[1:]) == math.prod(inner)  # type: ignore[arg-type]
 
 
 def _broadcast_or_row(value: SSAValue, rank: int, rows: set[SSAValue]) -> bool:

@@ -81,3 +81,57 @@ func.func @at_call(%xw: tensor<3x?x8xf32>, %h0: tensor<?x8xf32>, %u: tensor<8x8x
   }
   func.return %hn : tensor<?x8xf32>
 }
+
+// A value from outside the steps with their rows (a dropout mask made once): each
+// block reads its own rows of it, 4 * b * 6 elements in, through one view made before
+// its steps.
+// CHECK-LABEL: func.func @outside(
+// CHECK-DAG:     %[[TWO:.*]] = arith.constant 2 : index
+// CHECK:         scf.for %[[B:.*]] = %{{.*}} to %[[TWO]] step
+// CHECK-NEXT:      %[[R0:.*]] = arith.muli %[[B]], %{{.*}} : index
+// CHECK:           %[[AT:.*]] = arith.muli %[[R0]], %{{.*}} : index
+// CHECK-NEXT:      %[[KEEP:.*]] = ptr_xdsl.to_ptr %keep
+// CHECK-NEXT:      %[[BYTES:.*]] = arith.muli %[[AT]], %{{.*}} : index
+// CHECK-NEXT:      %[[MOVED:.*]] = ptr_xdsl.ptradd %[[KEEP]], %[[BYTES]]
+// CHECK-NEXT:      %[[ROWS:.*]] = ptr_xdsl.from_ptr %[[MOVED]]
+// CHECK:           scf.for
+// CHECK:               memref.load %[[ROWS]][
+// CHECK:         } {aotk.parallel = 2 : i64}
+// CHECK-LABEL: func.func @outside_workspace_size(
+func.func @outside(%xs: tensor<3x10x4xf32>, %h0: tensor<10x4xf32>, %u: tensor<4x4xf32>, %keep: tensor<10x4xf32>) -> tensor<10x4xf32> {
+  %hn = aotk.scan seqs(%x = %xs) carries(%h = %h0) : (tensor<3x10x4xf32>, tensor<10x4xf32>) -> (tensor<10x4xf32>) {
+    %dropped = "aotk.mul"(%h, %keep) : (tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+    %p = "aotk.matmul"(%dropped, %u) : (tensor<10x4xf32>, tensor<4x4xf32>) -> tensor<10x4xf32>
+    %n = "aotk.add"(%x, %p) : (tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+    aotk.yield %n : tensor<10x4xf32>
+  }
+  func.return %hn : tensor<10x4xf32>
+}
+
+// K.rnn's mask: each step's (rows,) booleans, reshaped to (rows, 1), keep the new state
+// or the old. The reshape keeps the rows: the block's booleans start b * 6 in, and the
+// select reads them by the block's row.
+// CHECK-LABEL: func.func @masked(
+// CHECK-DAG:     %[[TWO:.*]] = arith.constant 2 : index
+// CHECK:         scf.for %[[B:.*]] = %{{.*}} to %[[TWO]] step
+// CHECK-NEXT:      %[[R0:.*]] = arith.muli %[[B]], %{{.*}} : index
+// CHECK:           scf.for
+// CHECK:             %[[MS:.*]] = ptr_xdsl.to_ptr %ms
+// CHECK-NEXT:        %[[STEP:.*]] = ptr_xdsl.ptradd %[[MS]], %{{.*}}
+// CHECK-NEXT:        %[[FIRST:.*]] = ptr_xdsl.ptradd %[[STEP]], %[[R0]]
+// CHECK-NEXT:        %[[KEEP:.*]] = ptr_xdsl.from_ptr %[[FIRST]]
+// CHECK:             scf.for %[[ROW:.*]] = %{{.*}} to
+// CHECK-NEXT:          scf.for
+// CHECK-NEXT:            memref.load %[[KEEP]][%[[ROW]]]
+// CHECK:         } {aotk.parallel = 2 : i64}
+// CHECK-LABEL: func.func @masked_workspace_size(
+func.func @masked(%xs: tensor<3x10x4xf32>, %ms: tensor<3x10xi1>, %h0: tensor<10x4xf32>, %u: tensor<4x4xf32>) -> tensor<10x4xf32> {
+  %hn = aotk.scan seqs(%x = %xs, %m = %ms) carries(%h = %h0) : (tensor<3x10x4xf32>, tensor<3x10xi1>, tensor<10x4xf32>) -> (tensor<10x4xf32>) {
+    %p = "aotk.matmul"(%h, %u) : (tensor<10x4xf32>, tensor<4x4xf32>) -> tensor<10x4xf32>
+    %n = "aotk.add"(%x, %p) : (tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+    %keep = "aotk.reshape"(%m) <{shape = array<i64: 10, 1>}> : (tensor<10xi1>) -> tensor<10x1xi1>
+    %new = "aotk.select"(%keep, %n, %h) : (tensor<10x1xi1>, tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+    aotk.yield %new : tensor<10x4xf32>
+  }
+  func.return %hn : tensor<10x4xf32>
+}

@@ -127,9 +127,9 @@ def test_a_keras_gru_step_slicing_its_weight_splits_forward_and_back() -> None:
     _check([x, h0], grads, values, 1e-11)
 
 
-def _step_scan(step: Any, batch: int | None) -> tuple[list[Any], Any]:
-    x = K.placeholder((batch, T, H), dtype="float64")
-    h0 = K.placeholder((batch, H), dtype="float64")
+def _step_scan(step: Any, batch: int | None, width: int = H) -> tuple[list[Any], Any]:
+    x = K.placeholder((batch, T, width), dtype="float64")
+    h0 = K.placeholder((batch, width), dtype="float64")
     _, outs, _ = K.rnn(step, x, [h0])
     return [x, h0], outs
 
@@ -167,23 +167,85 @@ def test_a_sequence_of_one_row_against_a_state_of_many_runs_whole() -> None:
 
 def test_steps_that_mix_rows_or_too_few_rows_run_whole() -> None:
     u = K.variable(RNG.normal(0, 0.4, (H, H)), dtype="float64")
-    side = K.variable(RNG.normal(0, 0.4, (32, H)), dtype="float64")
 
     def mean_of_rows(xt: Any, s: list[Any]) -> tuple[Any, list[Any]]:
         h = K.tanh(xt + K.dot(s[0], u) - K.mean(s[0], axis=0, keepdims=True))
-        return h, [h]
-
-    def rows_from_outside(xt: Any, s: list[Any]) -> tuple[Any, list[Any]]:
-        h = K.tanh(xt + K.dot(s[0], u) + side)  # row i of `side`: not the block's own
         return h, [h]
 
     def plain(xt: Any, s: list[Any]) -> tuple[Any, list[Any]]:
         h = K.tanh(xt + K.dot(s[0], u))
         return h, [h]
 
-    cases = [(mean_of_rows, 32), (rows_from_outside, 32), (plain, 4)]
+    cases = [(mean_of_rows, 32), (plain, 4)]
     for step, batch in cases:
         inputs, outs = _step_scan(step, batch)
         assert _split([outs], inputs) == [None], step.__name__
         values = [RNG.standard_normal((batch, T, H)), RNG.standard_normal((batch, H))]
         _check(inputs, [outs], values, 1e-12)
+
+
+def _dropout_lstm(batch: int | None, dtype: str) -> tuple[list[Any], list[Any], list[Any]]:
+    """An LSTM whose input and state are scaled by masks made once, outside the steps
+    (as a Keras cell's dropout masks): placeholders, so that both sides read the same."""
+    inputs, _, weights = _lstm(batch, dtype)
+    x, h0 = inputs
+    keep_x, keep_h = (K.placeholder((batch, n), dtype=dtype) for n in (D, H))
+    w, u, b = weights
+    plain = lstm_step(w, u, b, H)
+
+    def step(xt: Any, states: list[Any]) -> tuple[Any, list[Any]]:
+        return plain(xt * keep_x, [states[0] * keep_h, states[1]])
+
+    _, outs, states = K.rnn(step, x, [h0, h0 * 0.5])
+    return [x, h0, keep_x, keep_h], [outs, states[1]], weights
+
+
+def _masks(batch: int, dtype: str) -> list[np.ndarray]:
+    return [(RNG.random((batch, n)) > 0.3).astype(dtype) / 0.7 for n in (D, H)]
+
+
+@pytest.mark.parametrize(("batch", "dtype"), [(40, "float32"), (None, "float64")])
+def test_masks_from_outside_are_read_by_rows_forward_and_back(batch, dtype) -> None:
+    """Each block reads its rows of a (rows, features) value from outside the steps:
+    forward, and in the backward scan, which reads the masks too. Rows known at the
+    call: 19 (blocks, the last partial), 5 (one), and forward, 19 against masks of one
+    row (which broadcast: one block runs each buffer's own rows)."""
+    inputs, outputs, weights = _dropout_lstm(batch, dtype)
+    loss = K.sum(K.square(outputs[0])) + K.sum(outputs[1])
+    grads = K.gradients(loss, [*weights, inputs[0]])
+    assert all(r is not None for r in _split([*outputs, *grads], inputs))
+    tol = _tolerance(dtype)
+    for rows in [batch] if batch else [19, 5]:
+        values = [*_values(rows, dtype), *_masks(rows, dtype)]
+        _check(inputs, outputs, values, tol)
+        _check(inputs, grads, values, 1e-11 if dtype == "float64" else 2e-4)
+    if batch is None:
+        _check(inputs, outputs, [*_values(19, dtype), *_masks(1, dtype)], tol)
+
+
+def test_a_masked_rnn_reshapes_its_mask_by_rows_and_splits() -> None:
+    """K.rnn's mask: each step's (rows,) slice, reshaped to (rows, 1), picks the new or
+    the old state; the reshape keeps the rows, so the steps still split."""
+    inputs, _, (w, u, b) = _lstm(None, "float64")
+    mask = K.placeholder((None, T), dtype="float64")
+    _, outs, states = K.rnn(lstm_step(w, u, b, H), inputs[0], [inputs[1]] * 2, mask=mask)
+    assert _split([outs, states[1]], [*inputs, mask]) == [-1]
+    for rows in (19, 5):
+        keep = (RNG.random((rows, T)) > 0.4).astype("float64")
+        _check([*inputs, mask], [outs, states[1]], [*_values(rows, "float64"), keep], 1e-12)
+
+
+def test_a_value_from_outside_read_by_rows_and_as_a_weight_keeps_the_steps_whole() -> None:
+    """`w` of (rows, n) is read by rows (against the step's input) and as the weight of
+    the state's matmul, which needs all of it: a block's rows of it would not serve."""
+    n = 16
+    w = K.variable(RNG.normal(0, 0.4, (n, n)), dtype="float64")
+
+    def step(xt: Any, s: list[Any]) -> tuple[Any, list[Any]]:
+        h = K.tanh(xt * w + K.dot(s[0], w))  # row i of w, then all of w
+        return h, [h]
+
+    inputs, outs = _step_scan(step, n, n)
+    assert _split([outs], inputs) == [None]
+    values = [RNG.standard_normal((n, T, n)), RNG.standard_normal((n, n))]
+    _check(inputs, [outs], values, 1e-12)
