@@ -1,5 +1,6 @@
 """`aotk-scan-accumulations`: a scan's summed weight gradients as one matmul after the
-loop, its summed bias gradients as one sum, and no stacked output that nobody reads.
+loop, its summed bias gradients as one sum, and no stacked output or carry that nobody
+reads.
 
 Backpropagation through time adds each step's weight gradient into a carry:
 acc += x_t^T @ dz_t. Done per step, that is T matmuls with only `batch` rows to contract
@@ -17,7 +18,9 @@ treat the batch's rows apart, so they can run by blocks of rows (`dialect.scan_r
 The gradient scan also stacks values nobody reads, such as the gradient of an input that
 is a placeholder; such outputs go, so the ops computing them die. So do outputs that
 stack a sequence's steps as they are (the forward scan saving x_t for the gradient):
-their readers read the sequence.
+their readers read the sequence. And carries whose final value nobody reads go when
+no value the loop needs is computed from them (`scan_dead_carries`): the cotangent of
+a dropout mask, accumulated when only the weights' gradients are wanted.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from aotk.dialect.reduce import ReduceSumOp
 from aotk.dialect.scan import ScanOp, result_types
 from aotk.dialect.shape import ConcatOp, ReshapeOp
 from aotk.transforms.hoist_scan_matmuls import drop_unread_sequences
+from aotk.transforms.scan_dead_carries import dead_carries, erase_dead_ops
 
 Term = tuple[SSAValue, SSAValue | None]  # lhs^T @ rhs a step; rhs None: the sum of lhs's rows
 
@@ -59,10 +63,13 @@ def scan_accumulations(module: ModuleOp) -> int:
     hoisted = 0
     for scan in [op for op in module.walk() if isinstance(op, ScanOp)]:
         _forward_sequence_outputs(scan)
-        found = [a for i in range(scan.num_carries) if (a := _accumulation(scan, i))]
+        dead = dead_carries(scan)
+        found = [
+            a for i in range(scan.num_carries) if i not in dead and (a := _accumulation(scan, i))
+        ]
         unread = [j for j, r in enumerate(list(scan.results)[scan.num_carries :]) if not r.uses]
-        if found or unread:
-            _rebuild(scan, found, unread)
+        if found or unread or dead:
+            _rebuild(scan, found, unread, dead)
             hoisted += len(found)
     return hoisted
 
@@ -138,13 +145,13 @@ def _yield(scan: ScanOp) -> YieldOp:
     return end
 
 
-def _rebuild(scan: ScanOp, found: list[_Accumulation], unread: list[int]) -> None:
-    """A new scan without the hoisted carries and the unread outputs, and with the steps
-    the hoisted matmuls need as new outputs; the matmuls follow it."""
+def _rebuild(scan: ScanOp, found: list[_Accumulation], unread: list[int], dead: set[int]) -> None:
+    """A new scan without the hoisted and `dead` carries and the unread outputs, and with
+    the steps the hoisted matmuls need as new outputs; the matmuls follow it."""
     block, n_carry = scan.body.block, scan.num_carries
     end = _yield(scan)
     hoisted = {a.carry for a in found}
-    carries = [i for i in range(n_carry) if i not in hoisted]
+    carries = [i for i in range(n_carry) if i not in hoisted and i not in dead]
     outputs = [v for j, v in enumerate(list(end.values)[n_carry:]) if j not in unread]
     stacked = _Stacked(scan, _body_steps(found))
     new_values = [end.values[i] for i in carries] + outputs + list(stacked.new)
@@ -157,7 +164,8 @@ def _rebuild(scan: ScanOp, found: list[_Accumulation], unread: list[int]) -> Non
             if op.parent is not None and not any(r.uses for r in op.results):
                 op.detach()
                 op.erase()
-    for i in sorted(hoisted, reverse=True):
+    erase_dead_ops(block)  # what computed the dead carries
+    for i in sorted(hoisted | dead, reverse=True):
         block.erase_arg(block.args[scan.num_seq + i])
     inits = [scan.inits[i] for i in carries]
     types = result_types(
@@ -272,7 +280,7 @@ def _summed_rows(parent: Block, scan: ScanOp, seq: SSAValue) -> ReduceSumOp:
 @dataclass(frozen=True)
 class AotkScanAccumulationsPass(ModulePass):
     """Sum each scan's per-step weight-gradient matmuls in one matmul after the loop, and
-    drop the stacked outputs nobody reads."""
+    drop the stacked outputs and carries nobody reads."""
 
     name = "aotk-scan-accumulations"
 

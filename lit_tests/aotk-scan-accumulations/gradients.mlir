@@ -113,3 +113,30 @@ func.func @joined(%hs: tensor<5x2x4xf32>, %dh0: tensor<2x4xf32>, %gw0: tensor<4x
   }
   func.return %dh, %gw : tensor<2x4xf32>, tensor<4x6xf32>
 }
+
+// -----
+
+// Carries nobody needs go (a cotangent backpropagation accumulates for a value outside
+// the steps whose gradient nobody asked for): %mc's final value is unread and no read
+// value is computed from it, so it leaves with the matmul and add computing it. %d's
+// final value is unread too, but the stacked %dz is computed from it; %pc's, but the
+// step prints it: both stay.
+// CHECK-LABEL: func.func @dead(
+// CHECK-NEXT:    %dh, %p, %dzs = aotk.scan seqs(%h = %hs) carries(%d = %dh0, %pc = %p0) : (tensor<5x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<5x2x4xf32>) {
+// CHECK-NEXT:      %dz = "aotk.mul"(%d, %h)
+// CHECK-NEXT:      %dprev = "aotk.matmul"(%dz, %u) <{transpose_rhs = true}>
+// CHECK-NEXT:      %shown = "aotk.print_tensor"(%pc)
+// CHECK-NEXT:      %pnew = "aotk.add"(%shown, %h)
+// CHECK-NEXT:      aotk.yield %dprev, %pnew, %dz
+func.func @dead(%hs: tensor<5x2x4xf32>, %dh0: tensor<2x4xf32>, %m0: tensor<2x4xf32>, %p0: tensor<2x4xf32>, %u: tensor<4x4xf32>) -> tensor<5x2x4xf32> {
+  %dh, %m, %p, %dzs = aotk.scan seqs(%h = %hs) carries(%d = %dh0, %mc = %m0, %pc = %p0) : (tensor<5x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<5x2x4xf32>) {
+    %dz = "aotk.mul"(%d, %h) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %dprev = "aotk.matmul"(%dz, %u) <{transpose_rhs = true}> : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    %mstep = "aotk.matmul"(%dz, %u) : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    %mnew = "aotk.add"(%mc, %mstep) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %shown = "aotk.print_tensor"(%pc) <{message = "p"}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
+    %pnew = "aotk.add"(%shown, %h) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    aotk.yield %dprev, %mnew, %pnew, %dz : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+  }
+  func.return %dzs : tensor<5x2x4xf32>
+}

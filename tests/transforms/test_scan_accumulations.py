@@ -4,7 +4,7 @@ backward loop as one matmul each, the unread input gradient goes, and the values
 from __future__ import annotations
 
 import numpy as np
-from lstm_graphs import B, D, check_values, lstm_gradients
+from lstm_graphs import B, D, H, T, check_values, lstm_gradients
 
 from aotk import backend as K
 from aotk import interp
@@ -82,3 +82,34 @@ def test_a_saved_input_step_is_read_from_its_sequence() -> None:
     scan_accumulations(after)
     assert _stacked_sequence_steps(after) == 0
     check_values(module, captures, after, inputs, outputs)
+
+
+def test_a_cotangent_nobody_asked_for_leaves_the_loop() -> None:
+    """Steps that read a mask from outside: backpropagation accumulates its cotangent in
+    a carry (a matmul and an add a step) that no gradient asked for reads. The carry
+    goes, with its matmul; the state's carry, read by the stacked dz, stays."""
+    rng = np.random.default_rng(2)
+    x, keep = K.placeholder((B, T, D)), K.placeholder((B, D))
+    w = K.variable(rng.normal(0, 0.4, (D, H)).astype(np.float32))
+    u = K.variable(rng.normal(0, 0.4, (H, H)).astype(np.float32))
+
+    def step(xt, states):
+        h = K.tanh(K.dot(xt * keep, w) + K.dot(states[0], u))
+        return h, [h]
+
+    last, _, _ = K.rnn(step, x, [K.zeros_like(K.dot(x[:, 0], w))])
+    loss = K.sum(K.square(last))
+    outputs = [loss, *K.gradients(loss, [w, u])]
+    module, captures = trace.extract([x, keep], outputs, "test")
+    before = pipeline.run(module.clone(), BEFORE)
+    after = pipeline.run(before.clone(), "aotk-scan-accumulations,dce")
+    backward = [[op for op in m.walk() if isinstance(op, ScanOp)][-1] for m in (before, after)]
+    assert [s.num_carries for s in backward] == [4, 1]  # dh, dkeep, dw, du; then dh
+    matmuls = [sum(isinstance(op, MatMulOp) for op in s.body.walk()) for s in backward]
+    assert matmuls[0] - matmuls[1] == 3  # x_t^T dz and h_t^T dz hoisted, dkeep's gone
+    values = [rng.normal(size=(B, T, D)), (rng.random((B, D)) > 0.5) * 2.0]
+    args = [*(v.astype(np.float32) for v in values), *(c.storage for c in captures)]
+    want = interp.run_module(module, args)
+    for got in (interp.run_module(after, args), K.function([x, keep], outputs)(args[:2])):
+        for g, expected in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, expected, rtol=2e-5, atol=1e-6)
