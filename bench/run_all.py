@@ -3,9 +3,10 @@
 First the run-time table (aotk against NumPy), then the seven workloads at one and two
 threads with the machine's limits (`bench.bench_workloads`), then the cold compile times
 (`bench.compile_time`) and, with Keras installed, the Keras programs' first epochs
-(`bench.keras_first_epoch`). `--no-1thread` skips the single-threaded NumPy subprocess of
+(`bench.keras_first_epoch`); the Keras LSTM steps join the first table then
+(`bench.bench_keras_rnn`). `--no-1thread` skips the single-threaded NumPy subprocess of
 the first table, `--no-workloads` the workloads, `--quick` gives those fewer repeats,
-`--no-compile` skips both compile-time parts, `--no-keras` the Keras one.
+`--no-compile` skips both compile-time parts, `--no-keras` the Keras ones.
 """
 
 from __future__ import annotations
@@ -25,11 +26,15 @@ MODULES = [
 ]
 
 if __name__ == "__main__":
-    run(MODULES, one_thread="--no-1thread" not in sys.argv[1:])
+    with_keras = "--no-keras" not in sys.argv[1:] and importlib.util.find_spec("keras") is not None
+    run(
+        [*MODULES, *(["bench.bench_keras_rnn"] if with_keras else [])],
+        one_thread="--no-1thread" not in sys.argv[1:],
+    )
     if "--no-workloads" not in sys.argv[1:]:
         print()
         bench_workloads.run(quick="--quick" in sys.argv[1:])
     if "--no-compile" not in sys.argv[1:]:
         compile_time.run()
-        if "--no-keras" not in sys.argv[1:] and importlib.util.find_spec("keras") is not None:
+        if with_keras:
             keras_first_epoch.run(list(keras_first_epoch.PROGRAMS))

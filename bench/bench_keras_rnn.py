@@ -1,0 +1,206 @@
+"""Keras recurrent models on aotk: an LSTM's predict and SGD step against NumPy, then
+its variants (dropout, a mask of steps, a GRU) at one and two threads, their steps by
+blocks of rows against whole.
+
+The model: Sequential([LSTM(128) over 50 steps of 64 features, Dense(10, softmax)]),
+batch 32, categorical cross-entropy, plain SGD (lr 0.01), timed through Keras's
+`predict_on_batch` and `train_on_batch` as a Keras user calls them (their per-call work
+included). The NumPy sides compute the same from the same weights: Keras's gate order
+(i, f, c, o), sigmoid gates, backpropagation through time written out. The variants
+table switches the blocks off by compiling a second copy with `scan_rows.row_split`
+answering "whole" (the compile cache off, so that neither copy is served the other's
+code), and alternates the copies' calls. Needs the `keras` extra.
+Run with `python -m bench.bench_keras_rnn` (`--variants`: only the second table).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from bench.common import Case, measure_pair, run
+
+B, T, D, H, CLASSES, LR = 32, 50, 64, 128, 10, 0.01
+FLOPS = 2.0 * B * T * (D + H) * 4 * H  # the gates' matmuls, forward
+
+
+def _params(rng: np.random.Generator) -> list[np.ndarray]:
+    """W, U, b of the LSTM, then the dense layer's kernel and bias, as Keras orders them."""
+    shapes = [(D, 4 * H), (H, 4 * H), (4 * H,), (H, CLASSES), (CLASSES,)]
+    return [rng.normal(0.0, 0.1, s).astype(np.float32) for s in shapes]
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def _forward(params: list[np.ndarray], xs: np.ndarray) -> tuple[np.ndarray, list[tuple]]:
+    """Class probabilities, and each step's (h_prev, c_prev, i, f, g, o)."""
+    w, u, b, wd, bd = params
+    h = c = np.zeros((xs.shape[0], H), np.float32)
+    tape = []
+    for t in range(xs.shape[1]):
+        z = xs[:, t] @ w + h @ u + b
+        i, f, o = _sigmoid(z[:, :H]), _sigmoid(z[:, H : 2 * H]), _sigmoid(z[:, 3 * H :])
+        g = np.tanh(z[:, 2 * H : 3 * H])
+        tape.append((h, c, i, f, g, o))
+        c = f * c + i * g
+        h = o * np.tanh(c)
+    logits = h @ wd + bd
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True), tape
+
+
+def numpy_predict(params: list[np.ndarray], xs: np.ndarray) -> np.ndarray:
+    return _forward(params, xs)[0]
+
+
+def numpy_sgd_step(params: list[np.ndarray], xs: np.ndarray, ys: np.ndarray) -> float:
+    """One SGD step of the model in place; the batch's mean loss before it."""
+    _, u, _, wd, _ = params
+    p, tape = _forward(params, xs)
+    _, c_prev, i, f, g, o = tape[-1]
+    c = f * c_prev + i * g
+    h = o * np.tanh(c)
+    dlogits = (p - ys) / len(xs)
+    grads_dense = [h.T @ dlogits, dlogits.sum(axis=0)]
+    dh, dc, dzs = dlogits @ wd.T, np.zeros_like(c), [np.empty(0)] * len(tape)
+    for t in reversed(range(len(tape))):
+        _, c_prev, i, f, g, o = tape[t]
+        tc = np.tanh(f * c_prev + i * g)
+        dc = dc + dh * o * (1.0 - tc * tc)
+        gates = [dc * g * i * (1 - i), dc * c_prev * f * (1 - f), dc * i * (1 - g * g)]
+        dzs[t] = np.concatenate([*gates, dh * tc * o * (1 - o)], axis=1)
+        dh, dc = dzs[t] @ u.T, dc * f
+    dz = np.concatenate(dzs)  # (steps * batch, 4H), step-major
+    x_all = xs.transpose(1, 0, 2).reshape(-1, D)
+    h_all = np.concatenate([step[0] for step in tape])
+    loss = float(-np.mean(np.log(np.sum(p * ys, axis=1))))
+    grads = [x_all.T @ dz, h_all.T @ dz, dz.sum(axis=0), *grads_dense]
+    for param, grad in zip(params, grads, strict=True):
+        param -= LR * grad
+    return loss
+
+
+def _keras(kind: str = "lstm", variant: str = "plain") -> Any:
+    """The model (an LSTM or GRU, `variant` plain, dropout or masked), compiled."""
+    os.environ.setdefault("KERAS_BACKEND", "aotk.backend")
+    from keras import layers, optimizers
+    from keras.models import Sequential
+
+    cell = {"lstm": layers.LSTM, "gru": layers.GRU}[kind]
+    drop = {"dropout": 0.2, "recurrent_dropout": 0.2} if variant == "dropout" else {}
+    if variant == "masked":  # token ids, 0 a padding step the mask skips
+        stack = [layers.Embedding(1000, D, mask_zero=True, input_length=T), cell(H)]
+    else:
+        stack = [cell(H, input_shape=(T, D), **drop)]
+    model = Sequential([*stack, layers.Dense(CLASSES, activation="softmax")])
+    model.compile(optimizers.SGD(lr=LR), "categorical_crossentropy")
+    return model
+
+
+def _data(rng: np.random.Generator, variant: str = "plain") -> tuple[np.ndarray, np.ndarray]:
+    ys = np.eye(CLASSES, dtype=np.float32)[rng.integers(0, CLASSES, B)]
+    if variant != "masked":
+        return rng.standard_normal((B, T, D)).astype(np.float32), ys
+    ids = rng.integers(1, 1000, (B, T))
+    lengths = rng.integers(T // 2, T + 1, B)
+    ids[np.arange(T)[None, :] >= lengths[:, None]] = 0  # each sequence padded at its end
+    return ids, ys
+
+
+def _check_step(params: list[np.ndarray], xs: np.ndarray, ys: np.ndarray) -> None:
+    """One step from the same weights: the same loss and weights after it."""
+    model = _keras()
+    model.set_weights(params)
+    mine = [p.copy() for p in params]
+    want = numpy_sgd_step(mine, xs, ys)
+    got = float(model.train_on_batch(xs, ys))
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+    for name, a, b in zip("W U b Wd bd".split(), model.get_weights(), mine, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-6, err_msg=name)
+
+
+def cases(with_aotk: bool = True) -> list[Case]:
+    """The LSTM model's predict and SGD step, NumPy and aotk."""
+    rng = np.random.default_rng(0)
+    params = _params(rng)
+    xs, ys = _data(rng)
+    stepped = [p.copy() for p in params]
+    predict = train = None
+    if with_aotk:
+        predict, train = _keras(), _keras()
+        predict.set_weights(params)
+        train.set_weights(params)
+    return [
+        Case(
+            "keras lstm predict b=32 t=50",
+            lambda: numpy_predict(params, xs),
+            (lambda: predict.predict_on_batch(xs)) if predict is not None else None,
+            flops=FLOPS,
+            repeat=20,
+        ),
+        Case(
+            "keras lstm sgd step b=32 t=50",
+            lambda: numpy_sgd_step(stepped, xs, ys),
+            (lambda: train.train_on_batch(xs, ys)) if train is not None else None,
+            flops=3 * FLOPS,
+            repeat=10,
+            check=lambda: _check_step(params, xs, ys),
+        ),
+    ]
+
+
+def _calls(kind: str, variant: str) -> tuple[Callable[[], object], Callable[[], object]]:
+    """The model's predict and train steps on seeded data, compiled (Keras compiles its
+    functions at their first call)."""
+    model = _keras(kind, variant)
+    xs, ys = _data(np.random.default_rng(1), variant)
+    calls = (lambda: model.predict_on_batch(xs)), (lambda: model.train_on_batch(xs, ys))
+    for call in calls:
+        call()
+    return calls
+
+
+def variants() -> None:
+    """Each variant's steps by blocks and whole, at one and two threads (ms, median ±
+    half IQR, calls of the two copies alternating)."""
+    import aotk
+    from aotk import function
+    from aotk.dialect import scan_rows
+
+    os.environ["AOTK_DISK_CACHE"] = "0"
+    split, before = scan_rows.row_split, aotk.get_num_threads()
+    print(f"{'model':18} {'step':8} {'t':>2} {'blocks':>17} {'whole':>17} {'ratio':>6}")
+    for kind in ("lstm", "gru"):
+        for variant in ("plain", "dropout", "masked"):
+            pair = []
+            for row_split in (split, lambda op: None):
+                scan_rows.row_split = row_split
+                function.clear_cache()
+                pair.append(_calls(kind, variant))
+            scan_rows.row_split = split
+            for threads in (1, 2):
+                aotk.set_num_threads(threads)
+                for step, name in ((0, "predict"), (1, "train")):
+                    blocks, whole = measure_pair(pair[0][step], pair[1][step], repeat=20)
+                    print(
+                        f"{kind + ' ' + variant:18} {name:8} {threads:>2} "
+                        f"{_ms(blocks):>17} {_ms(whole):>17} {blocks.median / whole.median:6.2f}"
+                    )
+    aotk.set_num_threads(before)
+
+
+def _ms(t: Any) -> str:
+    return f"{t.median * 1e3:.2f} ±{t.iqr / 2 * 1e3:.2f}"
+
+
+if __name__ == "__main__":
+    if "--variants" not in sys.argv[1:]:
+        run(["bench.bench_keras_rnn"])
+        print()
+    variants()
