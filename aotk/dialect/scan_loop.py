@@ -133,11 +133,11 @@ def _by_blocks(low: BodyLowering, op: ScanOp, plan: _Plan, split: scan_rows.RowS
         first = k.mul(b, per_block)
         whole = isinstance(rows, int) and isinstance(per_block, int) and rows % per_block == 0
         size = per_block if whole else k.min(per_block, k.sub(rows, first))
-        block_rows = _BlockRows(k, first, size, same)
+        views = _BlockRows(k, first, size, same)
         outside = {v: low.bufs[v] for v in split.captured}
-        low.bufs.update((v, block_rows(b)) for v, b in outside.items())
+        low.bufs.update((v, views(b)) for v, b in outside.items())
         try:
-            _steps(low, op, plan, block_rows)
+            _steps(low, op, plan, views)
         finally:
             low.bufs.update(outside)
 

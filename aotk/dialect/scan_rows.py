@@ -99,8 +99,7 @@ def _captured_rows(scan: ScanOp, batch: int | None) -> tuple[SSAValue, ...] | No
             shape = shape_of(value.type)
             if not shape or shape[0] != batch or defined_within(value, scan):
                 continue
-            elementwise = isinstance(inner, FusedOp) or kind_of(inner) is Kind.ELEMENTWISE
-            if elementwise and len(shape_of(inner.results[0].type)) == len(shape):
+            if _elementwise(inner) and len(shape_of(inner.results[0].type)) == len(shape):
                 by_rows[value] = None
             else:  # a matmul's weight, or a broadcast, whose rows only match by chance
                 otherwise.add(value)
@@ -154,10 +153,14 @@ def _row_wise(op: Operation, batch: int | None, rows: set[SSAValue], scan: ScanO
         return op.axis.value.data != 0 and all(v in rows for v in op.operands)
     if isinstance(op, ReshapeOp):
         return _keeps_rows(op, batch, rows)
-    if isinstance(op, FusedOp) or kind_of(op) is Kind.ELEMENTWISE:
+    if _elementwise(op):
         rank = len(shape_of(op.results[0].type))
         return all(_broadcast_or_row(v, rank, rows) for v in op.operands)
     return False
+
+
+def _elementwise(op: Operation) -> bool:
+    return isinstance(op, FusedOp) or kind_of(op) is Kind.ELEMENTWISE
 
 
 def _keeps_rows(op: ReshapeOp, batch: int | None, rows: set[SSAValue]) -> bool:

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
-from xdsl.ir import Block, BlockArgument, SSAValue
+from xdsl.ir import BlockArgument
 from xdsl.passes import ModulePass
 from xdsl.traits import Pure
 
 from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.scan import ScanOp
+from aotk.dialect.scan_prepack import defined_within
 
 
 def hoist_scan_matmuls(module: ModuleOp) -> int:
@@ -48,7 +49,11 @@ def _hoist_invariants(scan: ScanOp) -> None:
     parent = scan.parent_block()
     assert parent is not None
     for op in list(scan.body.block.ops):
-        if op.has_trait(Pure) and not op.regions and not any(_inside(v, scan) for v in op.operands):
+        if (
+            op.has_trait(Pure)
+            and not op.regions
+            and not any(defined_within(v, scan) for v in op.operands)
+        ):
             op.detach()
             parent.insert_op_before(op, scan)
 
@@ -59,19 +64,7 @@ def _hoistable(scan: ScanOp, op: MatMulOp) -> bool:
     is_step = (
         isinstance(lhs, BlockArgument) and lhs.block is scan.body.block and lhs.index < scan.num_seq
     )
-    return is_step and not op.attrs().get("transpose_lhs") and not _inside(op.rhs, scan)
-
-
-def _inside(value: SSAValue, scan: ScanOp) -> bool:
-    """Whether `value` is defined within `scan`'s body."""
-    owner = value.owner
-    block: Block | None = owner if isinstance(owner, Block) else owner.parent_block()
-    while block is not None:
-        parent = block.parent_op()
-        if parent is scan:
-            return True
-        block = parent.parent_block() if parent is not None else None
-    return False
+    return is_step and not op.attrs().get("transpose_lhs") and not defined_within(op.rhs, scan)
 
 
 def _hoist(scan: ScanOp, op: MatMulOp) -> None:

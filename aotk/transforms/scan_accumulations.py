@@ -55,7 +55,6 @@ class _Accumulation:
     carry: int
     terms: tuple[Term, ...]  # of values one step of each, in the body
     axis: int | None
-    ops: tuple[Operation, ...]  # the body's add, then the ops computing its terms
 
 
 def scan_accumulations(module: ModuleOp) -> int:
@@ -106,16 +105,15 @@ def _accumulation(scan: ScanOp, index: int) -> _Accumulation | None:
         parts = [_term(scan, v) for v in joined.operands]
         if any(p is None for p in parts):
             return None
-        terms = tuple(p[0] for p in parts if p is not None)
-        ops = (add, joined, *(p[1] for p in parts if p is not None))
-        return _Accumulation(index, terms, joined.axis.value.data, ops)
+        terms = tuple(p for p in parts if p is not None)
+        return _Accumulation(index, terms, joined.axis.value.data)
     term = _term(scan, others[0])
-    return None if term is None else _Accumulation(index, (term[0],), None, (add, term[1]))
+    return None if term is None else _Accumulation(index, (term,), None)
 
 
-def _term(scan: ScanOp, value: SSAValue) -> tuple[Term, Operation] | None:
+def _term(scan: ScanOp, value: SSAValue) -> Term | None:
     """(lhs, rhs) if `value`, read once, is lhs^T @ rhs of per-step values, (x, None) if
-    it is the sum of a per-step x over its rows (a bias gradient); and its op."""
+    it is the sum of a per-step x over its rows (a bias gradient)."""
     op = value.owner
     if not isinstance(op, MatMulOp | ReduceSumOp) or not value.has_one_use():
         return None
@@ -123,12 +121,12 @@ def _term(scan: ScanOp, value: SSAValue) -> tuple[Term, Operation] | None:
     if isinstance(op, ReduceSumOp):
         if tuple(attrs["axes"]) != (0,) or attrs["keepdims"] or not _per_step(scan, op.x):
             return None
-        return (op.x, None), op
+        return op.x, None
     if not attrs.get("transpose_lhs") or attrs.get("transpose_rhs"):
         return None
     if not all(_per_step(scan, v) for v in (op.lhs, op.rhs)):
         return None
-    return (op.lhs, op.rhs), op
+    return op.lhs, op.rhs
 
 
 def _per_step(scan: ScanOp, value: SSAValue) -> bool:
@@ -156,15 +154,7 @@ def _rebuild(scan: ScanOp, found: list[_Accumulation], unread: list[int], dead: 
     stacked = _Stacked(scan, _body_steps(found))
     new_values = [end.values[i] for i in carries] + outputs + list(stacked.new)
     end.operands = new_values
-    for a in found:
-        a.ops[0].detach()
-        a.ops[0].erase()
-    for a in found:  # the terms' ops, once no add reads them (two may share a concat)
-        for op in a.ops[1:]:
-            if op.parent is not None and not any(r.uses for r in op.results):
-                op.detach()
-                op.erase()
-    erase_dead_ops(block)  # what computed the dead carries
+    erase_dead_ops(block)  # the hoisted sums' adds and terms, what fed the dead carries
     for i in sorted(hoisted | dead, reverse=True):
         block.erase_arg(block.args[scan.num_seq + i])
     inits = [scan.inits[i] for i in carries]
