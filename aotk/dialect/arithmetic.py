@@ -80,19 +80,19 @@ def _np_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _grad_add(g: Any, y: Any, a: Any, b: Any) -> tuple[Any, ...]:
     from aotk.dialect import gradlib as lib
 
-    return lib.sum_to(g, a.shape), lib.sum_to(g, b.shape)
+    return lib.sum_to(g, a), lib.sum_to(g, b)
 
 
 def _grad_sub(g: Any, y: Any, a: Any, b: Any) -> tuple[Any, ...]:
     from aotk.dialect import gradlib as lib
 
-    return lib.sum_to(g, a.shape), lib.sum_to(lib.neg(g), b.shape)
+    return lib.sum_to(g, a), lib.sum_to(lib.neg(g), b)
 
 
 def _grad_mul(g: Any, y: Any, a: Any, b: Any) -> tuple[Any, ...]:
     from aotk.dialect import gradlib as lib
 
-    return lib.sum_to(lib.mul(g, b), a.shape), lib.sum_to(lib.mul(g, a), b.shape)
+    return lib.sum_to(lib.mul(g, b), a), lib.sum_to(lib.mul(g, a), b)
 
 
 def _grad_div(g: Any, y: Any, a: Any, b: Any) -> tuple[Any, ...]:
@@ -100,7 +100,7 @@ def _grad_div(g: Any, y: Any, a: Any, b: Any) -> tuple[Any, ...]:
 
     ga = lib.div(g, b)
     gb = lib.neg(lib.mul(ga, y))  # -g * a / b**2 == -(g / b) * (a / b)
-    return lib.sum_to(ga, a.shape), lib.sum_to(gb, b.shape)
+    return lib.sum_to(ga, a), lib.sum_to(gb, b)
 
 
 def _grad_pow(g: Any, y: Any, a: Any, b: Any) -> tuple[Any, ...]:
@@ -116,7 +116,7 @@ def _grad_pow(g: Any, y: Any, a: Any, b: Any) -> tuple[Any, ...]:
         positive, lib.emit(LogOp, lib.select(positive, a, one)), lib.zeros_like(a)
     )
     gb = lib.mul(g, lib.mul(y, safe_log))
-    return lib.sum_to(ga, a.shape), lib.sum_to(gb, b.shape)
+    return lib.sum_to(ga, a), lib.sum_to(gb, b)
 
 
 def _pick(g: Any, mask: Any, a: Any, b: Any) -> tuple[Any, ...]:
@@ -125,8 +125,8 @@ def _pick(g: Any, mask: Any, a: Any, b: Any) -> tuple[Any, ...]:
 
     zero = lib.zeros_like(g)
     return (
-        lib.sum_to(lib.select(mask, g, zero), a.shape),
-        lib.sum_to(lib.select(mask, zero, g), b.shape),
+        lib.sum_to(lib.select(mask, g, zero), a),
+        lib.sum_to(lib.select(mask, zero, g), b),
     )
 
 

@@ -102,8 +102,8 @@ def _grad_select(g: Any, y: Any, c: Any, a: Any, b: Any) -> tuple[Any, ...]:
     zero = lib.zeros_like(g)
     return (
         None,
-        lib.sum_to(lib.select(c, g, zero), a.shape),
-        lib.sum_to(lib.select(c, zero, g), b.shape),
+        lib.sum_to(lib.select(c, g, zero), a),
+        lib.sum_to(lib.select(c, zero, g), b),
     )
 
 

@@ -203,7 +203,7 @@ def _grad_view(g: Any, y: Any, x: Any, **_: Any) -> tuple[Any, ...]:
 def _grad_broadcast_to(g: Any, y: Any, x: Any, **_: Any) -> tuple[Any, ...]:
     from aotk.dialect import gradlib as lib
 
-    return (lib.sum_to(g, x.shape),)
+    return (lib.sum_to(g, x),)
 
 
 def _grad_pad(

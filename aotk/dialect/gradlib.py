@@ -115,12 +115,18 @@ def merge_leading(x: KTensor) -> KTensor:
     return emit(ViewOp, x, **view_attrs(spec, x.ndim))
 
 
-def sum_to(g: KTensor, shape: Sequence[int | None]) -> KTensor:
-    """Undo NumPy broadcasting: sum `g` down to `shape`."""
-    lead = g.ndim - len(shape)
-    ones = [lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1]
-    g = reduce_sum(g, ones, keepdims=True)
-    return reduce_sum(g, list(range(lead)), keepdims=False)
+def sum_to(g: KTensor, x: KTensor) -> KTensor:
+    """Undo NumPy broadcasting: sum `g` down to x's shape. Where x's dim is unknown (None)
+    and g's is not 1, x is taken not to have been broadcast, which `aotk.same_shape`
+    checks at the call."""
+    from aotk.dialect.identity import SameShapeOp
+
+    lead = g.ndim - x.ndim
+    ones = [lead + i for i, d in enumerate(x.shape) if d == 1 and g.shape[lead + i] != 1]
+    g = reduce_sum(reduce_sum(g, ones, keepdims=True), list(range(lead)), keepdims=False)
+    if any(d is None and e != 1 for d, e in zip(x.shape, g.shape, strict=True)):
+        return emit(SameShapeOp, g, x)
+    return g
 
 
 def broadcast_back(g: KTensor, x: KTensor, axes: Sequence[int], keepdims: bool) -> KTensor:

@@ -24,7 +24,7 @@ from aotk.dialect.arithmetic import AddOp, MulOp, SubOp
 from aotk.dialect.base import shape_of
 from aotk.dialect.batch_matmul import BatchMatMulOp
 from aotk.dialect.elementwise import CastOp, ConstantOp, FillLikeOp
-from aotk.dialect.identity import StopGradientOp
+from aotk.dialect.identity import SameShapeOp, StopGradientOp
 from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.shape import ReshapeOp, TransposeOp
 from aotk.dialect.unary import NegOp
@@ -90,6 +90,14 @@ class DropStopGradient(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: StopGradientOp, rewriter: PatternRewriter, /) -> None:
+        _forward(rewriter, op, op.x)
+
+
+class DropSameShape(RewritePattern):
+    """same_shape(x, like) -> x: the call checked the shapes before any code ran."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: SameShapeOp, rewriter: PatternRewriter, /) -> None:
         _forward(rewriter, op, op.x)
 
 
@@ -173,6 +181,7 @@ class AotkSimplifyPass(ModulePass):
             FoldDoubleNeg(),
             FoldNoOpCast(),
             DropStopGradient(),
+            DropSameShape(),
             FoldReshapeChain(),
             FoldIdentityTranspose(),
             FoldTransposeChain(),

@@ -155,3 +155,16 @@ func.func @rnn_last_output(%x: tensor<3x?x2xf32>, %h0: tensor<?x2xf32>) -> tenso
   %y = "aotk.reshape"(%last) <{shape = array<i64: -1, 2>}> : (tensor<1x?x2xf32>) -> tensor<?x2xf32>
   func.return %y : tensor<?x2xf32>
 }
+
+// -----
+
+// The call checked that %g has %like's shape: the check leaves no op; the mul stays.
+// CHECK-LABEL: func.func @same_shape
+// CHECK-NOT:     aotk.same_shape
+// CHECK:         %y = "aotk.mul"(%g, %g)
+// CHECK-NEXT:    func.return %y : tensor<?x3xf32>
+func.func @same_shape(%g: tensor<?x3xf32>, %like: tensor<?x3xf64>) -> tensor<?x3xf32> {
+  %s = "aotk.same_shape"(%g, %like) : (tensor<?x3xf32>, tensor<?x3xf64>) -> tensor<?x3xf32>
+  %y = "aotk.mul"(%s, %s) : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
+  func.return %y : tensor<?x3xf32>
+}

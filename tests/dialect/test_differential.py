@@ -456,6 +456,14 @@ def _reshape_like(dtype: str) -> list[Case]:
     ]
 
 
+def _same_shape(dtype: str) -> list[Case]:
+    return [
+        c("static", (2, 3), (2, 3), dtypes=(dtype, "float32"), tier=0),
+        c("dynamic", (None, 3), (None, 3), calls=[[(4, 3), (4, 3)], [(0, 3), (0, 3)]]),
+        c("known_either", (4, None), (None, 5), dtypes=(dtype, "bool"), calls=[[(4, 5)] * 2] * 2),
+    ]
+
+
 def _sliced(
     shape_: tuple[int, ...], start: tuple[int, ...], stop: tuple[int, ...], step: tuple[int, ...]
 ) -> tuple[int, ...]:
@@ -524,6 +532,7 @@ SPECS: dict[type, Spec] = {
     shape_query.ShapeOfOp: Spec(ALL_DTYPES, _shape_of, rep=True),
     shape_query.DimSizeOp: Spec(ALL_DTYPES, _dim_size, rep=True),
     identity.StopGradientOp: Spec(ALL_DTYPES, _unary("any")),
+    identity.SameShapeOp: Spec(ALL_DTYPES, _same_shape),
     views.ExpandDimsOp: Spec(ALL_DTYPES, _expand_dims, rep=True),
     views.ReshapeLikeOp: Spec(ALL_DTYPES, _reshape_like, rep=True),
     unslice.UnsliceOp: Spec(ALL_DTYPES, _unslice, rep=True),
