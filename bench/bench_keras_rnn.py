@@ -1,12 +1,12 @@
-"""Keras recurrent models on aotk: an LSTM's predict and SGD step against NumPy, then
-its variants (dropout, a mask of steps, a GRU) at one and two threads, their steps by
-blocks of rows against whole.
+"""Keras recurrent models on aotk: an LSTM's and a GRU's predict and SGD step against
+NumPy, then their variants (dropout, a mask of steps) at one and two threads, their
+steps by blocks of rows against whole.
 
-The model: Sequential([LSTM(128) over 50 steps of 64 features, Dense(10, softmax)]),
-batch 32, categorical cross-entropy, plain SGD (lr 0.01), timed through Keras's
-`predict_on_batch` and `train_on_batch` as a Keras user calls them (their per-call work
-included). The NumPy sides compute the same from the same weights: Keras's gate order
-(i, f, c, o), sigmoid gates, backpropagation through time written out. The variants
+The models: Sequential([LSTM(128) or GRU(128) over 50 steps of 64 features, Dense(10,
+softmax)]), batch 32, categorical cross-entropy, plain SGD (lr 0.01), timed through
+Keras's `predict_on_batch` and `train_on_batch` as a Keras user calls them (their
+per-call work included). The NumPy sides (`reference_keras_rnn`) compute the same from
+the same weights, and the SGD steps are checked on the loss and every weight. The variants
 table switches the blocks off by compiling a second copy with `scan_rows.row_split`
 answering "whole" (the compile cache off, so that neither copy is served the other's
 code), and alternates the copies' calls. Needs the `keras` extra.
@@ -22,68 +22,15 @@ from typing import Any
 
 import numpy as np
 
+from bench import reference_keras_rnn as reference
 from bench.common import Case, measure_pair, run
 
 B, T, D, H, CLASSES, LR = 32, 50, 64, 128, 10, 0.01
-FLOPS = 2.0 * B * T * (D + H) * 4 * H  # the gates' matmuls, forward
 
 
-def _params(rng: np.random.Generator) -> list[np.ndarray]:
-    """W, U, b of the LSTM, then the dense layer's kernel and bias, as Keras orders them."""
-    shapes = [(D, 4 * H), (H, 4 * H), (4 * H,), (H, CLASSES), (CLASSES,)]
-    return [rng.normal(0.0, 0.1, s).astype(np.float32) for s in shapes]
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-z))
-
-
-def _forward(params: list[np.ndarray], xs: np.ndarray) -> tuple[np.ndarray, list[tuple]]:
-    """Class probabilities, and each step's (h_prev, c_prev, i, f, g, o)."""
-    w, u, b, wd, bd = params
-    h = c = np.zeros((xs.shape[0], H), np.float32)
-    tape = []
-    for t in range(xs.shape[1]):
-        z = xs[:, t] @ w + h @ u + b
-        i, f, o = _sigmoid(z[:, :H]), _sigmoid(z[:, H : 2 * H]), _sigmoid(z[:, 3 * H :])
-        g = np.tanh(z[:, 2 * H : 3 * H])
-        tape.append((h, c, i, f, g, o))
-        c = f * c + i * g
-        h = o * np.tanh(c)
-    logits = h @ wd + bd
-    e = np.exp(logits - logits.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True), tape
-
-
-def numpy_predict(params: list[np.ndarray], xs: np.ndarray) -> np.ndarray:
-    return _forward(params, xs)[0]
-
-
-def numpy_sgd_step(params: list[np.ndarray], xs: np.ndarray, ys: np.ndarray) -> float:
-    """One SGD step of the model in place; the batch's mean loss before it."""
-    _, u, _, wd, _ = params
-    p, tape = _forward(params, xs)
-    _, c_prev, i, f, g, o = tape[-1]
-    c = f * c_prev + i * g
-    h = o * np.tanh(c)
-    dlogits = (p - ys) / len(xs)
-    grads_dense = [h.T @ dlogits, dlogits.sum(axis=0)]
-    dh, dc, dzs = dlogits @ wd.T, np.zeros_like(c), [np.empty(0)] * len(tape)
-    for t in reversed(range(len(tape))):
-        _, c_prev, i, f, g, o = tape[t]
-        tc = np.tanh(f * c_prev + i * g)
-        dc = dc + dh * o * (1.0 - tc * tc)
-        gates = [dc * g * i * (1 - i), dc * c_prev * f * (1 - f), dc * i * (1 - g * g)]
-        dzs[t] = np.concatenate([*gates, dh * tc * o * (1 - o)], axis=1)
-        dh, dc = dzs[t] @ u.T, dc * f
-    dz = np.concatenate(dzs)  # (steps * batch, 4H), step-major
-    x_all = xs.transpose(1, 0, 2).reshape(-1, D)
-    h_all = np.concatenate([step[0] for step in tape])
-    loss = float(-np.mean(np.log(np.sum(p * ys, axis=1))))
-    grads = [x_all.T @ dz, h_all.T @ dz, dz.sum(axis=0), *grads_dense]
-    for param, grad in zip(params, grads, strict=True):
-        param -= LR * grad
-    return loss
+def _flops(kind: str) -> float:
+    """The cell's matmuls over the steps, forward."""
+    return 2.0 * B * T * (D + H) * reference.GATES[kind] * H
 
 
 def _keras(kind: str = "lstm", variant: str = "plain") -> Any:
@@ -113,44 +60,48 @@ def _data(rng: np.random.Generator, variant: str = "plain") -> tuple[np.ndarray,
     return ids, ys
 
 
-def _check_step(params: list[np.ndarray], xs: np.ndarray, ys: np.ndarray) -> None:
+def _check_step(kind: str, params: list[np.ndarray], xs: np.ndarray, ys: np.ndarray) -> None:
     """One step from the same weights: the same loss and weights after it."""
-    model = _keras()
+    model = _keras(kind)
     model.set_weights(params)
     mine = [p.copy() for p in params]
-    want = numpy_sgd_step(mine, xs, ys)
+    want = reference.sgd_step(kind, mine, xs, ys, LR)
     got = float(model.train_on_batch(xs, ys))
     np.testing.assert_allclose(got, want, rtol=1e-4)
     for name, a, b in zip("W U b Wd bd".split(), model.get_weights(), mine, strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-6, err_msg=f"{kind} {name}")
 
 
 def cases(with_aotk: bool = True) -> list[Case]:
-    """The LSTM model's predict and SGD step, NumPy and aotk."""
+    """The LSTM and GRU models' predict and SGD step, NumPy and aotk."""
+    return [case for kind in ("lstm", "gru") for case in _cases(kind, with_aotk)]
+
+
+def _cases(kind: str, with_aotk: bool) -> list[Case]:
     rng = np.random.default_rng(0)
-    params = _params(rng)
+    params = reference.params(rng, kind, (D, H, CLASSES))
     xs, ys = _data(rng)
     stepped = [p.copy() for p in params]
     predict = train = None
     if with_aotk:
-        predict, train = _keras(), _keras()
+        predict, train = _keras(kind), _keras(kind)
         predict.set_weights(params)
         train.set_weights(params)
     return [
         Case(
-            "keras lstm predict b=32 t=50",
-            lambda: numpy_predict(params, xs),
+            f"keras {kind} predict b=32 t=50",
+            lambda: reference.predict(kind, params, xs),
             (lambda: predict.predict_on_batch(xs)) if predict is not None else None,
-            flops=FLOPS,
+            flops=_flops(kind),
             repeat=20,
         ),
         Case(
-            "keras lstm sgd step b=32 t=50",
-            lambda: numpy_sgd_step(stepped, xs, ys),
+            f"keras {kind} sgd step b=32 t=50",
+            lambda: reference.sgd_step(kind, stepped, xs, ys, LR),
             (lambda: train.train_on_batch(xs, ys)) if train is not None else None,
-            flops=3 * FLOPS,
+            flops=3 * _flops(kind),
             repeat=10,
-            check=lambda: _check_step(params, xs, ys),
+            check=lambda: _check_step(kind, params, xs, ys),
         ),
     ]
 
