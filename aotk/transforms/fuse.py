@@ -86,7 +86,8 @@ class MergeProducer(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: FusedOp, rewriter: PatternRewriter, /) -> None:
-        for producer in {v.owner for v in op.inputs if isinstance(v.owner, FusedOp)}:
+        # in operand order: a set of ops would go in the order of their addresses
+        for producer in dict.fromkeys(v.owner for v in op.inputs if isinstance(v.owner, FusedOp)):
             assert isinstance(producer, FusedOp)
             # no merging into a loop body: the producer would rerun every iteration
             if not _same_space(producer, op) or producer.parent_block() is not op.parent_block():
@@ -98,9 +99,10 @@ class MergeProducer(RewritePattern):
                 where = InsertPoint.before(producer)
             else:
                 continue
-            merged = _merge(producer, op, shared)
-            if _overlap_checks(merged) > MAX_OVERLAP_CHECKS:
+            inputs = len(producer.inputs) + sum(v.owner is not producer for v in op.inputs)
+            if _overlap_checks(len(op.results) + len(shared), inputs) > MAX_OVERLAP_CHECKS:
                 continue
+            merged = _merge(producer, op, shared)
             rewriter.insert(merged, where)
             n = len(op.results)
             rewriter.replace(op, [], list(merged.results[:n]))
@@ -109,10 +111,10 @@ class MergeProducer(RewritePattern):
             return
 
 
-def _overlap_checks(kernel: FusedOp) -> int:
-    """Run-time checks LLVM's vectorizer makes before the kernel's loop: each output against
-    each input and each other output (its buffers all come through one context)."""
-    outs, ins = len(kernel.results), len(kernel.inputs)
+def _overlap_checks(outs: int, ins: int) -> int:
+    """Run-time checks LLVM's vectorizer makes before the loop of a kernel of `outs`
+    results and `ins` inputs: each output against each input and each other output (its
+    buffers all come through one context)."""
     return outs * ins + outs * (outs - 1) // 2
 
 
@@ -138,8 +140,8 @@ def _same_space(a: FusedOp, b: FusedOp) -> bool:
 
 
 def _merge(producer: FusedOp, consumer: FusedOp, shared: Sequence[SSAValue]) -> FusedOp:
-    """The consumer's body after the producer's; yields the consumer's results, then the
-    producer's `shared` ones."""
+    """The consumer's body after the producer's (both moved: the two are replaced next);
+    yields the consumer's results, then the producer's `shared` ones."""
     inputs = list(producer.inputs) + [v for v in consumer.inputs if v.owner is not producer]
     block = _scalar_block(inputs)
     outer = dict(zip(inputs, block.args, strict=True))
@@ -156,14 +158,18 @@ def _merge(producer: FusedOp, consumer: FusedOp, shared: Sequence[SSAValue]) -> 
 
 
 def _inline_body(fused: FusedOp, args: list[SSAValue], into: Block) -> list[SSAValue]:
-    mapping: dict[SSAValue, SSAValue] = dict(zip(fused.body.block.args, args, strict=True))
-    for inner in fused.body.block.ops:
-        if isinstance(inner, YieldOp):
-            return [mapping[v] for v in inner.values]
-        clone = _scalar_clone(inner, mapping)
-        into.add_op(clone)
-        mapping[inner.results[0]] = clone.results[0]
-    raise AssertionError("aotk.fused body without aotk.yield")
+    """Move the ops of `fused`'s body to the end of `into`, its arguments replaced by
+    `args`; what it yields. `fused` is left for its caller to replace: moving, not
+    cloning, keeps fusing a long chain (each merge takes the bodies so far) cheap."""
+    body = fused.body.block
+    for arg, value in zip(body.args, args, strict=True):
+        arg.replace_all_uses_with(value)
+    *ops, end = list(body.ops)
+    assert isinstance(end, YieldOp), "aotk.fused body without aotk.yield"
+    for inner in ops:
+        inner.detach()
+        into.add_op(inner)
+    return list(end.values)
 
 
 class FoldConstantInputs(RewritePattern):
