@@ -94,9 +94,9 @@ def sgd_step(kind: str, ps: list[np.ndarray], xs: np.ndarray, ys: np.ndarray, lr
     return loss
 
 
-def _input_grads(xs: np.ndarray, dzs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """dW and db from each step's gradient of the input projection."""
-    dz = np.concatenate(dzs)  # (steps * batch, gates), step-major
+def _input_grads(xs: np.ndarray, dz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """dW and db from the gradient of the input projection, (steps * batch, gates) in
+    step-major order."""
     x_all = xs.transpose(1, 0, 2).reshape(len(dz), -1)
     return x_all.T @ dz, dz.sum(axis=0)
 
@@ -113,9 +113,9 @@ def _lstm_back(
         gates = [dc * g * i * (1 - i), dc * c_prev * f * (1 - f), dc * i * (1 - g * g)]
         dzs[t] = np.concatenate([*gates, dh * tc * o * (1 - o)], axis=1)
         dh, dc = dzs[t] @ u.T, dc * f
-    h_all = np.concatenate([step[0] for step in tape])
-    dw, db = _input_grads(xs, dzs)
-    return [dw, h_all.T @ np.concatenate(dzs), db]
+    h_all, dz = np.concatenate([step[0] for step in tape]), np.concatenate(dzs)
+    dw, db = _input_grads(xs, dz)
+    return [dw, h_all.T @ dz, db]
 
 
 def _gru_back(
@@ -136,5 +136,5 @@ def _gru_back(
     rh_all = np.concatenate([step[2] * step[0] for step in tape])
     dz = np.concatenate(dzs)
     du = np.concatenate([h_all.T @ dz[:, : 2 * units], rh_all.T @ dz[:, 2 * units :]], axis=1)
-    dw, db = _input_grads(xs, dzs)
+    dw, db = _input_grads(xs, dz)
     return [dw, du, db]

@@ -99,10 +99,10 @@ class MergeProducer(RewritePattern):
                 where = InsertPoint.before(producer)
             else:
                 continue
-            inputs = len(producer.inputs) + sum(v.owner is not producer for v in op.inputs)
-            if _overlap_checks(len(op.results) + len(shared), inputs) > MAX_OVERLAP_CHECKS:
+            inputs = _merged_inputs(producer, op)
+            if _overlap_checks(len(op.results) + len(shared), len(inputs)) > MAX_OVERLAP_CHECKS:
                 continue
-            merged = _merge(producer, op, shared)
+            merged = _merge(producer, op, shared, inputs)
             rewriter.insert(merged, where)
             n = len(op.results)
             rewriter.replace(op, [], list(merged.results[:n]))
@@ -139,10 +139,17 @@ def _same_space(a: FusedOp, b: FusedOp) -> bool:
     return len(shapes) == 1
 
 
-def _merge(producer: FusedOp, consumer: FusedOp, shared: Sequence[SSAValue]) -> FusedOp:
-    """The consumer's body after the producer's (both moved: the two are replaced next);
-    yields the consumer's results, then the producer's `shared` ones."""
-    inputs = list(producer.inputs) + [v for v in consumer.inputs if v.owner is not producer]
+def _merged_inputs(producer: FusedOp, consumer: FusedOp) -> list[SSAValue]:
+    """The inputs of the two kernels merged: the producer's, then the consumer's others."""
+    return list(producer.inputs) + [v for v in consumer.inputs if v.owner is not producer]
+
+
+def _merge(
+    producer: FusedOp, consumer: FusedOp, shared: Sequence[SSAValue], inputs: list[SSAValue]
+) -> FusedOp:
+    """The consumer's body after the producer's (both moved: the two are replaced next),
+    reading `inputs` (`_merged_inputs`); yields the consumer's results, then the
+    producer's `shared` ones."""
     block = _scalar_block(inputs)
     outer = dict(zip(inputs, block.args, strict=True))
     produced = _inline_body(producer, [outer[v] for v in producer.inputs], block)

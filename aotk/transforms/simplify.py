@@ -85,20 +85,13 @@ class FoldNoOpCast(RewritePattern):
         _forward(rewriter, op, op.x)
 
 
-class DropStopGradient(RewritePattern):
-    """stop_gradient(x) -> x: after autodiff it is the identity."""
+class DropIdentities(RewritePattern):
+    """stop_gradient(x) -> x (after autodiff it is the identity); same_shape(x, like) -> x
+    (the call checked the shapes before any code runs)."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: StopGradientOp, rewriter: PatternRewriter, /) -> None:
-        _forward(rewriter, op, op.x)
-
-
-class DropSameShape(RewritePattern):
-    """same_shape(x, like) -> x: the call checked the shapes before any code ran."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: SameShapeOp, rewriter: PatternRewriter, /) -> None:
-        _forward(rewriter, op, op.x)
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if isinstance(op, StopGradientOp | SameShapeOp):
+            _forward(rewriter, op, op.x)
 
 
 class FoldReshapeChain(RewritePattern):
@@ -180,8 +173,7 @@ class AotkSimplifyPass(ModulePass):
             FoldMulOne(),
             FoldDoubleNeg(),
             FoldNoOpCast(),
-            DropStopGradient(),
-            DropSameShape(),
+            DropIdentities(),
             FoldReshapeChain(),
             FoldIdentityTranspose(),
             FoldTransposeChain(),
