@@ -45,22 +45,30 @@ def gradients(loss: KTensor, variables: Sequence[Any]) -> list[KTensor | None]:
 
 
 def _backward(loss: KTensor, wanted: set[SSAValue]) -> dict[SSAValue, KTensor]:
-    ops = _path_ops(list(trace.graph().block.ops), loss.value, wanted)
+    ops = list(trace.graph().block.ops)
     seed = trace.emit(ew.ConstantOp, where=WHERE, value=1.0, dtype=loss.dtype)
-    return backprop(ops, {loss.value: seed})
+    return backprop(ops, {loss.value: seed}, wanted)
 
 
-def backprop(ops: list[Operation], grads: dict[SSAValue, KTensor]) -> dict[SSAValue, KTensor]:
-    """Apply the ops' gradient rules in reverse, starting from the cotangents in `grads`."""
-    for op in reversed(ops):
+def backprop(
+    ops: list[Operation], grads: dict[SSAValue, KTensor], sources: set[SSAValue]
+) -> dict[SSAValue, KTensor]:
+    """Apply, in reverse, the gradient rules of the ops of `ops` on a path from a value of
+    `sources` to one with a cotangent in `grads`; return `grads` with the cotangents of
+    `sources` (and of the values on those paths) added."""
+    reaches = _reaching(ops, sources)
+    for op in reversed(_path_ops(ops, list(grads), reaches)):
         gs = [grads.get(r) for r in op.results]
         if any(g is not None for g in gs):
-            for v, c in _cotangents(op, gs):
-                lib.accumulate(grads, v, c)
+            for v, c in _cotangents(op, gs, reaches):
+                if v in reaches:
+                    lib.accumulate(grads, v, c)
     return grads
 
 
-def _cotangents(op: Operation, gs: list[KTensor | None]) -> list[tuple[SSAValue, KTensor]]:
+def _cotangents(
+    op: Operation, gs: list[KTensor | None], reaches: set[SSAValue]
+) -> list[tuple[SSAValue, KTensor]]:
     """What `op` contributes to the cotangents of the values it uses (an operand used
     twice, as in `x * x`, contributes twice)."""
     opdef = lookup(op)  # type: ignore[arg-type]
@@ -69,21 +77,28 @@ def _cotangents(op: Operation, gs: list[KTensor | None]) -> list[tuple[SSAValue,
             f"{WHERE}: {op.name} has no gradient, but the loss depends on it through its inputs"
         )
     if opdef.kind is Kind.REGION:
-        return list(opdef.grad(op, gs, backprop).items())
+        return list(opdef.grad(op, gs, backprop, reaches).items())
     assert isinstance(op, AotkOp)
     inputs = [KTensor(v) for v in op.operands]
     contributions = opdef.grad(gs[0], KTensor(op.results[0]), *inputs, **op.attrs())
     return [(v, c) for v, c in zip(op.operands, contributions, strict=True) if c is not None]
 
 
-def _path_ops(ops: list[Operation], loss: SSAValue, wanted: set[SSAValue]) -> list[Operation]:
-    """The ops (of `ops`, in order) on some path from a wanted value to the loss."""
-    reaches: set[SSAValue] = set(wanted)
+def _reaching(ops: list[Operation], sources: set[SSAValue]) -> set[SSAValue]:
+    """`sources` and the values of `ops` that depend on one of them."""
+    reaches: set[SSAValue] = set(sources)
     for op in ops:
         if any(v in reaches for v in trace.used_values(op)):
             reaches.update(op.results)
+    return reaches
+
+
+def _path_ops(
+    ops: list[Operation], targets: list[SSAValue], reaches: set[SSAValue]
+) -> list[Operation]:
+    """The ops (of `ops`, in order) on some path from a value of `reaches` to a target."""
     needed: set[Operation] = set()
-    stack = [loss]
+    stack = list(targets)
     while stack:
         v = stack.pop()
         owner = v.owner

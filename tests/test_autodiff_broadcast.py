@@ -100,3 +100,60 @@ def test_the_check_leaves_nothing_in_compiled_code() -> None:
     pipeline.lower(module, stop_after="graph")
     assert traced == 2
     assert not any(isinstance(op, SameShapeOp) for op in module.walk())
+
+
+def _masked_rnn() -> tuple[list, object, object]:
+    """x (None, 5, 4) and a mask m (None, 4) that every step multiplies the state by; W a
+    variable. Returns the placeholders, W and the loss sum(outputs)."""
+    x, m = K.placeholder((None, 5, 4)), K.placeholder((None, 4))
+    w = K.variable(RNG.standard_normal((4, 4)) * 0.3)
+
+    def step(inp, states):
+        h = K.tanh(K.dot(inp, w) + states[0] * m)
+        return h, [h]
+
+    _, outputs, _ = K.rnn(step, x, [K.zeros_like(x[:, 0, :])])
+    return [x, m], w, K.sum(outputs)
+
+
+def _masked_rnn_loss(x: np.ndarray, m: np.ndarray, w: np.ndarray) -> float:
+    h, total = np.zeros((len(x), 4)), 0.0
+    for t in range(x.shape[1]):
+        h = np.tanh(x[:, t] @ w + h * m)
+        total += h.sum()
+    return total
+
+
+def _central_difference(f, at: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    grad = np.zeros_like(at)
+    for i in np.ndindex(at.shape):
+        step = np.zeros_like(at)
+        step[i] = eps
+        grad[i] = (f(at + step) - f(at - step)) / (2 * eps)
+    return grad
+
+
+def test_a_scan_computes_the_gradients_asked_for_past_a_broadcast_it_was_not_asked_for() -> None:
+    """A mask of 1 row against 19 rows of steps broadcasts in the forward pass. Its
+    gradient would need a sum over the unknown dim, but only W's and x's are asked for:
+    the backward scan carries no cotangent for the mask, so nothing refuses the call."""
+    (x, m), w, loss = _masked_rnn()
+    grads = K.gradients(loss, [w, x])
+    xv, mv = RNG.standard_normal((19, 5, 4)), RNG.standard_normal((1, 4))
+    wv = K.get_value(w)
+    want_w = _central_difference(lambda v: _masked_rnn_loss(xv, mv, v), wv)
+    want_x = _central_difference(lambda v: _masked_rnn_loss(v, mv, wv), xv)
+    for got_w, got_x in _both([x, m], grads, [xv, mv]):
+        np.testing.assert_allclose(got_w, want_w, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(got_x, want_x, rtol=1e-6, atol=1e-7)
+
+
+def test_a_scan_refuses_the_gradient_of_a_broadcast_asked_for() -> None:
+    (x, m), w, loss = _masked_rnn()
+    f = K.function([x, m], K.gradients(loss, [w, m]))
+    xv = RNG.standard_normal((19, 5, 4))
+    with pytest.raises(ValueError, match=r"\(19, 4\) for an operand of shape \(1, 4\).*axis 0"):
+        f([xv, RNG.standard_normal((1, 4))])
+    mv = RNG.standard_normal((19, 4))
+    want_m = _central_difference(lambda v: _masked_rnn_loss(xv, v, K.get_value(w)), mv)
+    np.testing.assert_allclose(f([xv, mv])[1], want_m, rtol=1e-6, atol=1e-7)

@@ -44,9 +44,9 @@ class OpDef:
     A `Kind.REGION` op's rules see the op and recurse into its body through the callback
     their caller passes: `infer(op, operand_shapes, body_shapes) -> result shapes`,
     `numpy(op, operand_arrays, run_body) -> result arrays`,
-    `grad(op, result_cotangents, backprop) -> {value: cotangent}` (outer values its body
-    uses included) and `lower(lowering, op, output_targets)`, where `lowering` is a
-    `BodyLowering`.
+    `grad(op, result_cotangents, backprop, wanted) -> {value: cotangent}` (for the values
+    of the set `wanted` among its operands and the outer values its body uses) and
+    `lower(lowering, op, output_targets)`, where `lowering` is a `BodyLowering`.
     """
 
     ir: type[IRDLOperation]

@@ -168,10 +168,10 @@ def _numpy(op: ScanOp, values: list[np.ndarray], run_body: Callable) -> list[np.
     return [*carries, *stacked]
 
 
-def _grad(op: ScanOp, cotangents: list, backprop: Callable) -> dict:
+def _grad(op: ScanOp, cotangents: list, backprop: Callable, wanted: set) -> dict:
     from aotk.dialect.scan_bptt import scan_vjp
 
-    return scan_vjp(op, cotangents, backprop)
+    return scan_vjp(op, cotangents, backprop, wanted)
 
 
 def _lower(low: BodyLowering, op: ScanOp, targets: dict[SSAValue, Buf]) -> None:

@@ -5,9 +5,9 @@ contraction (matmul) of the body. The backward scan runs over the steps in rever
 reversed sequences): each iteration rebuilds its step's forward body from the saved
 state, applies the body ops' gradient rules, passes the state cotangent back and
 accumulates the cotangents of loop invariants (weights). In the rebuilt body, the
-contractions' results are the saved ones: their recomputation is left unused, so dce
-removes it and only the cheap elementwise ops run again. The backward graph is a loop
-too: it does not grow with the number of steps.
+contractions' results are the saved ones: their recomputation is left unused and erased,
+and only the cheap elementwise ops run again. Only the values the gradient needs get a
+cotangent. The backward graph is a loop too: it does not grow with the number of steps.
 """
 
 from __future__ import annotations
@@ -26,17 +26,24 @@ from aotk.dialect.registry import Kind, kind_of
 from aotk.dialect.scan import ScanOp, result_types
 from aotk.dialect.trace import KTensor
 
-Backprop = Callable[[list[Operation], dict[SSAValue, KTensor]], dict[SSAValue, KTensor]]
+Backprop = Callable[
+    [list[Operation], dict[SSAValue, KTensor], set[SSAValue]], dict[SSAValue, KTensor]
+]
 
 
 def scan_vjp(
-    op: ScanOp, g_results: list[KTensor | None], backprop: Backprop
+    op: ScanOp, g_results: list[KTensor | None], backprop: Backprop, wanted: set[SSAValue]
 ) -> dict[SSAValue, KTensor]:
-    """Cotangents of the scan's operands and of the outer values its body uses; `backprop`
-    applies the body ops' rules (autodiff's walker)."""
+    """Cotangents of the scan's inits, and of those of its sequences and of the outer
+    values its body uses that are `wanted`; `backprop` applies the body ops' rules
+    (autodiff's walker). Only wanted values get a carry or an output: a value asked of
+    no one would cost a carry, and its rules may refuse shapes the call is free to use."""
     n_c = op.num_carries
     block = op.body.block
-    outer = [v for v in trace.used_values(op) if v not in op.operands and _is_float(v)]
+    outer = [
+        v for v in trace.used_values(op) if v not in op.operands and _is_float(v) and v in wanted
+    ]
+    wanted_seqs = [i for i, v in enumerate(op.sequences) if _is_float(v) and v in wanted]
     results = [KTensor(r) for r in op.results]
     g = [
         gr if gr is not None else lib.zeros_like(r)
@@ -67,21 +74,23 @@ def scan_vjp(
         grads: dict[SSAValue, KTensor] = {}
         for v, c in zip(yielded, [*g_state, *g_out_t], strict=True):
             lib.accumulate(grads, v, KTensor(c))
-        grads = backprop(_body_ops(bwd), grads)
+        sources = {*states, *(xs[i] for i in wanted_seqs), *outer}
+        grads = backprop(_body_ops(bwd), grads, sources)
         for v, step in zip(kept, product_t, strict=True):
             mapping[v].replace_all_uses_with(step)  # the recomputation is now dead
         new_state = [_or_zeros(grads.get(s), s) for s in states]
         new_outer = [
             _add(KTensor(acc), grads.get(v)) for acc, v in zip(g_outer, outer, strict=True)
         ]
-        g_x = [_or_zeros(grads.get(x), x) for x in xs]
+        g_x = [_or_zeros(grads.get(xs[i]), xs[i]) for i in wanted_seqs]
         bwd.add_op(YieldOp(*(t.value for t in [*new_state, *new_outer, *g_x])))
+        trace.erase_dead_ops(bwd)  # the recomputed contractions, cotangents not wanted
     back = ScanOp.create(
         operands=[t.value for t in [*seq_inputs, *carries]],
         result_types=result_types(
             [t.type for t in seq_inputs],  # type: ignore[misc]
             [c.type for c in carries],  # type: ignore[misc]
-            [tensor(elem_of(x.type), shape_of(x.type)) for x in xs],
+            [tensor(elem_of(xs[i].type), shape_of(xs[i].type)) for i in wanted_seqs],
         ),
         properties={"n_seq": IntegerAttr(len(seq_inputs), i64)},
         regions=[_region(bwd)],
@@ -93,9 +102,8 @@ def scan_vjp(
         cotangents[v] = c
     for v, c in zip(outer, out[n_c : n_c + len(outer)], strict=True):
         cotangents[v] = c
-    for v, c in zip(op.sequences, out[n_c + len(outer) :], strict=True):
-        if _is_float(v):
-            cotangents[v] = c[::-1]
+    for i, c in zip(wanted_seqs, out[n_c + len(outer) :], strict=True):
+        cotangents[op.sequences[i]] = c[::-1]
     return cotangents
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
 from aotk import dtypes
 from aotk.dialect import metadata
@@ -258,6 +259,15 @@ def used_values(op: Operation) -> list[SSAValue]:
         for a in b.args
     )
     return [v for nested in op.walk() for v in nested.operands if v not in inner]
+
+
+def erase_dead_ops(block: Block) -> None:
+    """Erase the ops of `block` whose results nothing reads and that have no effect,
+    last first (so that the ops feeding them are unread in turn)."""
+    for op in reversed(list(block.ops)):
+        if is_trivially_dead(op):
+            op.detach()
+            op.erase()
 
 
 def _used_args(ops: list[Operation], outputs: Sequence[KTensor]) -> list[BlockArgument]:

@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from aotk.dialect import trace
 from aotk.dialect.arithmetic import AddOp
 from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.elementwise import is_zero_fill
@@ -42,7 +43,7 @@ from aotk.dialect.reduce import ReduceSumOp
 from aotk.dialect.scan import ScanOp, result_types
 from aotk.dialect.shape import ConcatOp, ReshapeOp
 from aotk.transforms.hoist_scan_matmuls import drop_unread_sequences
-from aotk.transforms.scan_dead_carries import dead_carries, erase_dead_ops
+from aotk.transforms.scan_dead_carries import dead_carries
 
 Term = tuple[SSAValue, SSAValue | None]  # lhs^T @ rhs a step; rhs None: the sum of lhs's rows
 
@@ -154,7 +155,7 @@ def _rebuild(scan: ScanOp, found: list[_Accumulation], unread: list[int], dead: 
     stacked = _Stacked(scan, _body_steps(found))
     new_values = [end.values[i] for i in carries] + outputs + list(stacked.new)
     end.operands = new_values
-    erase_dead_ops(block)  # the hoisted sums' adds and terms, what fed the dead carries
+    trace.erase_dead_ops(block)  # the hoisted sums' adds and terms, what fed the dead carries
     for i in sorted(hoisted | dead, reverse=True):
         block.erase_arg(block.args[scan.num_seq + i])
     inits = [scan.inits[i] for i in carries]

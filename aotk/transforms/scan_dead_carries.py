@@ -1,16 +1,16 @@
 """Carries of a scan that nothing needs: their final value is not read, and no value the
 loop does need is computed from them.
 
-Backpropagation through time accumulates a cotangent for every float value the steps
-read from outside, asked for or not: a dropout mask's gradient costs a matmul and an
-add a step when only the weights' gradients are wanted. Such a carry can go with the
-ops that compute its new value (`aotk-scan-accumulations` rebuilds the scan without it).
+A scan written by hand, or one of merged scans, may carry a value nobody reads (K.gradients
+itself gives a backward scan carries only for the values asked for). Such a carry can go
+with the ops that compute its new value (`aotk-scan-accumulations` rebuilds the scan
+without it).
 """
 
 from __future__ import annotations
 
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.transforms.dead_code_elimination import is_trivially_dead, would_be_trivially_dead
+from xdsl.transforms.dead_code_elimination import would_be_trivially_dead
 
 from aotk.dialect import trace
 from aotk.dialect.fused import YieldOp
@@ -53,12 +53,3 @@ def _depends_on(values: list[SSAValue], block: Block) -> set[SSAValue]:
 
 def _has_effects(op: Operation) -> bool:
     return not isinstance(op, YieldOp) and not would_be_trivially_dead(op)
-
-
-def erase_dead_ops(block: Block) -> None:
-    """Erase the ops of `block` whose results nothing reads and that have no effect,
-    last first (so that the ops feeding them are unread in turn)."""
-    for op in reversed(list(block.ops)):
-        if is_trivially_dead(op):
-            op.detach()
-            op.erase()
