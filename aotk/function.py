@@ -207,8 +207,13 @@ class Function:
         """Tell the lowering which outputs are variables, written after everything else."""
         if not self._updated:
             return
-        if len({id(v) for v in self._updated}) != len(self._updated):
-            raise ValueError(f"{self.where}: a variable is updated twice")
+        seen: set[int] = set()
+        for var in self._updated:
+            if id(var) in seen:
+                raise ValueError(
+                    f"{self.where}: variable '{_name(var)}' is updated twice, to different values"
+                )
+            seen.add(id(var))
         pairs: list[int] = []
         for j, var in enumerate(self._updated):
             arg = n_inputs + self.captures.index(var) if var in self.captures else -1

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from xdsl.ir import SSAValue
+
 from aotk import function as _function
 from aotk.backend.session import reset_uids
 from aotk.backend.training import KUpdate, make_update
@@ -21,19 +23,20 @@ def function(
 
 
 def _updates(updates: Any) -> list[KUpdate]:
-    """K.update results and (variable, new value) pairs, as KUpdates."""
-    out: list[KUpdate] = []
+    """K.update results and (variable, new value) pairs, as KUpdates; an update given again
+    (a variable and the same value) counts once, as Keras lists a shared layer's updates
+    once for each model that wraps it."""
+    out: dict[tuple[SSAValue, SSAValue], KUpdate] = {}
     for i, u in enumerate(updates or []):
-        if isinstance(u, KUpdate):
-            out.append(u)
-        elif isinstance(u, tuple | list) and len(u) == 2:
-            out.append(make_update(u[0], u[1], "K.function"))
-        else:
+        if isinstance(u, tuple | list) and len(u) == 2:
+            u = make_update(u[0], u[1], "K.function")
+        elif not isinstance(u, KUpdate):
             raise TypeError(
                 f"K.function: updates[{i}] must be a K.update result or a (variable, value) pair, "
                 f"got {u!r}"
             )
-    return out
+        out.setdefault((u.variable.value, u.value.value), u)
+    return list(out.values())
 
 
 def clear_session() -> None:

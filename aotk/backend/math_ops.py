@@ -134,7 +134,8 @@ def minimum(x: Any, y: Any) -> KTensor:
 
 
 def clip(x: Any, min_value: Any, max_value: Any) -> KTensor:
-    """Clip to [min_value, max_value]; a max below the min clips everything to the min."""
+    """Clip to [min_value, max_value]; a max below the min clips everything to the min, and
+    a bound of None does not clip (Keras's losses pass `K.clip(x, K.epsilon(), None)`)."""
     t = as_tensor(x, where="K.clip")
     if (
         isinstance(min_value, int | float)
@@ -142,7 +143,11 @@ def clip(x: Any, min_value: Any, max_value: Any) -> KTensor:
         and max_value < min_value
     ):
         max_value = min_value
-    return minimum(maximum(t, min_value), max_value)
+    if min_value is not None:
+        t = maximum(t, min_value)
+    if max_value is not None:
+        t = minimum(t, max_value)
+    return t
 
 
 def equal(x: Any, y: Any) -> KTensor:

@@ -116,7 +116,7 @@ def test_update_errors():
         K.update(v, K.placeholder(shape=(3, 2)))
     with pytest.raises(TypeError, match=r"K\.update: the target must be a variable"):
         K.update(K.placeholder(shape=(2, 3)), v)
-    with pytest.raises(ValueError, match="updated twice"):
+    with pytest.raises(ValueError, match="updated twice, to different values"):
         K.function([], [v * 1.0], updates=[K.update(v, v * 2.0), K.update(v, v * 3.0)])
     with pytest.raises(TypeError, match=r"updates\[0\] must be"):
         K.function([], [v * 1.0], updates=[v])

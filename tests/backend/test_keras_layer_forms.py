@@ -1,0 +1,113 @@
+"""Backend calls in the forms Keras 2.3's own layers and losses make (found by running its
+layer, loss and model test suites on aotk): a reshape that keeps a dynamic axis and
+infers another, a clip bounded on one side, a shared layer's updates listed twice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aotk import backend as K
+from aotk import interp
+from aotk.dialect import trace
+from aotk.dialect.data import ViewOp
+
+RNG = np.random.default_rng(11)
+
+
+def _compiled_and_interpreted(inputs: list, outputs: list, values: list) -> list[list]:
+    module, captures = trace.extract(inputs, outputs)
+    interpreted = interp.run_module(module, [*values, *(c.storage for c in captures)])
+    return [list(K.function(inputs, outputs)(values)), list(interpreted)]
+
+
+def test_a_reshape_keeps_a_dynamic_axis_and_infers_one_over_the_others() -> None:
+    """Keras's Reshape((-1, 1)) on (None, None, 4) passes (K.shape(x)[0], -1, 1): two
+    dims unknown while tracing, each a product of x's dims: a view, no copy."""
+    x = K.placeholder((None, None, 4))
+    b, t = K.shape(x)[0], K.shape(x)[1]
+    outs = [
+        K.reshape(x, (b, -1, 1)),
+        K.reshape(x, (b, t, 2, 2)),
+        K.reshape(x, (-1, t)),
+        K.reshape(x, (t, -1, 2)),
+    ]
+    assert [K.int_shape(o) for o in outs] == [
+        (None, None, 1),
+        (None, None, 2, 2),
+        (None, None),
+        (None, None, 2),
+    ]
+    assert all(isinstance(o.value.owner, ViewOp) for o in outs)
+    for shape in [(2, 6, 4), (3, 1, 4), (0, 5, 4)]:
+        v = RNG.standard_normal(shape).astype(np.float32)
+        n, s = shape[:2]
+        want = [
+            v.reshape(shape) for shape in [(n, 4 * s, 1), (n, s, 2, 2), (4 * n, s), (s, 2 * n, 2)]
+        ]
+        for got in _compiled_and_interpreted([x], outs, [v]):
+            for g, w in zip(got, want, strict=True):
+                assert g.shape == w.shape
+                np.testing.assert_array_equal(g, w)
+
+
+def test_the_gradient_flows_back_through_such_a_reshape(float64) -> None:
+    x = K.placeholder((None, None, 4))
+    w = K.variable(RNG.standard_normal((1, 3)))
+    y = K.dot(K.reshape(x, (K.shape(x)[0], -1, 1)), w)  # (n, 4t, 3)
+    (grad,) = K.gradients(K.sum(K.tanh(y)), [x])
+    v = RNG.standard_normal((2, 3, 4))
+    wv = K.get_value(w)
+    flat = v.reshape(2, -1, 1)
+    want = ((1 - np.tanh(flat @ wv) ** 2) @ wv.T).reshape(v.shape)
+    for (got,) in _compiled_and_interpreted([x], [grad], [v]):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_reshape_that_cannot_be_a_view_says_why() -> None:
+    x = K.placeholder((None, None, 4))
+    b, t = K.shape(x)[0], K.shape(x)[1]
+    with pytest.raises(ValueError, match=r"shape \(K.shape\(x\)\[0\], K.shape\(x\)\[0\], 4\) "):
+        K.reshape(x, (b, b, 4))
+    with pytest.raises(ValueError, match=r"4 elements a row\) do not divide by the shape's \(3\)"):
+        K.reshape(x, (b, -1, 3))
+    z = K.placeholder((None, None, None))
+    with pytest.raises(ValueError, match=r"leaves no dim for x's dynamic axis 2: write -1 or"):
+        K.reshape(z, (K.shape(z)[0], K.shape(z)[1]))
+    with pytest.raises(ValueError, match=r"does not fit shape \(K.shape\(x\)\[0\], K.shape"):
+        K.reshape(x, (b, t, 3))
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "expect"),
+    [
+        (1e-7, None, lambda v: np.maximum(v, 1e-7)),
+        (None, 0.5, lambda v: np.minimum(v, 0.5)),
+        (None, None, lambda v: v),
+        (0.5, -1.0, lambda v: np.full_like(v, 0.5)),  # a max below the min: the min
+    ],
+)
+def test_clip_with_a_bound_of_none_clips_on_the_other_side_only(low, high, expect) -> None:
+    """Keras's MSLE and MAPE losses call K.clip(x, K.epsilon(), None)."""
+    x = K.placeholder((None, 3))
+    v = RNG.standard_normal((4, 3)).astype(np.float32)
+    for (got,) in _compiled_and_interpreted([x], [K.clip(x, low, high)], [v]):
+        np.testing.assert_array_equal(got, expect(v).astype(np.float32))
+
+
+def test_an_update_listed_twice_is_applied_once() -> None:
+    """A BatchNormalization shared by a model and a model wrapping it lists its moving
+    averages' updates once for each: the same variable and the same new value."""
+    v = K.variable(np.ones(3, np.float32))
+    x = K.placeholder((3,))
+    step = K.update(v, v * 2.0 + x)
+    f = K.function([x], [v * 1.0], updates=[step, step, (v, step.value)])
+    (before,) = f([np.ones(3, np.float32)])
+    np.testing.assert_array_equal(before, [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(K.get_value(v), [3.0, 3.0, 3.0])  # 2 * 1 + 1, once
+
+
+def test_two_different_new_values_for_one_variable_are_refused_by_name() -> None:
+    v = K.variable(np.ones(3, np.float32), name="moving_mean")
+    with pytest.raises(ValueError, match=r"variable 'moving_mean.*' is updated twice, to diff"):
+        K.function([], [v * 1.0], updates=[K.update(v, v * 2.0), K.update(v, v * 3.0)])
