@@ -84,9 +84,10 @@ def _lower(
         for j, v in enumerate(yielded.values[:n_c])
         if j not in in_place and v is not block.args[op.num_seq + j]  # else in the carry
     }
-    plan = _Plan(
-        seqs, carries, body_bufs, staging, [body_bufs[v] for v in yielded.values[n_c:]], packs
-    )
+    # a step output may be a value from outside (a loop-invariant matmul hoisted out of
+    # the body): each step copies it into its row
+    step_outs = [body_bufs.get(v) or low.bufs[v] for v in yielded.values[n_c:]]
+    plan = _Plan(seqs, carries, body_bufs, staging, step_outs, packs)
 
     results = list(op.results)
     for r, c in zip(results[:n_c], carries, strict=True):  # no target: the carry's buffer

@@ -283,3 +283,39 @@ def test_compile_cache_and_time_independent_of_length():
         out = f([RNG.standard_normal((2, steps, D)), np.zeros((2, H))])[0]
         assert out.shape == (2, H)
     assert function.COMPILE_COUNT - before == 1  # same graph: compiled once
+
+
+def test_constants_of_a_step_give_their_gradients_and_a_loop_invariant_output():
+    """A Keras RNN cell with `constants`: c @ wc is the same every step, so its matmul
+    leaves the loop, and the scan that saves each step's products for the gradient (and a
+    step that outputs it as it is) then yields a value from outside its body."""
+    wxv, whv = _weights()
+    wcv = RNG.standard_normal((3, H)) * 0.4
+    wx, wh, wc = K.variable(wxv), K.variable(whv), K.variable(wcv)
+    x, c = K.placeholder(shape=(None, None, D)), K.placeholder(shape=(None, 3))
+
+    def step(x_t, states):
+        h = K.tanh(K.dot(x_t, wx) + K.dot(states[0], wh) + K.dot(states[1], wc))
+        return h, [h]
+
+    last, _, _ = K.rnn(step, x, [K.zeros_like(K.dot(x[:, 0], wx))], constants=[c])
+    _, same, _ = K.rnn(lambda x_t, s: (K.dot(s[1], wc), s[:1]), x, [x[:, 0]], constants=[c])
+    loss = K.sum(last * last)
+    outputs = [same, *K.gradients(loss, [wx, wh, wc])]
+    xs, cs = RNG.standard_normal((2, 4, D)), RNG.standard_normal((2, 3))
+
+    def np_loss(wx_, wh_, wc_):
+        h = np.zeros((2, H))
+        for t in range(xs.shape[1]):
+            h = np.tanh(xs[:, t] @ wx_ + h @ wh_ + cs @ wc_)
+        return float(np.sum(h * h))
+
+    numeric = [
+        _finite_difference(lambda w: np_loss(w, whv, wcv), wxv),
+        _finite_difference(lambda w: np_loss(wxv, w, wcv), whv),
+        _finite_difference(lambda w: np_loss(wxv, whv, w), wcv),
+    ]
+    compiled = K.function([x, c], outputs)([xs, cs])
+    np.testing.assert_allclose(compiled[0], np.repeat((cs @ wcv)[:, None], 4, axis=1), rtol=1e-12)
+    for got, want in zip(compiled[1:], numeric, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
