@@ -121,7 +121,16 @@ def rnn(
     final, (outputs,) = scan(body, seqs, states + out_init)
     final_states = final[: len(states)]
     batch_major = _time_major(outputs)
-    return outputs[-1], batch_major, final_states
+    return _mark_phase(outputs[-1]), batch_major, final_states
+
+
+def _mark_phase(last: KTensor) -> KTensor:
+    """Mark the last output as using the learning phase when it does (a cell's dropout):
+    Keras's RNN layer reads that to feed the phase."""
+    phase = trace.graph().learning_phase
+    if phase is not None and trace.depends_on(last.value, phase.value):
+        last._uses_learning_phase = True
+    return last
 
 
 def _step(
@@ -172,7 +181,7 @@ def _unrolled(
     for t in steps:
         carries, (output,) = _step(fn, [s[t] for s in seqs], carries, consts, masked)
         outputs.append(output)
-    return outputs[-1], stack(outputs, axis=1), carries[: len(states)]
+    return _mark_phase(outputs[-1]), stack(outputs, axis=1), carries[: len(states)]
 
 
 def map_fn(

@@ -8,8 +8,9 @@ from typing import Any
 
 from aotk.backend.config import check_data_format
 from aotk.backend.math_ops import add
+from aotk.backend.reshape_ops import reshape
 from aotk.backend.sparse import KSparseTensor, concatenate_sparse, densify
-from aotk.backend.static_eval import dim_of, static_int, static_ints
+from aotk.backend.static_eval import static_int
 from aotk.backend.tensors import as_tensor
 from aotk.dialect import data, gather, linalg, trace
 from aotk.dialect import shape as sh
@@ -90,98 +91,6 @@ def permute_dimensions(x: Any, pattern: Sequence[int]) -> KTensor:
     t = as_tensor(x, where="K.permute_dimensions")
     return trace.emit(
         sh.TransposeOp, t, where="K.permute_dimensions", perm=tuple(int(p) for p in pattern)
-    )
-
-
-def reshape(x: Any, shape: Any) -> KTensor:
-    """Same elements, new shape; one dim may be -1 (or None).
-
-    Dims may be scalar tensors, as Keras's Reshape layer passes `K.shape(x)[0]`: one known
-    while tracing counts as its int, `K.shape(x)[i]` of a dynamic axis keeps that axis."""
-    t = as_tensor(x, where="K.reshape")
-    if isinstance(shape, int):
-        shape = (shape,)
-    if isinstance(shape, KTensor):
-        known = static_ints(shape)
-        if known is None or None in known:
-            raise TypeError(
-                "K.reshape: the shape must be ints, scalar tensors, or a tensor known while "
-                f"tracing; got {shape!r}; pass a tuple with -1 for the unknown dim"
-            )
-        shape = known
-    dims = [_reshape_dim(t, d) for d in shape]
-    kept = {d[0] for d in dims if isinstance(d, tuple)}
-    if kept and -1 in dims and kept == _dynamic_axes(t):  # then the -1 is static
-        dims[dims.index(-1)] = _static_rest(t, dims)
-    if sum(1 for d in dims if d == -1 or isinstance(d, tuple)) > 1:
-        return _reshape_view(t, dims)
-    final = tuple(-1 if isinstance(d, tuple) else d for d in dims)
-    return trace.emit(sh.ReshapeOp, t, where="K.reshape", shape=final)
-
-
-def _reshape_dim(t: KTensor, d: Any) -> int | tuple[int]:
-    """An int (-1: infer), or (axis,) for "the size of t's dynamic axis"."""
-    if d is None:
-        return -1
-    if not isinstance(d, KTensor):
-        return int(d)
-    known = static_int(d)
-    if known is not None:
-        return known
-    origin = dim_of(d)
-    if origin is not None and origin[0] is t.value:
-        return (origin[1],)
-    raise TypeError(f"K.reshape: a dim must be an int or a dim of x known by K.shape, got {d!r}")
-
-
-def _dynamic_axes(t: KTensor) -> set[int]:
-    return {a for a, d in enumerate(t.shape) if d is None}
-
-
-def _static_rest(t: KTensor, dims: list[Any]) -> int:
-    """What x's static dims leave for the -1 once the shape's static dims are taken."""
-    total = math.prod(d for d in t.shape if d is not None)
-    known = math.prod(d for d in dims if isinstance(d, int) and d != -1)
-    if known == 0 or total % known:
-        raise ValueError(
-            f"K.reshape: x {t.shape} does not fit shape {_fmt(dims)}: the static dims of x "
-            f"({total} elements a row) do not divide by the shape's ({known})"
-        )
-    return total // known
-
-
-def _fmt(dims: list[Any]) -> str:
-    """A reshape target as written: K.shape(x)[i] for a kept dynamic axis."""
-    return (
-        "("
-        + ", ".join(f"K.shape(x)[{d[0]}]" if isinstance(d, tuple) else str(d) for d in dims)
-        + ")"
-    )
-
-
-def _reshape_view(t: KTensor, dims: list[Any]) -> KTensor:
-    """Several dims unknown while tracing: each K.shape(x)[i] is axis i's size and the -1
-    x's other dynamic axes times the static size left (an `aotk.view`, no copy)."""
-    kept = [d[0] for d in dims if isinstance(d, tuple)]
-    if len(set(kept)) != len(kept):
-        raise ValueError(f"K.reshape: shape {_fmt(dims)} takes a dim of x twice")
-    result_dim = {d[0]: i for i, d in enumerate(dims) if isinstance(d, tuple)}
-    free = dims.index(-1) if -1 in dims else None
-    sources = []
-    for a, size in enumerate(t.shape):
-        if a not in result_dim and size is None and free is None:
-            raise ValueError(
-                f"K.reshape: shape {_fmt(dims)} of x {t.shape} leaves no dim for x's "
-                f"dynamic axis {a}: write -1 or K.shape(x)[{a}] for it"
-            )
-        sources.append(result_dim.get(a, free if size is None else -1))
-    factors = [d if isinstance(d, int) and d != -1 else 1 for d in dims]
-    if free is not None:
-        factors[free] = _static_rest(t, dims)
-    elif math.prod(factors) != math.prod(d for d in t.shape if d is not None):
-        raise ValueError(f"K.reshape: x {t.shape} does not fit shape {_fmt(dims)}")
-    return trace.emit(
-        data.ViewOp, t, where="K.reshape", factors=tuple(factors), sources=tuple(sources)
     )
 
 

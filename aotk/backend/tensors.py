@@ -25,6 +25,7 @@ class KVariable(KTensor):
         self.storage = runtime.aligned_copy(value)
         super().__init__(trace.capture_arg(self, self.storage, name), name=name)
         self.constraint: Any = None
+        self._uses_learning_phase = False
 
 
 class KConstant(KTensor):
@@ -82,6 +83,7 @@ def placeholder(
         return sp  # type: ignore[return-value]
     x = KTensor(trace.placeholder_arg(dims, resolve_dtype(dtype, "K.placeholder"), name), name=name)
     x.sparse = bool(sparse)  # type: ignore[attr-defined]
+    x._uses_learning_phase = False
     return x
 
 

@@ -72,8 +72,10 @@ class KTensor:
     """A symbolic tensor: an SSA value of the current graph."""
 
     __array_priority__ = 1000  # so ndarray <op> KTensor defers to KTensor
-    _uses_learning_phase = False  # Keras reads it to decide whether to feed the phase
     _shape_hint: Shape | None = None  # a shape Keras set through `_keras_shape`
+    # set only where known, as Keras's TF backend does (its TimeDistributed asks `hasattr`):
+    # False on placeholders and variables, True where the learning phase is read
+    _uses_learning_phase: bool
 
     def __init__(self, value: SSAValue, name: str | None = None):
         self.value = value
@@ -268,6 +270,21 @@ def erase_dead_ops(block: Block) -> None:
         if is_trivially_dead(op):
             op.detach()
             op.erase()
+
+
+def depends_on(value: SSAValue, source: SSAValue) -> bool:
+    """Whether `value` is computed from `source` (through any op, or a loop's body)."""
+    seen: set[Operation] = set()
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if v is source:
+            return True
+        owner = v.owner
+        if isinstance(owner, Operation) and owner not in seen:
+            seen.add(owner)
+            stack.extend(used_values(owner))
+    return False
 
 
 def _used_args(ops: list[Operation], outputs: Sequence[KTensor]) -> list[BlockArgument]:

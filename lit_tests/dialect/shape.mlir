@@ -1,8 +1,8 @@
 // RUN: aotk-opt %s | aotk-opt | filecheck %s
 
 // The textual form of the shape ops (reshape, transpose, concat, slice, unslice, shape_of,
-// dim_size) and the views (expand_dims, reshape_like): printed, parsed back and printed
-// again, each op keeps its properties and types.
+// dim_size) and the views (expand_dims, reshape_like, reshape_dims): printed, parsed back
+// and printed again, each op keeps its properties and types.
 
 // -1 in a reshape's shape is inferred; 9223372036854775807 (int64 max) as a slice's start
 // or stop is an omitted bound, as in Python's x[1::2] or x[::-1].
@@ -94,4 +94,14 @@ func.func @expand_dims(%x: tensor<?x3xf32>) -> tensor<1x?x1x3xf32> {
 func.func @reshape_like(%x: tensor<?x4xi64>, %like: tensor<?x2x2xi1>) -> tensor<?x2x2xi64> {
   %y = "aotk.reshape_like"(%x, %like) : (tensor<?x4xi64>, tensor<?x2x2xi1>) -> tensor<?x2x2xi64>
   func.return %y : tensor<?x2x2xi64>
+}
+
+// reshape_dims: -2 takes the next (operand, axis) pair of `taken`, here axis 1 of %x.
+// CHECK-LABEL: func.func @reshape_dims(%y: tensor<?x5xf32>, %x: tensor<?x?x3xf32>) -> tensor<?x?x5xf32> {
+// CHECK-NEXT:    %z = "aotk.reshape_dims"(%y, %x) <{shape = array<i64: -1, -2, 5>, taken = array<i64: 1, 1>}> : (tensor<?x5xf32>, tensor<?x?x3xf32>) -> tensor<?x?x5xf32>
+// CHECK-NEXT:    func.return %z : tensor<?x?x5xf32>
+// CHECK-NEXT:  }
+func.func @reshape_dims(%y: tensor<?x5xf32>, %x: tensor<?x?x3xf32>) -> tensor<?x?x5xf32> {
+  %z = "aotk.reshape_dims"(%y, %x) <{shape = array<i64: -1, -2, 5>, taken = array<i64: 1, 1>}> : (tensor<?x5xf32>, tensor<?x?x3xf32>) -> tensor<?x?x5xf32>
+  func.return %z : tensor<?x?x5xf32>
 }

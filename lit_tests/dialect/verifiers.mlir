@@ -116,3 +116,12 @@ func.func @conv_fused_body_not_elementwise(%x: tensor<1x4x4x2xf32>, %w: tensor<3
   }
   func.return %y : tensor<1x4x4x8xf32>
 }
+
+// -----
+
+// CHECK:      verifiers.mlir:[[# @LINE + 3]]:3
+// CHECK:      error: 'aotk.reshape_dims' op does not verify: taken names axis 2 of operand 1, which has none
+func.func @reshape_dims_bad_axis(%y: tensor<?x5xf32>, %x: tensor<?x3xf32>) -> tensor<?x?x5xf32> {
+  %z = "aotk.reshape_dims"(%y, %x) <{shape = array<i64: -1, -2, 5>, taken = array<i64: 1, 2>}> : (tensor<?x5xf32>, tensor<?x3xf32>) -> tensor<?x?x5xf32>
+  func.return %z : tensor<?x?x5xf32>
+}

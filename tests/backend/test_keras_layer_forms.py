@@ -11,6 +11,7 @@ from aotk import backend as K
 from aotk import interp
 from aotk.dialect import trace
 from aotk.dialect.data import ViewOp
+from aotk.dialect.views import ReshapeDimsOp
 
 RNG = np.random.default_rng(11)
 
@@ -64,18 +65,53 @@ def test_the_gradient_flows_back_through_such_a_reshape(float64) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
-def test_a_reshape_that_cannot_be_a_view_says_why() -> None:
+def test_a_reshape_by_another_tensors_dims_is_read_at_run_time() -> None:
+    """Keras's TimeDistributed over sequences of any length: y (batch * steps, 5) back to
+    (-1, K.shape(x)[1], 5), a dim of x, not of y. Checked at the call, as TF does."""
+    x, y = K.placeholder((None, None, 3)), K.placeholder((None, 5))
+    out = K.reshape(y, (-1, K.shape(x)[1], 5))
+    assert K.int_shape(out) == (None, None, 5)
+    assert isinstance(out.value.owner, ReshapeDimsOp)
+    for n, steps in [(2, 4), (1, 1), (0, 3)]:
+        xv = np.zeros((n, steps, 3), np.float32)
+        yv = RNG.standard_normal((n * steps, 5)).astype(np.float32)
+        for (got,) in _compiled_and_interpreted([x, y], [out], [xv, yv]):
+            np.testing.assert_array_equal(got, yv.reshape(n, steps, 5))
+    f = K.function([x, y], [out])
+    with pytest.raises(ValueError, match=r"aotk.reshape_dims: cannot infer the -1 of \(-1, 3, 5\)"):
+        f([np.zeros((2, 3, 3), np.float32), np.zeros((8, 5), np.float32)])
+    with pytest.raises(ValueError, match=r"40 elements are not a multiple of 0"):
+        f([np.zeros((2, 0, 3), np.float32), np.zeros((8, 5), np.float32)])
+
+
+def test_its_gradient_takes_the_operands_shape(float64) -> None:
+    x, y = K.placeholder((None, None, 3)), K.placeholder((None, 5))
+    out = K.reshape(y, (-1, K.shape(x)[1], 5))
+    (grad,) = K.gradients(K.sum(out * K.constant(np.arange(5.0))), [y])
+    xv, yv = np.zeros((2, 4, 3)), RNG.standard_normal((8, 5))
+    for (got,) in _compiled_and_interpreted([x, y], [grad], [xv, yv]):
+        np.testing.assert_array_equal(got, np.broadcast_to(np.arange(5.0), (8, 5)))
+
+
+def test_dims_of_x_the_trace_cannot_settle_are_checked_at_the_call() -> None:
+    """(K.shape(x)[0], K.shape(x)[0], 4) fits x (n, n, 4) only, (K.shape(x)[0], -1, 3)
+    x (n, t, 4) with 4t a multiple of 3: legal shapes, refused where they do not fit."""
     x = K.placeholder((None, None, 4))
-    b, t = K.shape(x)[0], K.shape(x)[1]
-    with pytest.raises(ValueError, match=r"shape \(K.shape\(x\)\[0\], K.shape\(x\)\[0\], 4\) "):
-        K.reshape(x, (b, b, 4))
-    with pytest.raises(ValueError, match=r"4 elements a row\) do not divide by the shape's \(3\)"):
-        K.reshape(x, (b, -1, 3))
-    z = K.placeholder((None, None, None))
-    with pytest.raises(ValueError, match=r"leaves no dim for x's dynamic axis 2: write -1 or"):
-        K.reshape(z, (K.shape(z)[0], K.shape(z)[1]))
-    with pytest.raises(ValueError, match=r"does not fit shape \(K.shape\(x\)\[0\], K.shape"):
-        K.reshape(x, (b, t, 3))
+    b = K.shape(x)[0]
+    square, thirds = K.reshape(x, (b, b, 4)), K.reshape(x, (b, -1, 3))
+    v = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(K.function([x], [thirds])([v])[0], v.reshape(2, 4, 3))
+    with pytest.raises(ValueError, match=r"cannot reshape \(2, 3, 4\) to \(2, 2, 4\)"):
+        K.function([x], [square])([v])
+    w = RNG.standard_normal((2, 2, 4)).astype(np.float32)
+    np.testing.assert_array_equal(K.function([x], [square])([w])[0], w)
+    with pytest.raises(ValueError, match=r"16 elements are not a multiple of 6"):
+        K.function([x], [thirds])([w])
+    with pytest.raises(ValueError, match=r"K.reshape: shape \(-1, 2, -1\) has more than one -1"):
+        K.reshape(x, (-1, 2, -1))
+    z = K.placeholder((None, 3, 4))  # every unknown dim kept: the -1 is static
+    with pytest.raises(ValueError, match=r"12 elements a row\) do not divide by the shape's \(5\)"):
+        K.reshape(z, (K.shape(z)[0], -1, 5))
 
 
 @pytest.mark.parametrize(

@@ -456,6 +456,27 @@ def _reshape_like(dtype: str) -> list[Case]:
     ]
 
 
+def _reshape_dims(dtype: str) -> list[Case]:
+    by_other = {"shape": (-1, -2, 5), "taken": (1, 1)}  # y (n t, 5) -> (n, t, 5) by x's t
+    own = {"shape": (-2, -1), "taken": (0, 0)}  # x (n, t, 4) -> (n, 4 t)
+    return [
+        c("static", (6, 4), (2, 3), attrs={"shape": (-2, 12), "taken": (1, 0)}, tier=0),
+        c(
+            "by_other",
+            *[(None, 5), (None, None)],
+            dtypes=(dtype, "bool"),
+            attrs=by_other,
+            calls=[[(8, 5), (2, 4)], [(0, 5), (0, 3)]],
+        ),
+        c(
+            "own_and_other",
+            *[(None, None, 4), (None, 2)],
+            attrs=own,
+            calls=[[(3, 2, 4), (5, 2)], [(1, 0, 4), (0, 2)]],
+        ),
+    ]
+
+
 def _same_shape(dtype: str) -> list[Case]:
     return [
         c("static", (2, 3), (2, 3), dtypes=(dtype, "float32"), tier=0),
@@ -535,6 +556,7 @@ SPECS: dict[type, Spec] = {
     identity.SameShapeOp: Spec(ALL_DTYPES, _same_shape),
     views.ExpandDimsOp: Spec(ALL_DTYPES, _expand_dims, rep=True),
     views.ReshapeLikeOp: Spec(ALL_DTYPES, _reshape_like, rep=True),
+    views.ReshapeDimsOp: Spec(ALL_DTYPES, _reshape_dims),
     unslice.UnsliceOp: Spec(ALL_DTYPES, _unslice, rep=True),
 }
 

@@ -24,10 +24,15 @@ def test_in_train_phase_marks_its_result_and_set_learning_phase_fixes_it():
     x = K.placeholder(shape=(None, 3))
     y = K.in_train_phase(x * 2.0, x)
     assert y._uses_learning_phase is True
-    assert (
-        K.in_train_phase(x * 2.0, x, training=K.placeholder((), dtype="bool"))._uses_learning_phase
-        is False
+    assert x._uses_learning_phase is False  # placeholders and variables say so
+    assert K.variable(1.0)._uses_learning_phase is False
+    # an explicit `training`, or no phase at all: no mark, as on Keras's TF backend
+    # (its TimeDistributed asks `hasattr`, and fails on a tensor that has the attribute)
+    assert not hasattr(
+        K.in_train_phase(x * 2.0, x, training=K.placeholder((), dtype="bool")),
+        "_uses_learning_phase",
     )
+    assert not hasattr(x * 2.0, "_uses_learning_phase")
     K.set_learning_phase(1)
     assert K.learning_phase() == 1 and isinstance(K.learning_phase(), int)
     assert K.in_train_phase(lambda: x * 2.0, x) is not x
@@ -128,11 +133,13 @@ def test_reshape_takes_the_batch_as_keras_reshape_passes_it():
     got = K.function([x], [flat, split])([value])
     np.testing.assert_array_equal(got[0], value.reshape(5, 12))
     np.testing.assert_array_equal(got[1], value.reshape(5, 6, 2))
-    y = K.placeholder(shape=(None, None, 4))
-    with pytest.raises(ValueError, match=r"K\.reshape: cannot infer -1"):
-        K.reshape(y, (K.shape(y)[0], -1))
-    with pytest.raises(TypeError, match=r"K\.reshape: a dim must be an int or a dim of x"):
-        K.reshape(y, (K.shape(x)[0], -1, 4))
+    y = K.placeholder(shape=(None, None, 4))  # the -1 spans an unknown dim, or x's batch
+    flat_y, by_x = K.reshape(y, (K.shape(y)[0], -1)), K.reshape(y, (K.shape(x)[0], -1, 4))
+    got = K.function([x, y], [flat_y, by_x])([value, value])
+    np.testing.assert_array_equal(got[0], value.reshape(5, 12))
+    np.testing.assert_array_equal(got[1], value)
+    with pytest.raises(TypeError, match=r"K\.reshape: a dim must be an int or a tensor's dim"):
+        K.reshape(y, (K.sum(x), -1, 4))
 
 
 def test_stateful_metrics_include_the_batch_they_are_updated_with():
@@ -144,3 +151,22 @@ def test_stateful_metrics_include_the_batch_they_are_updated_with():
     want = np.mean(model.predict(x).argmax(1) == y.argmax(1))  # the weights the step sees
     _, accuracy = model.train_on_batch(x, y)  # Keras resets the metric, then updates it
     np.testing.assert_allclose(accuracy, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("unroll", [False, True])
+def test_rnn_marks_its_last_output_when_a_step_reads_the_learning_phase(unroll):
+    """Keras's RNN layer feeds the phase to a model (its dropout) only when K.rnn says
+    the last output uses it."""
+    x = K.placeholder(shape=(None, 3, 2))
+
+    def step(dropped):
+        def fn(x_t, states):
+            h = K.in_train_phase(x_t * 0.5, x_t) if dropped else x_t + states[0]
+            return h, [h]
+
+        return fn
+
+    marked = K.rnn(step(True), x, [x[:, 0]], unroll=unroll)[0]
+    plain = K.rnn(step(False), x, [x[:, 0]], unroll=unroll)[0]
+    assert marked._uses_learning_phase is True
+    assert not getattr(plain, "_uses_learning_phase", False)
