@@ -90,7 +90,9 @@ def repeat_elements(x: Any, rep: int, axis: int) -> KTensor:
     """Repeat each element `rep` times along `axis`, like np.repeat."""
     t = as_tensor(x, where="K.repeat_elements")
     rep = _int_arg(rep, "K.repeat_elements", "rep")
-    return _stretch(t, {_axis(axis, t.ndim, "K.repeat_elements"): rep}, "K.repeat_elements")
+    out = _stretch(t, {_axis(axis, t.ndim, "K.repeat_elements"): rep}, "K.repeat_elements")
+    out._keras_shape = out.shape  # as TF's backend marks it (Keras's backend suite asks)
+    return out
 
 
 def tile(x: Any, n: Any) -> KTensor:

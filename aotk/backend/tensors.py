@@ -25,7 +25,7 @@ class KVariable(KTensor):
         self.storage = runtime.aligned_copy(value)
         super().__init__(trace.capture_arg(self, self.storage, name), name=name)
         self.constraint: Any = None
-        self._uses_learning_phase = False
+        self._keras_shape, self._uses_learning_phase = self.shape, False
 
 
 class KConstant(KTensor):
@@ -83,7 +83,7 @@ def placeholder(
         return sp  # type: ignore[return-value]
     x = KTensor(trace.placeholder_arg(dims, resolve_dtype(dtype, "K.placeholder"), name), name=name)
     x.sparse = bool(sparse)  # type: ignore[attr-defined]
-    x._uses_learning_phase = False
+    x._keras_shape, x._uses_learning_phase = dims, False
     return x
 
 
@@ -286,7 +286,8 @@ def int_shape(x: Any) -> tuple[int | None, ...]:
     """The static shape, with None for dynamic dims."""
     if isinstance(x, np.ndarray):
         return tuple(x.shape)
-    return _tensor(x, "K.int_shape")._keras_shape
+    t = _tensor(x, "K.int_shape")
+    return trace.merge_shape_hint(t.shape, t._shape_hint)
 
 
 def ndim(x: Any) -> int:

@@ -96,7 +96,11 @@ class KTensor:
 
     @property
     def _keras_shape(self) -> Shape:
-        """The static shape as Keras reads it: inferred dims, then the dims Keras set."""
+        """The static shape as Keras reads it: inferred dims, then the dims Keras set. Only
+        where set (by Keras, or on placeholders and variables), as on Keras's TF backend:
+        Keras takes a tensor with it for a layer's output and reads its other marks."""
+        if self._shape_hint is None:
+            raise AttributeError("_keras_shape")
         return merge_shape_hint(self.shape, self._shape_hint)
 
     @_keras_shape.setter

@@ -41,6 +41,11 @@ def test_in_train_phase_marks_its_result_and_set_learning_phase_fixes_it():
 def test_keras_shape_is_settable_and_fills_unknown_dims():
     x = K.placeholder(shape=(None, 4))
     assert x._keras_shape == (None, 4)
+    assert K.variable(np.zeros((2, 3)))._keras_shape == (2, 3)
+    y = x * 2.0  # as on TF's backend: a raw op's result has none until Keras sets it
+    assert not hasattr(y, "_keras_shape") and K.int_shape(y) == (None, 4)
+    y._keras_shape = (3, 4)
+    assert y._keras_shape == (3, 4) == K.int_shape(y)
     x._keras_shape = (8, 4)
     assert K.int_shape(x) == (8, 4)
     x._keras_shape = (8, 5)  # a contradicting hint never overrides an inferred dim
