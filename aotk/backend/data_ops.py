@@ -135,7 +135,9 @@ def stack(x: Any, axis: int = 0) -> KTensor:
         return permute_dimensions(x, order)
     if not isinstance(x, list | tuple) or not x:
         raise ValueError(f"K.stack: expected a non-empty list of tensors, got {x!r}")
-    ts = [as_tensor(v, where="K.stack") for v in x]
+    # numbers beside tensors take the tensors' dtype, as in TF (Keras stacks [1, K.size(y)])
+    dtype = next((v.dtype for v in x if isinstance(v, KTensor)), None)
+    ts = [as_tensor(v, dtype, where="K.stack") for v in x]
     for i, t in enumerate(ts[1:], 1):
         if t.ndim != ts[0].ndim or any(
             a != b and None not in (a, b) for a, b in zip(t.shape, ts[0].shape, strict=True)

@@ -64,6 +64,15 @@ def reshape(x: Any, shape: Any) -> KTensor:
     return _reshape_dims(t, dims)
 
 
+def drop_axis(t: KTensor, axis: int) -> KTensor:
+    """x without `axis`, of a size unknown while tracing: the call checks it is 1."""
+    dims: Dims = [_Taken(t.value, a) if d is None else d for a, d in enumerate(t.shape)]
+    del dims[axis]
+    if not any(isinstance(d, _Taken) for d in dims):  # a static shape: the call checks it
+        return trace.emit(sh.ReshapeOp, t, where="K.squeeze", shape=tuple(dims))
+    return _reshape_dims(t, dims, "K.squeeze")  # not a -1, which would take the axis in
+
+
 def _reshape_dim(t: KTensor, d: Any) -> int | _Taken:
     """An int (-1: infer), or the run-time size of a dynamic axis."""
     if d is None:
@@ -127,7 +136,7 @@ def _view(t: KTensor, dims: Dims) -> KTensor:
     )
 
 
-def _reshape_dims(t: KTensor, dims: Dims) -> KTensor:
+def _reshape_dims(t: KTensor, dims: Dims, where: str = "K.reshape") -> KTensor:
     """An `aotk.reshape_dims` reading the taken dims at run time."""
     donors: list[SSAValue] = [t.value]
     taken: list[int] = []
@@ -140,7 +149,7 @@ def _reshape_dims(t: KTensor, dims: Dims) -> KTensor:
     return trace.emit(
         ReshapeDimsOp,
         *(KTensor(v) for v in donors),
-        where="K.reshape",
+        where=where,
         shape=shape,
         taken=tuple(taken),
     )
@@ -159,4 +168,4 @@ def _name(t: KTensor, source: SSAValue) -> str:
     return "x" if source is t.value else source.name_hint or "y"
 
 
-__all__ = ["reshape"]
+__all__ = ["drop_axis", "reshape"]

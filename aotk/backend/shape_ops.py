@@ -8,7 +8,7 @@ from typing import Any
 
 from aotk.backend.config import check_data_format
 from aotk.backend.math_ops import add
-from aotk.backend.reshape_ops import reshape
+from aotk.backend.reshape_ops import drop_axis, reshape
 from aotk.backend.sparse import KSparseTensor, concatenate_sparse, densify
 from aotk.backend.static_eval import static_int
 from aotk.backend.tensors import as_tensor
@@ -117,9 +117,12 @@ def expand_dims(x: Any, axis: int = -1) -> KTensor:
 
 
 def squeeze(x: Any, axis: int) -> KTensor:
-    """Remove the size-1 axis `axis`."""
+    """Remove the size-1 axis `axis` (one unknown while tracing is checked at the call,
+    as Keras's sparse_categorical_accuracy squeezes targets of shape (None, None))."""
     t = as_tensor(x, where="K.squeeze")
     pos = _axis(axis, t.ndim, "K.squeeze")
+    if t.shape[pos] is None:
+        return drop_axis(t, pos)
     if t.shape[pos] != 1:
         raise ValueError(
             f"K.squeeze: axis {axis} of shape {t.shape} has size {t.shape[pos]}, not 1"

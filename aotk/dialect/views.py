@@ -138,9 +138,8 @@ def _fitted(shapes: Sequence[Shape], shape: Sequence[int], taken: Sequence[int])
 
 
 def _fmt(out: Sequence[Dim], shape: Sequence[int]) -> str:
-    return (
-        "(" + ", ".join("-1" if s == -1 else str(d) for d, s in zip(out, shape, strict=True)) + ")"
-    )
+    shown = ["-1" if s == -1 else str(d) for d, s in zip(out, shape, strict=True)]
+    return "(" + ", ".join(shown) + ("," if len(shown) == 1 else "") + ")"
 
 
 def _infer_reshape_dims(

@@ -147,3 +147,24 @@ def test_two_different_new_values_for_one_variable_are_refused_by_name() -> None
     v = K.variable(np.ones(3, np.float32), name="moving_mean")
     with pytest.raises(ValueError, match=r"variable 'moving_mean.*' is updated twice, to diff"):
         K.function([], [v * 1.0], updates=[K.update(v, v * 2.0), K.update(v, v * 3.0)])
+
+
+def test_squeezing_an_axis_unknown_while_tracing_is_checked_at_the_call() -> None:
+    """Keras's sparse_categorical_accuracy squeezes targets of shape (None, None)."""
+    x = K.placeholder((None, None))
+    y = K.squeeze(x, -1)
+    assert K.int_shape(y) == (None,)
+    v = RNG.standard_normal((5, 1)).astype(np.float32)
+    for (got,) in _compiled_and_interpreted([x], [y], [v]):
+        np.testing.assert_array_equal(got, v[:, 0])
+    with pytest.raises(ValueError, match=r"cannot reshape \(5, 2\) to \(5,\)"):
+        K.function([x], [y])([np.zeros((5, 2), np.float32)])
+
+
+def test_stack_gives_numbers_the_dtype_of_the_tensors_beside_them() -> None:
+    """Keras's confusion-matrix metrics stack [1, K.size(y_pred)] (an int32)."""
+    x = K.placeholder((None, 3))
+    n = K.stack([1, K.shape(x)[0], 2.0])
+    assert n.dtype == "int32"
+    (got,) = K.function([x], [n])([np.zeros((4, 3), np.float32)])
+    np.testing.assert_array_equal(got, np.array([1, 4, 2], np.int32))
