@@ -23,6 +23,7 @@ from aotk.backend.reductions import *  # noqa: F403
 from aotk.backend.session import *  # noqa: F403
 from aotk.backend.shape_ops import *  # noqa: F403
 from aotk.backend.tensors import *  # noqa: F403
+from aotk.backend.tile_ops import *  # noqa: F403
 from aotk.backend.training import *  # noqa: F403
 
 _error_names.name_errors(globals())

@@ -1,7 +1,7 @@
-"""Shape and data movement of the Keras API: repeat, tile, stack, gather, padding, resizing.
+"""Shape and data movement of the Keras API: repeat, stack, gather, padding, resizing.
 
 Repeats, tiles and nearest-neighbour resizes are one broadcast between two free views;
-`batch_dot` and `in_top_k` live in `batch_ops.py`.
+`K.tile` lives in `tile_ops.py`, `batch_dot` and `in_top_k` in `batch_ops.py`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from aotk.backend.batch_ops import batch_dot, in_top_k
 from aotk.backend.config import check_data_format, floatx
 from aotk.backend.math_ops import equal
 from aotk.backend.shape_ops import permute_dimensions, regroup
-from aotk.backend.static_eval import static_ints, static_value
+from aotk.backend.static_eval import static_value
 from aotk.backend.tensors import as_tensor, cast
 from aotk.dialect import data as dd
 from aotk.dialect import gather as dg
@@ -28,7 +28,7 @@ from aotk.dialect.base import normalize_axis
 from aotk.dialect.trace import KTensor
 
 
-def _int_arg(value: Any, where: str, name: str, minimum: int = 0) -> int:
+def int_arg(value: Any, where: str, name: str, minimum: int = 0) -> int:
     """A Python int >= `minimum`, or a clear TypeError/ValueError."""
     if isinstance(value, KTensor):
         raise TypeError(f"{where}: {name} must be a Python int, got a tensor {value!r}")
@@ -51,7 +51,7 @@ def _rank(t: KTensor, rank: int, what: str, where: str) -> None:
         raise ValueError(f"{where}: expected a {rank}D tensor {what}, got shape {t.shape}")
 
 
-def _stretch(t: KTensor, reps: dict[int, int], where: str, outer: bool = False) -> KTensor:
+def stretch(t: KTensor, reps: dict[int, int], where: str, outer: bool = False) -> KTensor:
     """Repeat each element `reps[a]` times along axis a (whole axis when `outer`)."""
     reps = {a: r for a, r in reps.items() if r != 1}
     if not reps:
@@ -77,7 +77,7 @@ def repeat(x: Any, n: int) -> KTensor:
     """(samples, dim) -> (samples, n, dim)."""
     t = as_tensor(x, where="K.repeat")
     _rank(t, 2, "(samples, dim)", "K.repeat")
-    n = _int_arg(n, "K.repeat", "n")
+    n = int_arg(n, "K.repeat", "n")
     return trace.emit(
         dd.BroadcastToOp,
         regroup(t, [(0,), 1, (1,)], "K.repeat"),
@@ -89,39 +89,10 @@ def repeat(x: Any, n: int) -> KTensor:
 def repeat_elements(x: Any, rep: int, axis: int) -> KTensor:
     """Repeat each element `rep` times along `axis`, like np.repeat."""
     t = as_tensor(x, where="K.repeat_elements")
-    rep = _int_arg(rep, "K.repeat_elements", "rep")
-    out = _stretch(t, {_axis(axis, t.ndim, "K.repeat_elements"): rep}, "K.repeat_elements")
+    rep = int_arg(rep, "K.repeat_elements", "rep")
+    out = stretch(t, {_axis(axis, t.ndim, "K.repeat_elements"): rep}, "K.repeat_elements")
     out._keras_shape = out.shape  # as TF's backend marks it (Keras's backend suite asks)
     return out
-
-
-def tile(x: Any, n: Any) -> KTensor:
-    """Repeat the whole tensor n[i] times along axis i, as np.tile: a short `n` is padded
-    with leading 1s, a long one adds leading axes to `x`. `n` may be a tensor known while
-    tracing."""
-    t = as_tensor(x, where="K.tile")
-    if isinstance(n, int | np.integer) and not isinstance(n, bool):
-        n = [n]
-    if isinstance(n, KTensor):
-        n = _known_reps(n)
-    if not isinstance(n, Sequence | np.ndarray):
-        raise TypeError(f"K.tile: n must be a list of ints, got {n!r}")
-    reps = [_int_arg(v, "K.tile", f"n[{i}]") for i, v in enumerate(n)]
-    if len(reps) > t.ndim:
-        spec: list[int | tuple[int, ...]] = [1] * (len(reps) - t.ndim)
-        t = regroup(t, spec + [(a,) for a in range(t.ndim)], "K.tile")
-    reps = [1] * (t.ndim - len(reps)) + reps
-    return _stretch(t, dict(enumerate(reps)), "K.tile", outer=True)
-
-
-def _known_reps(n: KTensor) -> list[int]:
-    reps = static_ints(n)
-    if reps is None or None in reps:
-        raise TypeError(
-            "K.tile: n must be ints or a tensor known while tracing (the result's shape "
-            f"depends on it), got {n!r}"
-        )
-    return reps  # type: ignore[return-value]
 
 
 def stack(x: Any, axis: int = 0) -> KTensor:
@@ -188,8 +159,8 @@ def slice(x: Any, start: Any, size: Any) -> KTensor:
                 f"{where}: {name} must be a list of {t.ndim} ints (one per axis of {t.shape}), "
                 f"got {v!r}"
             )
-    first = [_int_arg(s, where, f"start[{i}]", minimum=-(2**62)) for i, s in enumerate(start)]
-    sizes = [_int_arg(s, where, f"size[{i}]", minimum=-1) for i, s in enumerate(size)]
+    first = [int_arg(s, where, f"start[{i}]", minimum=-(2**62)) for i, s in enumerate(start)]
+    sizes = [int_arg(s, where, f"size[{i}]", minimum=-1) for i, s in enumerate(size)]
     stops = [sh.FULL if z == -1 else s + z for s, z in zip(first, sizes, strict=True)]
     return trace.emit(
         sh.SliceOp, t, where=where, start=tuple(first), stop=tuple(stops), step=(1,) * t.ndim
@@ -221,7 +192,7 @@ def gather(reference: Any, indices: Any) -> KTensor:
 def one_hot(indices: Any, num_classes: int) -> KTensor:
     """(...) integer classes -> (..., num_classes) of floatx; out-of-range rows are zeros."""
     idx = _indices(indices, "K.one_hot")
-    n = _int_arg(num_classes, "K.one_hot", "num_classes")
+    n = int_arg(num_classes, "K.one_hot", "num_classes")
     if idx.dtype != "int64":
         idx = cast(idx, "int64")
     classes = trace.emit(dg.IotaOp, where="K.one_hot", start=0.0, step=1.0, size=n, dtype="int64")
@@ -272,7 +243,7 @@ def _pairs(padding: Any, n: int, where: str) -> list[tuple[int, int]]:
     for i, pair in enumerate(groups):
         if not isinstance(pair, Sequence) or len(pair) != 2:
             raise ValueError(f"{where}: padding[{i}] must be a pair of ints, got {pair!r}")
-        out.append(tuple(_int_arg(p, where, f"padding[{i}][{j}]") for j, p in enumerate(pair)))
+        out.append(tuple(int_arg(p, where, f"padding[{i}][{j}]") for j, p in enumerate(pair)))
     return out  # type: ignore[return-value]
 
 
@@ -331,10 +302,10 @@ def resize_images(
     rows, cols = _spatial_axes(data_format, 2, where)
     t = as_tensor(x, where=where)
     _rank(t, 4, "(batch, ...) with 2 spatial axes", where)
-    fh = _int_arg(height_factor, where, "height_factor", minimum=1)
-    fw = _int_arg(width_factor, where, "width_factor", minimum=1)
+    fh = int_arg(height_factor, where, "height_factor", minimum=1)
+    fw = int_arg(width_factor, where, "width_factor", minimum=1)
     if interpolation == "nearest":
-        return _stretch(t, {rows: fh, cols: fw}, where)
+        return stretch(t, {rows: fh, cols: fw}, where)
     if interpolation != "bilinear":
         raise ValueError(
             f"{where}: interpolation should be one of 'nearest' or 'bilinear', "
@@ -359,10 +330,10 @@ def resize_volumes(
     _rank(t, 5, "(batch, ...) with 3 spatial axes", where)
     names = ("depth_factor", "height_factor", "width_factor")
     factors = [
-        _int_arg(f, where, name, minimum=1)
+        int_arg(f, where, name, minimum=1)
         for f, name in zip((depth_factor, height_factor, width_factor), names, strict=True)
     ]
-    return _stretch(t, dict(zip(axes, factors, strict=True)), where)
+    return stretch(t, dict(zip(axes, factors, strict=True)), where)
 
 
 __all__ = [
@@ -381,5 +352,4 @@ __all__ = [
     "spatial_3d_padding",
     "stack",
     "temporal_padding",
-    "tile",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from xdsl.ir import BlockArgument, Operation, SSAValue
@@ -19,6 +19,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from aotk.dialect import data as dg
 from aotk.dialect import elementwise as ew
 from aotk.dialect import gather as ga
+from aotk.dialect import reduce as rd
 from aotk.dialect import shape as sh
 from aotk.dialect import shape_query as sq
 from aotk.dialect import trace
@@ -138,3 +139,47 @@ def dim_of(x: Any) -> tuple[SSAValue, int] | None:
     axis = op.attrs()["start"][0]
     rank = len(shape_of(source.x.type))
     return (source.x, axis % rank) if -rank <= axis < rank else None
+
+
+class DimProduct(NamedTuple):
+    """A count known at run time: the product of dims `axes` of `source`."""
+
+    source: SSAValue
+    axes: tuple[int, ...]
+
+
+def entry_dims(x: KTensor) -> list[int | DimProduct | None] | None:
+    """The entries of a rank-1 int tensor: an int where known while tracing, else a
+    `DimProduct` where one is (`K.shape(y)[i]`, `K.size(y)`, stacked and cast), else None."""
+    shape = shape_of(x.value.type)
+    if len(shape) != 1 or shape[0] is None or shape[0] > MAX_ELEMENTS:
+        return None
+    known = static_ints(x) or [None] * shape[0]
+    return [k if k is not None else _entry(x.value, i) for i, k in enumerate(known)]
+
+
+def _entry(v: SSAValue, i: int) -> int | DimProduct | None:
+    """Entry i of `v` (rank 0 or 1): an int, or a product of dims, when it is one."""
+    if not shape_of(v.type):
+        if (known := static_int(KTensor(v))) is not None:
+            return known
+        if (found := dim_of(KTensor(v))) is not None:
+            return DimProduct(found[0], (found[1],))
+    op = v.owner
+    if isinstance(op, ew.CastOp | sh.ReshapeOp | dg.ViewOp):
+        return _entry(op.operands[0], i)
+    if isinstance(op, sh.ConcatOp):
+        for part in op.operands:
+            size = shape_of(part.type)[0] if shape_of(part.type) else 1
+            if size is None:
+                return None
+            if i < size:
+                return _entry(part, i)
+            i -= size
+        return None
+    if isinstance(op, sq.ShapeOfOp):
+        return DimProduct(op.x, (i,))
+    if isinstance(op, rd.ReduceProdOp) and isinstance(op.operands[0].owner, sq.ShapeOfOp):
+        source = op.operands[0].owner.x
+        return DimProduct(source, tuple(range(len(shape_of(source.type)))))
+    return None

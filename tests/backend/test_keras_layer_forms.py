@@ -168,3 +168,36 @@ def test_stack_gives_numbers_the_dtype_of_the_tensors_beside_them() -> None:
     assert n.dtype == "int32"
     (got,) = K.function([x], [n])([np.zeros((4, 3), np.float32)])
     np.testing.assert_array_equal(got, np.array([1, 4, 2], np.int32))
+
+
+def test_tile_by_counts_known_at_run_time() -> None:
+    """Keras's confusion-matrix metrics tile thresholds by K.size(y_pred): a count that
+    is a product of dims of a tensor (K.size, K.shape(y)[i]), on any axis of x."""
+    y = K.placeholder((None, 2))
+    x = K.placeholder((3, 2))
+    by_size = K.tile(K.expand_dims(x[:, 0], 1), K.cast(K.stack([1, K.size(y)]), "int32"))
+    by_rows = K.tile(x, K.stack([K.shape(y)[0], 2]))
+    by_shape = K.tile(x, K.shape(y))  # (rows, 2): rows x 3 by 2 x 2
+    assert K.int_shape(by_size) == (3, None) and K.int_shape(by_rows) == (None, 4)
+    xv = RNG.standard_normal((3, 2)).astype(np.float32)
+    for rows in (4, 1, 0):
+        yv = np.zeros((rows, 2), np.float32)
+        want = [np.tile(xv[:, :1], (1, 2 * rows)), np.tile(xv, (rows, 2)), np.tile(xv, (rows, 2))]
+        for got in _compiled_and_interpreted([x, y], [by_size, by_rows, by_shape], [xv, yv]):
+            for g, w in zip(got, want, strict=True):
+                assert g.shape == w.shape
+                np.testing.assert_array_equal(g, w)
+
+
+def test_the_gradient_of_such_a_tile_sums_the_copies(float64) -> None:
+    y, x = K.placeholder((None, 2)), K.placeholder((3, 2))
+    (grad,) = K.gradients(K.sum(K.tile(x, K.stack([K.shape(y)[0], 1])) ** 2), [x])
+    xv = RNG.standard_normal((3, 2))
+    for (got,) in _compiled_and_interpreted([x, y], [grad], [xv, np.zeros((5, 2))]):
+        np.testing.assert_allclose(got, 2 * xv * 5, rtol=1e-12)
+
+
+def test_a_count_that_is_no_dim_is_refused() -> None:
+    x = K.placeholder((3, 2))
+    with pytest.raises(TypeError, match=r"K.tile: n must be ints, or a tensor of ints known"):
+        K.tile(x, K.cast(K.stack([1, K.sum(x)]), "int32"))
