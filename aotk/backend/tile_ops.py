@@ -66,7 +66,7 @@ def _tensor_reps(n: KTensor) -> list[int | DimProduct]:
 def _tile_by_dims(t: KTensor, axis: int, r: DimProduct) -> KTensor:
     """`t` repeated along `axis` as many times as `r` says at run time."""
     cond = regroup(_flags(r), [1] * axis + [(0,)] + [1] * (t.ndim - axis), WHERE)
-    spread = [(a,) for a in range(t.ndim)]
+    spread: list[int | tuple[int, ...]] = [(a,) for a in range(t.ndim)]
     spread.insert(axis, 1)
     wide = trace.emit(cmp.SelectOp, cond, *[regroup(t, spread, WHERE)] * 2, where=WHERE)
     merged: list[tuple[int, ...]] = [(a,) for a in range(t.ndim + 1) if a not in (axis, axis + 1)]
