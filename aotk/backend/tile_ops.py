@@ -78,6 +78,10 @@ def _flags(r: DimProduct) -> KTensor:
     """A bool vector of r's length (its values do not matter: both branches are x)."""
     source = KTensor(r.source)
     rest = tuple(a for a in range(source.ndim) if a not in r.axes)
+    if not rest:  # K.size(y): y's elements in a row, no sum over other dims
+        return trace.emit(
+            ew.FillLikeOp, regroup(source, [r.axes], WHERE), where=WHERE, value=0.0, dtype="bool"
+        )
     rows = regroup(source, [r.axes, rest], WHERE)  # (r, the other dims' product)
     zeros = trace.emit(ew.FillLikeOp, rows, where=WHERE, value=0.0, dtype="float32")
     count = trace.emit(rd.ReduceSumOp, zeros, where=WHERE, axes=(1,), keepdims=False)

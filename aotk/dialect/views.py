@@ -138,8 +138,8 @@ def _fitted(shapes: Sequence[Shape], shape: Sequence[int], taken: Sequence[int])
 
 
 def _fmt(out: Sequence[Dim], shape: Sequence[int]) -> str:
-    shown = ["-1" if s == -1 else str(d) for d, s in zip(out, shape, strict=True)]
-    return "(" + ", ".join(shown) + ("," if len(shown) == 1 else "") + ")"
+    """The result's dims as far as known, its inferred dim written -1."""
+    return fmt_shape(tuple(-1 if s == -1 else d for d, s in zip(out, shape, strict=True)))
 
 
 def _infer_reshape_dims(
