@@ -56,7 +56,9 @@ def reshape(x: Any, shape: Any) -> KTensor:
     if not foreign and own and -1 in dims and own == _dynamic_axes(t):  # the -1 is static
         dims[dims.index(-1)] = _static_rest(t, dims)
     unknown = sum(1 for d in dims if d == -1 or isinstance(d, _Taken))
-    if not foreign and unknown <= 1:
+    if not foreign and unknown <= 1 and (-1 in dims or own == _dynamic_axes(t)):
+        if own and -1 not in dims:
+            _check_static_fit(t, dims)
         final = tuple(-1 if isinstance(d, _Taken) else d for d in dims)
         return trace.emit(sh.ReshapeOp, t, where="K.reshape", shape=final)
     if not foreign and _is_view(t, dims):
@@ -109,6 +111,16 @@ def _static_rest(t: KTensor, dims: Dims) -> int:
             f"({total} elements a row) do not divide by the shape's ({known})"
         )
     return total // known
+
+
+def _check_static_fit(t: KTensor, dims: Dims) -> None:
+    """With no -1, and x's dynamic axes taken one for one, the static dims must agree."""
+    total, known = _static_rows(t, dims)
+    if total != known:
+        raise ValueError(
+            f"K.reshape: x {t.shape} does not fit shape {_fmt(t, dims)}: the static dims of x "
+            f"hold {total} elements a row, the shape's {known}"
+        )
 
 
 def _is_view(t: KTensor, dims: Dims) -> bool:

@@ -114,6 +114,23 @@ def test_dims_of_x_the_trace_cannot_settle_are_checked_at_the_call() -> None:
         K.reshape(z, (K.shape(z)[0], -1, 5))
 
 
+def test_a_shape_without_a_minus_one_never_takes_other_dims_in() -> None:
+    """(K.shape(x)[0], 8) of x (n, t, 4) fits t = 2 only, checked at the call; of x (n, 3, 4)
+    it fits no n and is refused while tracing (a plain -1 would give 12n/8 or 12n/5 rows)."""
+    x = K.placeholder((None, None, 4))
+    rows = K.function([x], [K.reshape(x, (K.shape(x)[0], 8))])
+    v = RNG.standard_normal((3, 2, 4)).astype(np.float32)
+    np.testing.assert_array_equal(rows([v])[0], v.reshape(3, 8))
+    with pytest.raises(ValueError, match=r"cannot reshape \(3, 4, 4\) to \(3, 8\)"):
+        rows([np.zeros((3, 4, 4), np.float32)])
+    z = K.placeholder((None, 3, 4))
+    with pytest.raises(ValueError, match=r"hold 12 elements a row, the shape's 5"):
+        K.reshape(z, (K.shape(z)[0], 5))
+    w = RNG.standard_normal((5, 3, 4)).astype(np.float32)
+    flat = K.function([z], [K.reshape(z, (12, K.shape(z)[0]))])([w])[0]
+    np.testing.assert_array_equal(flat, w.reshape(12, 5))
+
+
 @pytest.mark.parametrize(
     ("low", "high", "expect"),
     [
