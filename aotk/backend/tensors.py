@@ -25,6 +25,8 @@ class KVariable(KTensor):
         self.storage = runtime.aligned_copy(value)
         super().__init__(trace.capture_arg(self, self.storage, name), name=name)
         self.constraint: Any = None
+        # As a TF variable's: Keras's Layer tracks a variable set as its attribute by it.
+        self.trainable = True
         self._keras_shape, self._uses_learning_phase = self.shape, False
 
 

@@ -175,3 +175,28 @@ def test_rnn_marks_its_last_output_when_a_step_reads_the_learning_phase(unroll):
     plain = K.rnn(step(False), x, [x[:, 0]], unroll=unroll)[0]
     assert marked._uses_learning_phase is True
     assert not getattr(plain, "_uses_learning_phase", False)
+
+
+def test_a_variable_set_as_a_layer_attribute_is_a_trainable_weight():
+    """Keras's Layer tracks `K.variable`s set as attributes by their `trainable`, which TF's
+    variables have (True); `add_weight`'s own are tracked once, by their flag."""
+
+    class Offset(layers.Layer):
+        def build(self, input_shape):
+            self.shift = K.variable(np.ones(input_shape[-1], np.float32), name="shift")
+            self.frozen = self.add_weight("frozen", shape=(), initializer="zeros", trainable=False)
+            super().build(input_shape)
+
+        def call(self, inputs):
+            return inputs + self.shift + self.frozen
+
+    layer, x = Offset(), keras.Input((3,))
+    y = layer(x)
+    (trained,), (frozen,) = layer.trainable_weights, layer.non_trainable_weights
+    assert trained is layer.shift and frozen is layer.frozen
+    assert K.variable(0.0).trainable is True
+    model = keras.Model(x, y)
+    model.compile("sgd", "mse")
+    before = K.get_value(layer.shift)
+    model.train_on_batch(np.zeros((4, 3), np.float32), np.full((4, 3), 2.0, np.float32))
+    assert np.all(K.get_value(layer.shift) > before)  # trained: the loss pulls it up to 2
