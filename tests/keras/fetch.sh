@@ -21,15 +21,18 @@ for version in 2.2.4 2.3.1; do
   mv "$root/sdist/Keras-$version/tests/keras/backend" "$suite"
   printf '[pytest]\n' >"$suite/pytest.ini"  # the suite's own rootdir, not aotk's settings
 done
-# layers-2.3.1/: Keras 2.3.1's own tests of its layers, activations and losses, run against
-# aotk by test_layer_suites.py (with their conftest, which clears the session on TF only)
+# layers-2.3.1/: Keras 2.3.1's own tests of its layers, activations, losses, training loop
+# (engine/), metrics and Sequential model, run against aotk by test_layer_suites.py (with
+# their conftest, which clears the session on TF only)
 layers="$root/layers-2.3.1"
-if [[ ! -f "$layers/pytest.ini" ]]; then
+if [[ ! -f "$layers/keras/engine/test_training.py" ]]; then
   tests="Keras-2.3.1/tests"
   [[ -f "$root/sdist/Keras-2.3.1.tar.gz" ]] ||
     pip download -q --no-deps --no-binary :all: -d "$root/sdist" "keras==2.3.1"
   tar -xzf "$root/sdist/Keras-2.3.1.tar.gz" -C "$root/sdist" "$tests/conftest.py" \
-    "$tests/keras/layers" "$tests/keras/activations_test.py" "$tests/keras/losses_test.py"
+    "$tests/keras/layers" "$tests/keras/activations_test.py" "$tests/keras/losses_test.py" \
+    "$tests/keras/engine" "$tests/keras/metrics_functional_test.py" \
+    "$tests/keras/test_sequential_model.py"
   rm -rf "$layers"
   mv "$root/sdist/$tests" "$layers"
   printf '[pytest]\n' >"$layers/pytest.ini"
