@@ -33,6 +33,7 @@ from aotk.dialect.conv_fused import ConvFusedOp, per_channel
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.fused import FusedOp, YieldOp
 from aotk.dialect.registry import REGISTRY, Kind
+from aotk.transforms.block_order import BlockOrder
 
 # LLVM's vectorizer leaves a loop scalar when it needs more overlap checks than this (its
 # -vectorize-memory-check-threshold): a backward LSTM step's gates merged into one kernel
@@ -78,11 +79,14 @@ class WrapElementwise(RewritePattern):
         )
 
 
+@dataclass
 class MergeProducer(RewritePattern):
     """Inline a fused producer over the same shape into this kernel. Results that other ops
     read too become extra results of the merged kernel: stored in the same pass, not read
     back. The merged kernel takes this kernel's place when every other reader comes after
     it, else the producer's place when this kernel's other inputs exist by then."""
+
+    order: BlockOrder  # the pass inserts and erases ops, never moves one in its block
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: FusedOp, rewriter: PatternRewriter, /) -> None:
@@ -93,9 +97,11 @@ class MergeProducer(RewritePattern):
             if not _same_space(producer, op) or producer.parent_block() is not op.parent_block():
                 continue
             shared = [r for r in producer.results if any(u.operation is not op for u in r.uses)]
-            if all(_runs_after(u.operation, op) for r in shared for u in r.uses):
+            if all(self._runs_after(u.operation, op) for r in shared for u in r.uses):
                 where = InsertPoint.before(op)
-            elif all(_defined_before(v, producer) for v in op.inputs if v.owner is not producer):
+            elif all(
+                self._defined_before(v, producer) for v in op.inputs if v.owner is not producer
+            ):
                 where = InsertPoint.before(producer)
             else:
                 continue
@@ -110,28 +116,26 @@ class MergeProducer(RewritePattern):
             rewriter.replace(producer, [], [by_shared.get(r) for r in producer.results])
             return
 
+    def _runs_after(self, user: Operation, op: Operation) -> bool:
+        """`user` is `op`, or comes after it in its block, or is nested in an op that does."""
+        block = op.parent_block()
+        ancestor: Operation | None = user
+        while ancestor is not None and ancestor.parent_block() is not block:
+            ancestor = ancestor.parent_op()
+        return ancestor is not None and (ancestor is op or self.order.is_before(op, ancestor))
+
+    def _defined_before(self, value: SSAValue, op: Operation) -> bool:
+        """`value` is available where `op` is: a block argument, or made by an op before it
+        (in its block, or around it)."""
+        owner = value.owner
+        return not isinstance(owner, Operation) or not self._runs_after(owner, op)
+
 
 def _overlap_checks(outs: int, ins: int) -> int:
     """Run-time checks LLVM's vectorizer makes before the loop of a kernel of `outs`
     results and `ins` inputs: each output against each input and each other output (its
     buffers all come through one context)."""
     return outs * ins + outs * (outs - 1) // 2
-
-
-def _runs_after(user: Operation, op: Operation) -> bool:
-    """`user` is `op`, or comes after it in its block, or is nested in an op that does."""
-    block = op.parent_block()
-    ancestor: Operation | None = user
-    while ancestor is not None and ancestor.parent_block() is not block:
-        ancestor = ancestor.parent_op()
-    return ancestor is not None and (ancestor is op or op.is_before_in_block(ancestor))
-
-
-def _defined_before(value: SSAValue, op: Operation) -> bool:
-    """`value` is available where `op` is: a block argument, or made by an op before it
-    (in its block, or around it)."""
-    owner = value.owner
-    return not isinstance(owner, Operation) or not _runs_after(owner, op)
 
 
 def _same_space(a: FusedOp, b: FusedOp) -> bool:
@@ -262,7 +266,7 @@ class AotkFusePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(WrapElementwise(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([MergeProducer(), FoldConstantInputs()])
+            GreedyRewritePatternApplier([MergeProducer(BlockOrder()), FoldConstantInputs()])
         ).rewrite_module(op)
         PatternRewriteWalker(MergeConvEpilogue(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(UnwrapSingleton(), apply_recursively=False).rewrite_module(op)
