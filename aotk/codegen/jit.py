@@ -9,6 +9,7 @@ short code ("p" pointer, "i" i64, "v" void) derived from its llvm.func type.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.ir import Attribute
 
 from aotk import timing
-from aotk.codegen import jit_print, llvm_ir, llvm_split, native_runtime
+from aotk.codegen import jit_print, llvm_ir, llvm_split, native_runtime, packed_entry
 
 _ARG_CTYPES: dict[str, Any] = {"p": ctypes.c_void_p, "i": ctypes.c_int64}
 _RESULT_CTYPES: dict[str, Any] = {**_ARG_CTYPES, "v": None}
@@ -41,9 +42,10 @@ class CompiledModule:
 
     engine: llvm_binding.ExecutionEngine
     code: NativeCode
-    functions: dict[str, ctypes._CFuncPtr] = field(default_factory=dict)  # type: ignore[name-defined]
+    # ctypes functions, or callers of their packed wrappers (`packed_entry`)
+    functions: dict[str, Callable[..., Any]] = field(default_factory=dict)
 
-    def __getitem__(self, name: str) -> ctypes._CFuncPtr:  # type: ignore[name-defined]
+    def __getitem__(self, name: str) -> Callable[..., Any]:
         return self.functions[name]
 
     @property
@@ -134,7 +136,12 @@ def load(code: NativeCode) -> CompiledModule:
         address = engine.get_function_address(name)
         if not address:
             raise RuntimeError(f"aotk: the object code defines no function @{name}")
-        compiled.functions[name] = prototype(sig)(address)
+        if packed_entry.needs_packing(sig):
+            address = engine.get_function_address(name + packed_entry.SUFFIX)
+            result = _RESULT_CTYPES[sig[0]]
+            compiled.functions[name] = packed_entry.caller(address, result, len(sig) - 1)
+        else:
+            compiled.functions[name] = prototype(sig)(address)
     return compiled
 
 

@@ -19,6 +19,8 @@ from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp
 
+from aotk.codegen import packed_entry
+
 VECTOR_INTERLEAVE = 4  # vectors of a vectorized loop in flight, see _initialize
 
 
@@ -123,6 +125,8 @@ def to_llvm_text(module: ModuleOp, tm: llvm_binding.TargetMachine) -> str:
     for fn in ir_module.functions:
         if fn.name in private and not fn.is_declaration:
             fn.attributes.add("noinline")
+    public = {fn.name for fn in ir_module.functions if fn.name not in private}
+    packed_entry.add_wrappers(ir_module, public)
     return str(ir_module)
 
 

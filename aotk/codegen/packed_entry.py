@@ -1,0 +1,62 @@
+"""Entry points too wide for ctypes, called through a wrapper that takes their arguments
+packed in one array.
+
+ctypes calls a C function of at most 1024 arguments. A kernel takes one per input, weight,
+output and dynamic dim, so a large model passes that (NASNetMobile's predict function:
+1131). For such a kernel `<name>_packed(i64 *args)` loads each argument from the array
+(pointers as their addresses) and calls it; Python fills the array and calls the wrapper.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from typing import Any
+
+import llvmlite.ir as ir
+
+CTYPES_MAX_ARGS = 1024
+SUFFIX = "_packed"
+
+
+def needs_packing(signature: str) -> bool:
+    """Whether a kernel of this signature code (result, then arguments) is too wide."""
+    return len(signature) - 1 > CTYPES_MAX_ARGS
+
+
+def add_wrappers(module: ir.Module, entries: set[str]) -> None:
+    """Define `<name>_packed` for every function of `entries` too wide for ctypes."""
+    i64 = ir.IntType(64)
+    for fn in list(module.functions):
+        if fn.is_declaration or fn.name not in entries:
+            continue
+        fn_type = fn.function_type
+        if len(fn_type.args) <= CTYPES_MAX_ARGS:
+            continue
+        fn.attributes.add("noinline")  # else LLVM copies the whole kernel into the wrapper
+        wrapper_type = ir.FunctionType(fn_type.return_type, [ir.PointerType()])
+        wrapper = ir.Function(module, wrapper_type, name=fn.name + SUFFIX)
+        b = ir.IRBuilder(wrapper.append_basic_block())
+        args = []
+        for i, arg_type in enumerate(fn_type.args):
+            slot = b.gep(wrapper.args[0], [ir.Constant(i64, i)], source_etype=i64)
+            value = b.load(slot, typ=i64)
+            args.append(value if arg_type == i64 else b.inttoptr(value, arg_type))
+        result = b.call(fn, args)
+        if isinstance(fn_type.return_type, ir.VoidType):
+            b.ret_void()
+        else:
+            b.ret(result)
+
+
+def caller(address: int, result: Any, n_args: int) -> Callable[..., Any]:
+    """A Python callable taking the kernel's `n_args` arguments, calling its wrapper."""
+    wrapper = ctypes.CFUNCTYPE(result, ctypes.c_void_p)(address)
+    packed_type = ctypes.c_int64 * n_args
+
+    def call(*args: int) -> Any:
+        if len(args) != n_args:
+            raise TypeError(f"aotk kernel: expected {n_args} arguments, got {len(args)}")
+        return wrapper(packed_type(*(a or 0 for a in args)))
+
+    return call
