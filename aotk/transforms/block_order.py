@@ -1,8 +1,8 @@
 """Which of two ops of a block comes first, in O(1) while a pass rewrites the block.
 
 xDSL's `Operation.is_before_in_block` walks the block from one op to the other: asked
-once per fusion candidate, that made `aotk-fuse` quadratic (11 of its 20 s on a
-MobileNet training step of 4000 ops). Here ops get numbers spaced far apart; an op
+once per fusion candidate, that made `aotk-fuse` quadratic (134 s of a NASNetMobile
+training step's graph of 22,600 ops; 11 s with this). Here ops get numbers spaced far apart; an op
 inserted later takes a number between its neighbours', and the block is numbered afresh
 only when a gap has run out. Valid for passes that insert and erase ops but never move
 one within its block (a moved op would keep its old number).
@@ -35,9 +35,12 @@ class BlockOrder:
     def _place(self, op: Operation, block: Block) -> int:
         """Number `op` and the unnumbered ops next to it between their numbered
         neighbours, or the whole block when there is no room between them."""
-        run = [op]
-        while (prev := run[0].prev_op) is not None and prev not in self._position:
-            run.insert(0, prev)
+        before: list[Operation] = []
+        prev = op.prev_op
+        while prev is not None and prev not in self._position:
+            before.append(prev)
+            prev = prev.prev_op
+        run = [*reversed(before), op]
         while (after := run[-1].next_op) is not None and after not in self._position:
             run.append(after)
         low = self._position[prev] if prev is not None else -_SPACING
