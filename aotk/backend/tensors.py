@@ -228,7 +228,8 @@ def ones_like(x: Any, dtype: Any = None, name: str | None = None) -> KTensor:
 
 
 def eval(x: Any) -> np.ndarray:
-    """The value of a tensor, computed by compiled code (variables: their buffer).
+    """The value of a tensor, computed by compiled code (variables: their buffer; a random
+    op's samples: its micro-kernel, called directly, `random_draw`).
 
     Evaluating a K.update result applies the update and returns the new value."""
     from aotk.backend.training import KUpdate  # training builds on this module
@@ -242,7 +243,10 @@ def eval(x: Any) -> np.ndarray:
         return Function([], [x.value], [x], where="K.eval")([])[0]
     if not isinstance(x, KTensor):
         raise TypeError(f"K.eval: expected a tensor or variable, got {type(x).__name__}")
-    return Function([], x, where="K.eval")([])
+    from aotk.backend import random_draw  # it builds on this module
+
+    drawn = random_draw.draw(x)
+    return drawn if drawn is not None else Function([], x, where="K.eval")([])
 
 
 def get_value(x: KVariable) -> np.ndarray:

@@ -131,30 +131,29 @@ def random_shape(
     return [dims[1][axis] if axis >= 0 else d for d, axis in zip(shape, like_axes, strict=True)]
 
 
-def _lower_uniform(
-    k: Kernel, out: Buf, state: Buf, *like: Buf, dtype: str, minval: float, maxval: float, **_: Any
-) -> None:
-    lo = float(random_numpy.compute_dtype(dtype)(minval))
-    scale = random_numpy.uniform_scale(dtype, minval, maxval)
-    low, high = random_numpy.uniform_bounds(dtype, minval, maxval)
-    floats = [random_kernels.float_bits(v) for v in (lo, scale, low, high)]
-    library.call(k, random_kernels.uniform_name(dtype), [out, state, k.product(out.dims), *floats])
+def micro_kernel_call(op_type: type[RandomOpBase], attrs: dict[str, Any]) -> tuple[str, list[int]]:
+    """The micro-kernel an op of `op_type` and `attrs` calls, and its parameters after
+    (out, state, n): floats as their bits."""
+    dtype = attrs["dtype"]
+    if op_type is RandomUniformOp:
+        minval, maxval = attrs["minval"], attrs["maxval"]
+        lo = float(random_numpy.compute_dtype(dtype)(minval))
+        scale = random_numpy.uniform_scale(dtype, minval, maxval)
+        low, high = random_numpy.uniform_bounds(dtype, minval, maxval)
+        floats = [lo, scale, low, high]
+        name = random_kernels.uniform_name(dtype)
+    else:
+        floats = [attrs["mean"], attrs["stddev"]]
+        name = random_kernels.normal_name(dtype, bool(attrs["truncated"]))
+    return name, [random_kernels.float_bits(v) for v in floats]
 
 
-def _lower_normal(
-    k: Kernel,
-    out: Buf,
-    state: Buf,
-    *like: Buf,
-    dtype: str,
-    mean: float,
-    stddev: float,
-    truncated: bool,
-    **_: Any,
-) -> None:
-    name = random_kernels.normal_name(dtype, bool(truncated))
-    floats = [random_kernels.float_bits(v) for v in (mean, stddev)]
-    library.call(k, name, [out, state, k.product(out.dims), *floats])
+def _lowering(op_type: type[RandomOpBase]) -> Any:
+    def lower(k: Kernel, out: Buf, state: Buf, *like: Buf, **attrs: Any) -> None:
+        name, params = micro_kernel_call(op_type, attrs)
+        library.call(k, name, [out, state, k.product(out.dims), *params])
+
+    return lower
 
 
 def _no_dependence(g: Any, y: Any, *xs: Any, **_: Any) -> tuple[None, ...]:
@@ -168,7 +167,7 @@ register(
         kind=Kind.OPAQUE,
         infer=infer_uniform,
         numpy=random_numpy.uniform,
-        lower=_lower_uniform,
+        lower=_lowering(RandomUniformOp),
         grad=_no_dependence,
         shape=random_shape,
     )
@@ -179,7 +178,7 @@ register(
         kind=Kind.OPAQUE,
         infer=infer_normal,
         numpy=random_numpy.normal,
-        lower=_lower_normal,
+        lower=_lowering(RandomNormalOp),
         grad=_no_dependence,
         shape=random_shape,
     )

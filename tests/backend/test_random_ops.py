@@ -198,6 +198,31 @@ def test_random_variables_are_filled_by_compiled_code():
     assert not np.array_equal(K.get_value(K.random_uniform_variable((20, 30), -1, 1)), uv)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: K.random_uniform((64, 33), -0.3, 0.3, seed=5),
+        lambda: K.random_normal((16, 7), 1.0, 0.05, seed=3, dtype="float16"),
+        lambda: K.truncated_normal((40, 21), 0.0, 0.1, seed=9, dtype="float64"),
+        lambda: K.random_uniform((0, 3), seed=1),
+    ],
+)
+def test_eval_draws_what_compiled_code_draws_without_compiling(make, monkeypatch):
+    """K.eval of a random op (Keras's initial weights) calls its micro-kernel directly: the
+    numbers and the state it leaves are the compiled function's, and nothing is compiled."""
+    drawn_first = make()
+    with monkeypatch.context() as no_functions:
+        no_functions.setattr(aotk_function, "Function", None)  # K.eval must not build one
+        first = K.eval(drawn_first)
+    second = aotk_function.Function([], drawn_first)([])  # the state has advanced once
+    compiled_first = make()
+    f = aotk_function.Function([], compiled_first)
+    np.testing.assert_array_equal(first, f([]))
+    np.testing.assert_array_equal(second, K.eval(compiled_first))
+    assert first.dtype == second.dtype == np.dtype(K.dtype(drawn_first))
+    assert first.size == 0 or not np.array_equal(first, second)
+
+
 def test_dtype_defaults_to_floatx():
     config.set_floatx("float64")
     assert K.random_normal((2,)).dtype == "float64"
