@@ -33,6 +33,7 @@ class _Linked:
 
 _lock = threading.Lock()
 _linked: dict[str, _Linked] = {}  # by symbol
+_callables: dict[str, Any] = {}  # by symbol: `function`'s ctypes callables
 BUILT = 0  # micro-kernels this process compiled (the rest came from the cache)
 _SECTION = "micro-kernels"  # their directory in the on-disk cache
 
@@ -123,10 +124,15 @@ def ensure_loaded(symbols: Iterable[str]) -> None:
 
 def function(symbol: str) -> Any:
     """A micro-kernel as a Python callable (ctypes, typed by its compiled signature),
-    linked into this process first if it is not."""
-    ensure_loaded([symbol])
-    signature = cached(library.lookup(symbol).name).signatures[symbol]
-    return jit.prototype(signature)(_linked[symbol].engine.get_function_address(symbol))
+    linked into this process first if it is not. Made once per symbol: its signature
+    comes from the on-disk cache, a read of 2 ms (Keras's initial weights ask once each)."""
+    made = _callables.get(symbol)
+    if made is None:
+        ensure_loaded([symbol])
+        signature = cached(library.lookup(symbol).name).signatures[symbol]
+        address = _linked[symbol].engine.get_function_address(symbol)
+        made = _callables.setdefault(symbol, jit.prototype(signature)(address))
+    return made
 
 
 def provide(symbol: str, objects: tuple[bytes, ...]) -> None:
