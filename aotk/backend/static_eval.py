@@ -58,6 +58,34 @@ def static_ints(x: Any) -> list[int | None] | None:
     return [int(v) if k else None for v, k in zip(values, mask, strict=True)]
 
 
+def moved_constants(x: Any) -> np.ndarray | None:
+    """A copy of `x`'s value when it is only constants moved about (concatenated,
+    reshaped, sliced, broadcast): then NumPy gives compiled code's value bit for bit, and
+    `K.eval` needs no compile. Keras's zeros and ones initializers of a metric's scalar
+    state, or an LSTM's `unit_forget_bias` (a concat of three constants), are such."""
+    if not isinstance(x, KTensor):
+        return None
+    value = _moved(x.value, {})
+    return None if value is None else np.array(value, dtype=value.dtype, copy=True)
+
+
+def _moved(v: SSAValue, memo: dict[SSAValue, np.ndarray | None]) -> np.ndarray | None:
+    if v in memo:
+        return memo[v]
+    if isinstance(v, BlockArgument):
+        captured = _captured_constant(v)
+        memo[v] = None if captured is None else captured[0]
+        return memo[v]
+    op = v.owner
+    found: np.ndarray | None = None
+    if isinstance(op, (ew.ConstantOp, *_MOVERS)):
+        operands = [_moved(u, memo) for u in op.operands]
+        if all(o is not None for o in operands):
+            found = np.asarray(lookup(op).numpy(*operands, **op.attrs()))  # type: ignore[arg-type]
+    memo[v] = found
+    return found
+
+
 def static_int(x: Any) -> int | None:
     """A scalar integer tensor's value when known while tracing, else None."""
     known = static_ints(x) if isinstance(x, KTensor) and x.ndim == 0 else None

@@ -229,7 +229,8 @@ def ones_like(x: Any, dtype: Any = None, name: str | None = None) -> KTensor:
 
 def eval(x: Any) -> np.ndarray:
     """The value of a tensor, computed by compiled code (variables: their buffer; a random
-    op's samples: its micro-kernel, called directly, `random_draw`).
+    op's samples: its micro-kernel, called directly, `random_draw`; constants only moved
+    about: NumPy, `static_eval.moved_constants`).
 
     Evaluating a K.update result applies the update and returns the new value."""
     from aotk.backend.training import KUpdate  # training builds on this module
@@ -243,8 +244,11 @@ def eval(x: Any) -> np.ndarray:
         return Function([], [x.value], [x], where="K.eval")([])[0]
     if not isinstance(x, KTensor):
         raise TypeError(f"K.eval: expected a tensor or variable, got {type(x).__name__}")
-    from aotk.backend import random_draw  # it builds on this module
+    from aotk.backend import random_draw, static_eval  # they build on this module
 
+    moved = static_eval.moved_constants(x)
+    if moved is not None:
+        return moved
     drawn = random_draw.draw(x)
     return drawn if drawn is not None else Function([], x, where="K.eval")([])
 
