@@ -1,6 +1,6 @@
-"""Keras 2.3.1's own tests of its core, pooling, merge, embedding, noise, normalization and
-wrapper layers, its activations and losses, and of its training loop, metrics and Sequential
-model, run against aotk.
+"""Keras 2.3.1's own tests of its core, pooling, merge, embedding, noise, normalization,
+wrapper, recurrent, convolutional and locally connected layers, its activations and losses,
+and of its training loop, metrics and Sequential model, run against aotk.
 
 They run in a subprocess with `keras_layers_plugin`, from the copies `fetch.sh` installed.
 A failure outside the explained ones, or a file that does not load, is a regression: these
@@ -44,6 +44,12 @@ TRAINING = [
     "keras/metrics_functional_test.py",
     "keras/test_sequential_model.py",
 ]
+# the recurrent layers (cells, stacking, states, masking, dropout, unrolling) and the
+# convolutional, convolutional-recurrent and locally connected ones
+RECURRENT_CONV = [
+    f"keras/layers/{name}_test.py"
+    for name in ("recurrent", "convolutional", "convolutional_recurrent", "local")
+]
 # Explained failures. test_selu compares with float32 NumPy at rtol 1e-7: NumPy's float32
 # exp(-1) is one ulp below the correctly rounded value, which aotk's exp gives.
 # test_trainable_weights_count_consistency calls `pytest.warns(None)`, which pytest 8
@@ -52,7 +58,11 @@ EXPLAINED = {
     "keras/activations_test.py::test_selu",
     "keras/engine/test_training.py::test_trainable_weights_count_consistency",
 }
-SUITES = {"layers": (LAYERS, 180), "training": (TRAINING, 70)}  # files, passed at least
+SUITES = {  # files, passed at least
+    "layers": (LAYERS, 180),
+    "training": (TRAINING, 70),
+    "recurrent and convolutional": (RECURRENT_CONV, 195),
+}
 
 
 @pytest.mark.slow
