@@ -11,8 +11,11 @@ inside them outlined, unless the thread pool runs them (`aotk.parallel`). The va
 kernel uses from outside become arguments, except constants, which are rebuilt inside so
 LLVM still sees them. Identical kernels (the two directions of a bidirectional RNN, the
 updates of same-shaped weights) become one function: on a Keras GRU training step, 260
-kernels are 91 functions, and every later pass and LLVM do half the work. Runs on
-llvm-stage IR before `aotk-parallelize`: buffers are `!llvm.ptr`, loops are still `scf`.
+kernels are 91 functions, and every later pass and LLVM do half the work. Runs on the
+loops as `convert-aotk-to-loops` emits them, before any cleanup, so that the cleanup
+and every later pass see each distinct kernel once: buffers are memrefs and `ptr_xdsl`
+pointers (`!llvm.ptr` is understood too). On MobileNet's training step that halved the
+cleanup and `aotk-memory-to-llvm`.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import func, llvm
-from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
-from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.dialects import func, llvm, ptr
+from xdsl.dialects.builtin import MemRefType, ModuleOp, SymbolRefAttr
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
@@ -61,37 +64,55 @@ def kernels_of(block: Block) -> list[Operation]:
     return found
 
 
+# ops that give another view of the memory their first operand points to
+_VIEWS = (ptr.FromPtrOp, ptr.ToPtrOp, ptr.PtrAddOp, llvm.GEPOp, llvm.BitcastOp)
+
+
+def _is_pointer(t: Attribute) -> bool:
+    return isinstance(t, MemRefType | ptr.PtrType | llvm.LLVMPointerType)
+
+
 def _base(v: SSAValue) -> SSAValue | None:
     """The argument of the entry function a pointer is computed from, if it is one."""
-    while isinstance(v.owner, llvm.GEPOp | llvm.BitcastOp):
+    while isinstance(v.owner, _VIEWS):
         v = v.owner.operands[0]
     return v if isinstance(v, BlockArgument) else None
 
 
-def _may_alias(passed: list[SSAValue], entry: func.FuncOp) -> list[int]:
-    """The pointer arguments of a kernel that must not be `noalias`.
+@dataclass
+class _Entry:
+    """What aliasing needs to know of the function kernels are outlined from."""
 
-    An argument keeps `noalias` when it is computed from an argument of the entry that
-    is `noalias` itself and no other argument of the kernel is computed from that one:
-    then nothing else the kernel reaches can overlap it. Two views of the workspace, or
-    a variable and the buffer its update is written to, may overlap.
-    """
-    position: dict[SSAValue, int] = {a: i for i, a in enumerate(entry.args)}
-    shared = set(metadata.ints(entry, metadata.MAY_ALIAS))
-    bases = [_base(v) if isinstance(v.type, llvm.LLVMPointerType) else None for v in passed]
+    position: dict[SSAValue, int]  # its arguments' indices
+    shared: set[int]  # the arguments it marks as maybe aliased (a variable and its update)
 
-    def exclusive(base: SSAValue | None) -> bool:
-        index = position.get(base) if base is not None else None
-        return index is not None and index not in shared and bases.count(base) == 1
+    @classmethod
+    def of(cls, entry: func.FuncOp) -> _Entry:
+        position: dict[SSAValue, int] = {a: i for i, a in enumerate(entry.args)}
+        return cls(position, set(metadata.ints(entry, metadata.MAY_ALIAS)))
 
-    return [
-        i
-        for i, (v, base) in enumerate(zip(passed, bases, strict=True))
-        if isinstance(v.type, llvm.LLVMPointerType) and not exclusive(base)
-    ]
+    def may_alias(self, passed: list[SSAValue]) -> list[int]:
+        """The pointer arguments of a kernel that must not be `noalias`.
+
+        An argument keeps `noalias` when it is computed from an argument of the entry that
+        is `noalias` itself and no other argument of the kernel is computed from that one:
+        then nothing else the kernel reaches can overlap it. Two views of the workspace, or
+        a variable and the buffer its update is written to, may overlap.
+        """
+        bases = [_base(v) if _is_pointer(v.type) else None for v in passed]
+
+        def exclusive(base: SSAValue | None) -> bool:
+            index = self.position.get(base) if base is not None else None
+            return index is not None and index not in self.shared and bases.count(base) == 1
+
+        return [
+            i
+            for i, (v, base) in enumerate(zip(passed, bases, strict=True))
+            if _is_pointer(v.type) and not exclusive(base)
+        ]
 
 
-def outline_kernel(kernel: Operation, name: str, entry: func.FuncOp) -> func.FuncOp:
+def outline_kernel(kernel: Operation, name: str, entry: _Entry) -> func.FuncOp:
     """Replace `kernel` by a call to a new function `name` that runs it; return that."""
     outside = free_values(kernel, tuple(kernel.operands))
     passed = [v for v in outside if not rebuildable(v)]
@@ -119,7 +140,7 @@ def outline_kernel(kernel: Operation, name: str, entry: func.FuncOp) -> func.Fun
     fn = func.FuncOp(
         name, ([v.type for v in passed], result_types), Region(block), visibility="private"
     )
-    aliased = _may_alias(passed, entry)
+    aliased = entry.may_alias(passed)
     if aliased:
         metadata.set_ints(fn, metadata.MAY_ALIAS, aliased)
     return fn
@@ -141,10 +162,11 @@ class AotkOutlineKernelsPass(ModulePass):
             after: Operation = entry
             first_of: dict[Hashable, str] = {}  # one function per distinct kernel
             same_as: dict[str, str] = {}
+            aliasing = _Entry.of(entry)
             for number, kernel in enumerate(kernels_of(entry.body.blocks[0])):
                 name = f"{base}_k{number}"
                 assert name not in taken, f"aotk-outline-kernels: @{name} is taken"
-                fn = outline_kernel(kernel, name, entry)
+                fn = outline_kernel(kernel, name, aliasing)
                 first = first_of.setdefault(structure_key(fn), name)
                 if first != name:
                     same_as[name] = first

@@ -21,6 +21,9 @@ from aotk.context import make_context
 # fewer ops. aotk-cse and aotk-canonicalize give the IR xDSL's cse and canonicalize give,
 # in about half the time.
 LOOPS_CLEANUP = "aotk-cse,aotk-canonicalize,aotk-cse,aotk-check-stage{stage=loops}"
+# Kernels are outlined as emitted, before any cleanup: identical ones become one function
+# there, so the cleanup and every later pass handle each distinct kernel once.
+OUTLINED_CLEANUP = f"aotk-outline-kernels,{LOOPS_CLEANUP}"
 
 STAGES: dict[str, str] = {
     "trace": "",
@@ -29,11 +32,10 @@ STAGES: dict[str, str] = {
         "aotk-scan-accumulations,dce,aotk-matmul-updates,dce,aotk-split-dilated-convs,"
         "aotk-fuse,aotk-conv-pool,aotk-cse,dce"
     ),
-    "loops": f"convert-aotk-to-loops,{LOOPS_CLEANUP}",
+    "loops": f"convert-aotk-to-loops,{OUTLINED_CLEANUP}",
     "llvm": ",".join(
         [
             "aotk-memory-to-llvm",
-            "aotk-outline-kernels",
             "aotk-parallelize",
             "aotk-scf-to-cf",
             "convert-aotk-std-to-llvm",
@@ -63,7 +65,7 @@ def lower(module: ModuleOp, stop_after: str = "llvm", start_after: str = "trace"
 
 def lower_emitted_loops(module: ModuleOp) -> ModuleOp:
     """Clean up and lower to the llvm stage a module of loops built directly (no aotk ops)."""
-    return run(module, f"{LOOPS_CLEANUP},{STAGES['llvm']}")
+    return run(module, f"{OUTLINED_CLEANUP},{STAGES['llvm']}")
 
 
 def run(module: ModuleOp, spec: str) -> ModuleOp:

@@ -13,16 +13,24 @@
 // GRAPH-NEXT:    %y = "aotk.reduce_sum"(%t) <{axes = array<i64: 1>, keepdims = false}>
 // GRAPH-NEXT:    func.return %y : tensor<?xf32>
 
-// Stage loops: the kernel ABI on memrefs; the kernel's result lives in the workspace.
+// Stage loops: the kernel ABI on memrefs. Each kernel is a function of its own, called
+// with the buffers it uses; the first kernel's result lives in the workspace.
 // LOOPS-LABEL: func.func @reduce_sum_of_tanh(
 // LOOPS-SAME:      %x: memref<?xf32>, %b: memref<4xf32>, %out0: memref<?xf32>, %workspace: !ptr_xdsl.ptr, %dim0: i64)
 // LOOPS-NOT:     "aotk.
 // LOOPS:         %[[T:.*]] = ptr_xdsl.from_ptr %workspace
+// LOOPS-NEXT:    func.call @reduce_sum_of_tanh_k0(%[[N:[0-9]+]], %x, %b, %[[T]])
+// LOOPS-NEXT:    func.call @reduce_sum_of_tanh_k1(%[[N]], %[[T]], %out0)
+// LOOPS-NEXT:    func.return
+// LOOPS-LABEL: func.func private @reduce_sum_of_tanh_k0(
+// LOOPS-SAME:      %{{[0-9]+}}: memref<4xf32>, %[[K0T:[0-9]+]]: memref<?xf32>)
 // LOOPS:         scf.for
-// LOOPS:           memref.store %{{.*}}, %[[T]][
+// LOOPS:           memref.store %{{.*}}, %[[K0T]][
+// LOOPS-LABEL: func.func private @reduce_sum_of_tanh_k1(
+// LOOPS-SAME:      %[[K1T:[0-9]+]]: memref<?xf32>, %[[K1O:[0-9]+]]: memref<?xf32>)
 // LOOPS:         scf.for
-// LOOPS:           memref.load %[[T]][
-// LOOPS:         memref.store %{{.*}}, %out0[
+// LOOPS:           memref.load %[[K1T]][
+// LOOPS:         memref.store %{{.*}}, %[[K1O]][
 // LOOPS-NOT:     "aotk.
 // LOOPS-LABEL: func.func @reduce_sum_of_tanh_workspace_size(%{{.*}}: i64) -> i64
 

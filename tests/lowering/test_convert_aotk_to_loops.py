@@ -78,7 +78,10 @@ def test_no_aotk_op_survives_a_graph_of_every_op_family():
     module = loops([x, w, flag], outs)
     assert not [op.name for op in module.walk() if op.name.startswith("aotk.")]
     defined = {name for name, f in functions(module).items() if f.body.blocks}
-    assert defined == {"main", "main_workspace_size", "main_output_dims"}
+    # each kernel is a private function of its own, called from main
+    kernels = {name for name in defined if name.startswith("main_k")}
+    assert defined - kernels == {"main", "main_workspace_size", "main_output_dims"}
+    assert kernels and {functions(module)[k].sym_visibility.data for k in kernels} == {"private"}
     # the float matmul and the transpose are calls to micro-kernels, declared in the module
     # (the matmul's N is narrower than a packed sliver: the kernel without packing)
     declared = set(functions(module)) - defined
