@@ -69,6 +69,16 @@ def pytest_configure(config: pytest.Config) -> None:
         config.add_cleanup(lambda: shutil.rmtree(path, ignore_errors=True))
 
 
+# Keras's own test suites, run in a subprocess for minutes each: started first, they
+# leave the other worker (which steals queued tests, `--dist worksteal`) the short ones
+LONGEST_FIRST = ("test_layer_suites.py", "test_backend_suite.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 @pytest.fixture(autouse=True)
 def fresh_graph():
     """Each test traces into an empty graph."""
