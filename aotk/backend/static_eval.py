@@ -32,6 +32,8 @@ Folded = tuple[np.ndarray, np.ndarray] | None  # (values, known mask), or nothin
 
 # ops that move elements without computing: the known mask moves the same way
 _MOVERS = (sh.ReshapeOp, sh.TransposeOp, sh.ConcatOp, sh.SliceOp, dg.ViewOp, dg.BroadcastToOp)
+# ops whose NumPy rule gives compiled code's value bit for bit
+_EXACT = (ew.ConstantOp, sq.ShapeOfOp, *_MOVERS)
 
 
 def known_entries(x: Any) -> Folded:
@@ -63,27 +65,10 @@ def moved_constants(x: Any) -> np.ndarray | None:
     reshaped, sliced, broadcast): then NumPy gives compiled code's value bit for bit, and
     `K.eval` needs no compile. Keras's zeros and ones initializers of a metric's scalar
     state, or an LSTM's `unit_forget_bias` (a concat of three constants), are such."""
-    if not isinstance(x, KTensor):
+    folded = _fold(x.value, {}, exact=True) if isinstance(x, KTensor) else None
+    if folded is None or not folded[1].all():
         return None
-    value = _moved(x.value, {})
-    return None if value is None else np.array(value, dtype=value.dtype, copy=True)
-
-
-def _moved(v: SSAValue, memo: dict[SSAValue, np.ndarray | None]) -> np.ndarray | None:
-    if v in memo:
-        return memo[v]
-    if isinstance(v, BlockArgument):
-        captured = _captured_constant(v)
-        memo[v] = None if captured is None else captured[0]
-        return memo[v]
-    op = v.owner
-    found: np.ndarray | None = None
-    if isinstance(op, (ew.ConstantOp, *_MOVERS)):
-        operands = [_moved(u, memo) for u in op.operands]
-        if all(o is not None for o in operands):
-            found = np.asarray(lookup(op).numpy(*operands, **op.attrs()))  # type: ignore[arg-type]
-    memo[v] = found
-    return found
+    return np.array(folded[0], copy=True)
 
 
 def static_int(x: Any) -> int | None:
@@ -92,26 +77,27 @@ def static_int(x: Any) -> int | None:
     return known[0] if known else None
 
 
-def _fold(v: SSAValue, memo: dict[SSAValue, Folded]) -> Folded:
+def _fold(v: SSAValue, memo: dict[SSAValue, Folded], exact: bool = False) -> Folded:
+    """`exact`: fold only ops whose NumPy rule is compiled code's value bit for bit."""
     if v not in memo:
-        memo[v] = _fold_value(v, memo)
+        memo[v] = _fold_value(v, memo, exact)
     return memo[v]
 
 
-def _fold_value(v: SSAValue, memo: dict[SSAValue, Folded]) -> Folded:
+def _fold_value(v: SSAValue, memo: dict[SSAValue, Folded], exact: bool) -> Folded:
     shape = shape_of(v.type)
     if None in shape or math.prod(d or 0 for d in shape) > MAX_ELEMENTS:
         return None
     if isinstance(v, BlockArgument):
         return _captured_constant(v)
     op = v.owner
-    if not isinstance(op, AotkOp) or op.regions:
+    if not isinstance(op, AotkOp) or op.regions or (exact and not isinstance(op, _EXACT)):
         return None
     if isinstance(op, sq.ShapeOfOp):
         dims = shape_of(op.x.type)
         mask = np.array([d is not None for d in dims], dtype=bool)
         return np.array([d or 0 for d in dims], dtype=np.int32), mask
-    operands = [_fold(u, memo) for u in op.operands]
+    operands = [_fold(u, memo, exact) for u in op.operands]
     if any(f is None for f in operands):
         return None
     return _apply(op, operands)  # type: ignore[arg-type]
