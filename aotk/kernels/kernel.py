@@ -30,6 +30,7 @@ from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
 from aotk.kernels.loop_cost import block_cost, static_trips
+from aotk.kernels.make import integer, make
 from aotk.kernels.scalar import compute_type, storage_type
 
 DimV = int | SSAValue
@@ -76,7 +77,7 @@ class Kernel:
             return v
         known = self._constants.get(v)
         if known is None:
-            op = arith.ConstantOp(IntegerAttr(v, INDEX))
+            op = make(arith.ConstantOp, [], [INDEX], {"value": integer(v, INDEX)})
             first = self._entry.first_op
             if first is None:
                 self._entry.add_op(op)
@@ -85,6 +86,9 @@ class Kernel:
             known = self._constants[v] = op.result
         return known
 
+    def _index_op(self, cls: type[Operation], a: DimV, c: DimV) -> SSAValue:
+        return self.b.insert(make(cls, [self.index(a), self.index(c)], [INDEX])).results[0]
+
     def add(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
             return a + c
@@ -92,14 +96,14 @@ class Kernel:
             return c
         if c == 0:
             return a
-        return self.b.insert(arith.AddiOp(self.index(a), self.index(c))).result
+        return self._index_op(arith.AddiOp, a, c)
 
     def sub(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
             return a - c
         if c == 0:
             return a
-        return self.b.insert(arith.SubiOp(self.index(a), self.index(c))).result
+        return self._index_op(arith.SubiOp, a, c)
 
     def mul(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
@@ -110,31 +114,31 @@ class Kernel:
             return a
         if a == 0 or c == 0:
             return 0
-        return self.b.insert(arith.MuliOp(self.index(a), self.index(c))).result
+        return self._index_op(arith.MuliOp, a, c)
 
     def div(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
             return a // c
         if c == 1:
             return a
-        return self.b.insert(arith.DivUIOp(self.index(a), self.index(c))).result
+        return self._index_op(arith.DivUIOp, a, c)
 
     def rem(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
             return a % c
         if c == 1:
             return 0
-        return self.b.insert(arith.RemUIOp(self.index(a), self.index(c))).result
+        return self._index_op(arith.RemUIOp, a, c)
 
     def min(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
             return min(a, c)
-        return self.b.insert(arith.MinSIOp(self.index(a), self.index(c))).result
+        return self._index_op(arith.MinSIOp, a, c)
 
     def max(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
             return max(a, c)
-        return self.b.insert(arith.MaxSIOp(self.index(a), self.index(c))).result
+        return self._index_op(arith.MaxSIOp, a, c)
 
     def select(self, cond: SSAValue | bool, a: DimV, c: DimV) -> DimV:
         """`a` where `cond` holds, else `c` (folded when `cond` is a Python bool)."""

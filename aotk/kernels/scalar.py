@@ -13,19 +13,22 @@ from typing import Any
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math
+from xdsl.dialects.arith import CMPF_COMPARISON_OPERATIONS, CMPI_COMPARISON_OPERATIONS
 from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
     FloatAttr,
-    IntegerAttr,
     IntegerType,
     f32,
+    i1,
+    i64,
 )
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from aotk import dtypes
+from aotk.kernels.make import integer, make
 
 ScalarRule = Callable[..., SSAValue]
 
@@ -51,12 +54,14 @@ def storage_type(elem: Attribute) -> Attribute:
 def const(b: Builder, value: float | int | bool, typ: Attribute) -> SSAValue:
     """Insert an arith.constant of a compute type."""
     if isinstance(typ, Float16Type | Float32Type | Float64Type):
-        return b.insert(arith.ConstantOp(FloatAttr(float(value), typ))).result
-    assert isinstance(typ, IntegerType)
-    ivalue = int(value)
-    if typ.width.data == 1:
-        ivalue = -1 if ivalue else 0  # i1 true is -1 in signless two's complement
-    return b.insert(arith.ConstantOp(IntegerAttr(ivalue, typ))).result
+        attr: Attribute = FloatAttr(float(value), typ)
+    else:
+        assert isinstance(typ, IntegerType)
+        ivalue = int(value)
+        if typ.width.data == 1:
+            ivalue = -1 if ivalue else 0  # i1 true is -1 in signless two's complement
+        attr = integer(ivalue, typ)
+    return insert(b, make(arith.ConstantOp, [], [typ], {"value": attr}))
 
 
 def insert(b: Builder, op: Operation) -> SSAValue:
@@ -109,9 +114,12 @@ _UINT_PRED = {"eq": "eq", "ne": "ne", "gt": "ugt", "ge": "uge", "lt": "ult", "le
 def compare(b: Builder, pred: str, lhs: SSAValue, rhs: SSAValue, elem: Attribute) -> SSAValue:
     """Insert a comparison that yields i1."""
     if dtypes.is_float(elem):
-        return insert(b, arith.CmpfOp(lhs, rhs, _FLOAT_PRED[pred]))
-    table = _UINT_PRED if dtypes.is_unsigned(elem) or dtypes.is_bool(elem) else _SINT_PRED
-    return insert(b, arith.CmpiOp(lhs, rhs, table[pred]))
+        cls, predicate = arith.CmpfOp, CMPF_COMPARISON_OPERATIONS.index(_FLOAT_PRED[pred])
+    else:
+        table = _UINT_PRED if dtypes.is_unsigned(elem) or dtypes.is_bool(elem) else _SINT_PRED
+        cls, predicate = arith.CmpiOp, CMPI_COMPARISON_OPERATIONS.index(table[pred])
+    properties = {"predicate": integer(predicate, i64)}
+    return insert(b, make(cls, [lhs, rhs], [i1], properties))
 
 
 def compare_rule(pred: str) -> ScalarRule:
@@ -128,7 +136,7 @@ def compare_rule(pred: str) -> ScalarRule:
 
 
 def select(b: Builder, cond: SSAValue, a: SSAValue, c: SSAValue) -> SSAValue:
-    return insert(b, arith.SelectOp(cond, a, c))
+    return insert(b, make(arith.SelectOp, [cond, a, c], [a.type]))
 
 
 def convert(b: Builder, value: SSAValue, src: Attribute, dst: Attribute) -> SSAValue:

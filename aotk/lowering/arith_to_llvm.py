@@ -7,7 +7,8 @@ every op here also works lane-wise once LLVM vectorizes the loop.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import cache
 
 from xdsl.dialects import arith, llvm, math
 from xdsl.dialects.builtin import (
@@ -22,6 +23,8 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Operation
+
+from aotk.kernels.make import integer, make
 
 Build = Callable[[Operation], list[Operation]]
 
@@ -101,11 +104,20 @@ def _constant(op: Operation) -> list[Operation]:
         value = IntegerAttr(value.value.data, _int(t))  # pyright: ignore[reportCallIssue, reportArgumentType]
     elif not isinstance(value, FloatAttr):
         raise ValueError(f"convert-aotk-std-to-llvm: unsupported constant {value}")
-    return [llvm.ConstantOp(value, _int(t))]  # pyright: ignore[reportCallIssue, reportArgumentType]  # pyright: ignore[reportCallIssue, reportArgumentType]
+    return [make(llvm.ConstantOp, [], [_int(t)], {"value": value})]
 
 
-def _binary(cls: type[Operation]) -> Build:
-    return lambda op: [cls(op.operands[0], op.operands[1])]  # type: ignore[call-arg]
+# What llvm's constructors set: no wrap flags (nsw/nuw), which LLVM could exploit
+_NO_WRAP = {"overflowFlags": IntegerAttr(0, 32)}
+
+
+def _binary(cls: type[Operation], properties: Mapping[str, Attribute] = {}) -> Build:
+    return lambda op: [make(cls, op.operands, [op.operands[0].type], properties)]
+
+
+@cache
+def _fast_math(names: tuple[str, ...]) -> llvm.FastMathAttr:
+    return llvm.FastMathAttr(list(names) or None)  # pyright: ignore[reportArgumentType]
 
 
 def _float_binary(cls: type[llvm.AbstractFloatArithOp]) -> Build:
@@ -113,18 +125,19 @@ def _float_binary(cls: type[llvm.AbstractFloatArithOp]) -> Build:
 
     def build(op: Operation) -> list[Operation]:
         flags = op.properties.get("fastmath")
-        names = list(getattr(flags, "data", ()))
-        return [cls(op.operands[0], op.operands[1], llvm.FastMathAttr(names or None))]
+        names = tuple(sorted(getattr(flags, "data", ())))
+        props = {"fastmathFlags": _fast_math(names)}
+        return [make(cls, op.operands, [op.operands[0].type], props)]
 
     return build
 
 
 def _unary(cls: type[Operation]) -> Build:
-    return lambda op: [cls(op.operands[0])]  # type: ignore[call-arg]
+    return lambda op: [make(cls, op.operands, [op.operands[0].type])]
 
 
-def _cast(cls: type[Operation]) -> Build:
-    return lambda op: [cls(op.operands[0], _int(op.results[0].type))]  # type: ignore[call-arg]
+def _cast(cls: type[Operation], properties: Mapping[str, Attribute] = {}) -> Build:
+    return lambda op: [make(cls, op.operands, [_int(op.results[0].type)], properties)]
 
 
 def _cmp(cls: type[Operation]) -> Build:
@@ -132,8 +145,8 @@ def _cmp(cls: type[Operation]) -> Build:
     def build(op: Operation) -> list[Operation]:
         predicate = op.properties["predicate"]
         assert isinstance(predicate, IntegerAttr)
-        lhs, rhs = op.operands
-        return [cls(lhs, rhs, IntegerAttr(predicate.value.data, 64))]  # pyright: ignore[reportCallIssue]
+        result = op.results[0].type  # i1, or a vector of i1 like the operands
+        return [make(cls, op.operands, [result], {"predicate": integer(predicate.value.data, i64)})]
 
     return build
 
@@ -145,9 +158,9 @@ BUILDERS: dict[type[Operation], Build] = {
     arith.MulfOp: _float_binary(llvm.FMulOp),
     arith.DivfOp: _float_binary(llvm.FDivOp),
     arith.NegfOp: _unary(llvm.FNegOp),
-    arith.AddiOp: _binary(llvm.AddOp),
-    arith.SubiOp: _binary(llvm.SubOp),
-    arith.MuliOp: _binary(llvm.MulOp),
+    arith.AddiOp: _binary(llvm.AddOp, _NO_WRAP),
+    arith.SubiOp: _binary(llvm.SubOp, _NO_WRAP),
+    arith.MuliOp: _binary(llvm.MulOp, _NO_WRAP),
     arith.DivSIOp: _binary(llvm.SDivOp),
     arith.DivUIOp: _binary(llvm.UDivOp),
     arith.RemSIOp: _binary(llvm.SRemOp),
@@ -155,17 +168,17 @@ BUILDERS: dict[type[Operation], Build] = {
     arith.AndIOp: _binary(llvm.AndOp),
     arith.OrIOp: _binary(llvm.OrOp),
     arith.XOrIOp: _binary(llvm.XOrOp),
-    arith.ShLIOp: _binary(llvm.ShlOp),
+    arith.ShLIOp: _binary(llvm.ShlOp, _NO_WRAP),
     arith.ShRSIOp: _binary(llvm.AShrOp),
     arith.ShRUIOp: _binary(llvm.LShrOp),
     arith.CmpiOp: _cmp(llvm.ICmpOp),
     arith.CmpfOp: _cmp(llvm.FCmpOp),
-    arith.SelectOp: lambda op: [llvm.SelectOp(*op.operands)],
+    arith.SelectOp: lambda op: [make(llvm.SelectOp, op.operands, [op.operands[1].type])],
     arith.ExtFOp: _cast(llvm.FPExtOp),
     arith.TruncFOp: _cast(llvm.FPTruncOp),
     arith.ExtSIOp: _cast(llvm.SExtOp),
     arith.ExtUIOp: _cast(llvm.ZExtOp),
-    arith.TruncIOp: _cast(llvm.TruncOp),
+    arith.TruncIOp: _cast(llvm.TruncOp, {"overflowFlags": llvm.OverflowAttr(())}),
     arith.SIToFPOp: _cast(llvm.SIToFPOp),
     arith.UIToFPOp: _uitofp,
     arith.FPToSIOp: _fp_to_int(signed=True),

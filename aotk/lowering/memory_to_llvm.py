@@ -14,31 +14,41 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, llvm, memref, ptr, vector
 from xdsl.dialects.builtin import (
+    DenseArrayBase,
     FixedBitwidthType,
     FunctionType,
     IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
+    UnitAttr,
     VectorType,
     i8,
     i32,
     i64,
 )
+from xdsl.dialects.llvm import GEP_USE_SSA_VAL
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from aotk.dialect.base import source_location
+from aotk.kernels.make import integer, make
 from aotk.lowering.arith_to_llvm import type_suffix
 from aotk.lowering.parallelize import erase_unused
 from aotk.lowering.rewrite_once import retype_values
 
 PASS = "aotk-memory-to-llvm"
+INDEX = IndexType()
+PTR = llvm.LLVMPointerType()
+# an inbounds GEP without wrap flags, as `GEPOp.from_mixed_indices(..., inbounds=True)`
+_GEP = {"noWrapFlags": IntegerAttr(0, 32), "inbounds": UnitAttr()}
+_PLAIN = {"ordering": IntegerAttr(0, i64)}  # not atomic
 
 
 def pointer_type(t: Attribute) -> Attribute | None:
@@ -63,7 +73,7 @@ class _Lowering:
         if not isinstance(value.type, IndexType):
             return value
         if (cast := self.as_i64.get(value)) is None:
-            op = arith.IndexCastOp(value, i64)
+            op = make(arith.IndexCastOp, [value], [i64])
             if isinstance(value, BlockArgument):
                 assert isinstance(value.owner, Block)
                 Rewriter.insert_op(op, InsertPoint.at_start(value.owner))
@@ -81,16 +91,10 @@ class _Lowering:
         linear = _linearize(op, indices, strides, offset)
         if linear is None:
             return base
-        gep = llvm.GEPOp.from_mixed_indices(
-            base, [self.index(linear)], t.element_type, inbounds=True
-        )
-        Rewriter.insert_op(gep, InsertPoint.before(op))
-        return gep.result
+        return _gep(op, base, self.index(linear), t.element_type)
 
     def bytes(self, op: ptr.PtrAddOp) -> SSAValue:
-        gep = llvm.GEPOp.from_mixed_indices(op.addr, [self.index(op.offset)], i8, inbounds=True)
-        Rewriter.insert_op(gep, InsertPoint.before(op))
-        return gep.result
+        return _gep(op, op.addr, self.index(op.offset), i8)
 
 
 def _error(op: Operation, message: str) -> ValueError:
@@ -121,25 +125,51 @@ def _linearize(
         return new.results[0]
 
     def constant(n: int) -> SSAValue:
-        return emit(arith.ConstantOp(IntegerAttr(n, IndexType())))
+        return emit(make(arith.ConstantOp, [], [INDEX], {"value": integer(n, INDEX)}))
 
     for index, stride in zip(indices, strides, strict=True):
-        terms.append(index if stride == 1 else emit(arith.MuliOp(index, constant(stride))))
+        terms.append(
+            index if stride == 1 else emit(make(arith.MuliOp, [index, constant(stride)], [INDEX]))
+        )
     if offset:
         terms.append(constant(offset))
     if not terms:
         return None
     total = terms[0]
     for term in terms[1:]:
-        total = emit(arith.AddiOp(total, term))
+        total = emit(make(arith.AddiOp, [total, term], [INDEX]))
     return total
+
+
+def _gep(op: Operation, base: SSAValue, index: int | SSAValue, elem: Attribute) -> SSAValue:
+    """An inbounds GEP of `index` elements of type `elem` from `base`, built before `op`."""
+    raw, dynamic = (GEP_USE_SSA_VAL, [index]) if isinstance(index, SSAValue) else (index, [])
+    properties = {"rawConstantIndices": _indices(raw), "elem_type": elem, **_GEP}
+    gep = make(llvm.GEPOp, [base, *dynamic], [PTR], properties)
+    Rewriter.insert_op(gep, InsertPoint.before(op))
+    return gep.result
+
+
+@cache
+def _indices(raw: int) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, [raw])
+
+
+def load_op(address: SSAValue, t: Attribute) -> llvm.LoadOp:
+    """`llvm.LoadOp(address, t)`, made faster."""
+    return make(llvm.LoadOp, [address], [t], _PLAIN)
+
+
+def store_op(value: SSAValue, address: SSAValue) -> llvm.StoreOp:
+    """`llvm.StoreOp(value, address)`, made faster."""
+    return make(llvm.StoreOp, [value, address], [], _PLAIN)
 
 
 def _load(low: _Lowering, op: Operation) -> SSAValue:
     assert isinstance(op, memref.LoadOp | vector.LoadOp)
     base = op.memref if isinstance(op, memref.LoadOp) else op.base
     address = low.element(op, base, tuple(op.indices))
-    load = llvm.LoadOp(address, op.results[0].type)
+    load = load_op(address, op.results[0].type)
     Rewriter.insert_op(load, InsertPoint.before(op))
     return load.dereferenced_value
 
@@ -148,7 +178,7 @@ def _store(low: _Lowering, op: Operation) -> None:
     assert isinstance(op, memref.StoreOp | vector.StoreOp)
     base, value = (op.memref, op.value) if isinstance(op, memref.StoreOp) else (op.base, op.vector)
     address = low.element(op, base, tuple(op.indices))
-    Rewriter.insert_op(llvm.StoreOp(value, address), InsertPoint.before(op))
+    Rewriter.insert_op(store_op(value, address), InsertPoint.before(op))
 
 
 def _address(low: _Lowering, op: Operation) -> SSAValue:
@@ -184,14 +214,14 @@ def _masked_access(low: _Lowering, op: Operation) -> SSAValue | None:
 
 def _ptr_load(low: _Lowering, op: Operation) -> SSAValue:
     assert isinstance(op, ptr.LoadOp)
-    load = llvm.LoadOp(op.addr, op.res.type)
+    load = load_op(op.addr, op.res.type)
     Rewriter.insert_op(load, InsertPoint.before(op))
     return load.dereferenced_value
 
 
 def _ptr_store(low: _Lowering, op: Operation) -> None:
     assert isinstance(op, ptr.StoreOp)
-    Rewriter.insert_op(llvm.StoreOp(op.value, op.addr), InsertPoint.before(op))
+    Rewriter.insert_op(store_op(op.value, op.addr), InsertPoint.before(op))
 
 
 def _type_offset(low: _Lowering, op: Operation) -> SSAValue:
