@@ -35,6 +35,7 @@ from aotk.kernels.scalar import compute_type, storage_type
 
 DimV = int | SSAValue
 INDEX = IndexType()
+PTR = ptr.PtrType()
 
 PARALLEL_ATTR = "aotk.parallel"  # its value: the smallest trip count worth parallelizing
 # Work (element operations, counted by `body_cost`) a loop should have before it is split
@@ -179,24 +180,27 @@ class Kernel:
 
     def load_flat(self, buf: Buf, offset: DimV) -> SSAValue:
         """Load one element as its compute type."""
-        raw = self.b.insert(memref.LoadOp.get(buf.mem, [self.index(offset)])).res
+        elem = cast(MemRefType, buf.mem.type).element_type
+        load = make(memref.LoadOp, [buf.mem, self.index(offset)], [elem])
+        raw = self.b.insert(load).res
         return self._widen(raw, buf.elem)
 
     def store_flat(self, buf: Buf, offset: DimV, value: SSAValue) -> None:
         value = self._narrow(value, buf.elem)
-        self.b.insert(memref.StoreOp.get(value, buf.mem, [self.index(offset)]))
+        self.b.insert(make(memref.StoreOp, [value, buf.mem, self.index(offset)], []))
 
     def view(self, buf: Buf, offset: DimV, dims: Sequence[DimV]) -> Buf:
         """The dense sub-buffer of `buf` starting `offset` elements in, with `dims`."""
         if offset == 0:
             return Buf(buf.mem, tuple(dims), buf.elem)
-        base = self.b.insert(ptr.ToPtrOp(buf.mem)).res
+        base = self.b.insert(make(ptr.ToPtrOp, [buf.mem], [PTR])).results[0]
         nbytes = self.mul(offset, dtypes.byte_size(buf.elem))
-        moved = self.b.insert(ptr.PtrAddOp(base, self.index(nbytes))).result
+        moved = self.b.insert(make(ptr.PtrAddOp, [base, self.index(nbytes)], [PTR])).results[0]
         mem_type = buf.mem.type
         assert isinstance(mem_type, MemRefType)
         flat = MemRefType(mem_type.element_type, [DYNAMIC_INDEX])
-        return Buf(self.b.insert(ptr.FromPtrOp(moved, flat)).res, tuple(dims), buf.elem)
+        view = self.b.insert(make(ptr.FromPtrOp, [moved], [flat])).results[0]
+        return Buf(view, tuple(dims), buf.elem)
 
     def copy(self, src: Buf, dst: Buf, *, parallel: bool = False) -> None:
         """Copy every element of `src` into `dst` (same size); `parallel` as in `loop`."""

@@ -14,7 +14,17 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TypeVar
 
-from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    UnitAttr,
+    i32,
+    i64,
+)
+from xdsl.dialects.llvm import GEP_USE_SSA_VAL
 from xdsl.ir import Attribute, Operation, SSAValue
 
 OpT = TypeVar("OpT", bound=Operation)
@@ -35,3 +45,43 @@ def integer(value: int, t: IntegerType | IndexType) -> IntegerAttr:
     """`IntegerAttr(value, t)`, made once: attributes are immutable, and each new one is
     verified."""
     return IntegerAttr(value, t)
+
+
+def gep_op(base: SSAValue, index: int | SSAValue, elem: Attribute, inbounds: bool) -> llvm.GEPOp:
+    """`llvm.GEPOp.from_mixed_indices(base, [index], elem, inbounds=inbounds)`."""
+    raw, dynamic = (GEP_USE_SSA_VAL, [index]) if isinstance(index, SSAValue) else (index, [])
+    properties: dict[str, Attribute] = {
+        "rawConstantIndices": _indices(raw),
+        "elem_type": elem,
+        "noWrapFlags": integer(0, i32),
+    }
+    if inbounds:
+        properties["inbounds"] = UnitAttr()
+    return make(llvm.GEPOp, [base, *dynamic], [_PTR], properties)
+
+
+def load_op(address: SSAValue, t: Attribute, alignment: int | None = None) -> llvm.LoadOp:
+    """`llvm.LoadOp(address, t, alignment)`."""
+    return make(llvm.LoadOp, [address], [t], _memory_properties(alignment))
+
+
+def store_op(value: SSAValue, address: SSAValue, alignment: int | None = None) -> llvm.StoreOp:
+    """`llvm.StoreOp(value, address, alignment)`."""
+    return make(llvm.StoreOp, [value, address], [], _memory_properties(alignment))
+
+
+_PTR = llvm.LLVMPointerType()
+
+
+@cache
+def _indices(raw: int) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, [raw])
+
+
+@cache
+def _memory_properties(alignment: int | None) -> dict[str, Attribute]:
+    """Not atomic (`ordering` 0), and the alignment if one is given."""
+    properties: dict[str, Attribute] = {"ordering": integer(0, i64)}
+    if alignment is not None:
+        properties["alignment"] = integer(alignment, i64)
+    return properties

@@ -101,7 +101,7 @@ def _constant(op: Operation) -> list[Operation]:
     value = op.value
     t = op.result.type
     if isinstance(value, IntegerAttr):
-        value = IntegerAttr(value.value.data, _int(t))  # pyright: ignore[reportCallIssue, reportArgumentType]
+        value = integer(value.value.data, _int(t))  # pyright: ignore[reportArgumentType]
     elif not isinstance(value, FloatAttr):
         raise ValueError(f"convert-aotk-std-to-llvm: unsupported constant {value}")
     return [make(llvm.ConstantOp, [], [_int(t)], {"value": value})]

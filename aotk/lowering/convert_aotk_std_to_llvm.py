@@ -10,6 +10,7 @@ variable passed both as an input and as the buffer its update is written to).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from xdsl.context import Context
 from xdsl.dialects import cf, func, llvm
@@ -19,6 +20,7 @@ from xdsl.dialects.builtin import (
     FixedBitwidthType,
     IndexType,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     UnitAttr,
     VectorType,
@@ -96,6 +98,11 @@ def _element_bytes(t: Attribute) -> int:
     return t.size
 
 
+@cache
+def _alignment(size: int) -> IntegerAttr[IntegerType]:
+    return IntegerAttr(size, 64)
+
+
 def natural_alignment(module: ModuleOp) -> None:
     """Give every load and store the alignment of one element.
 
@@ -105,7 +112,7 @@ def natural_alignment(module: ModuleOp) -> None:
     for op in module.walk():
         if isinstance(op, llvm.LoadOp | llvm.StoreOp) and op.alignment is None:
             value = op.dereferenced_value if isinstance(op, llvm.LoadOp) else op.value
-            op.alignment = IntegerAttr(_element_bytes(value.type), 64)
+            op.alignment = _alignment(_element_bytes(value.type))
 
 
 def func_to_llvm(op: func.FuncOp) -> llvm.FuncOp:

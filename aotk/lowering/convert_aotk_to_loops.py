@@ -37,7 +37,8 @@ from aotk.dialect.elementwise import lower_scalar
 from aotk.dialect.registry import Kind, is_registered, kind_of, lookup
 from aotk.kernels import elementwise_nest, library
 from aotk.kernels.checked_sizes import SizeKernel
-from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
+from aotk.kernels.kernel import INDEX, PTR, Buf, DimV, Kernel
+from aotk.kernels.make import make
 from aotk.kernels.scalar import storage_type
 from aotk.lowering.update_in_place import in_place_updates, overwritten
 
@@ -103,8 +104,8 @@ class _Lowerer:
         offset, self.ws_offset = self.ws_offset, self.k.accumulate(self.ws_offset, padded)
         if self.ws is None:  # planning the workspace size only
             return Buf(self.k.index(0), tuple(dims), elem_of(t))
-        p = self.k.b.insert(ptr.PtrAddOp(self.ws, self.k.index(offset))).result
-        mem = self.k.b.insert(ptr.FromPtrOp(p, flat_memref(t))).res
+        p = self.k.b.insert(make(ptr.PtrAddOp, [self.ws, self.k.index(offset)], [PTR])).results[0]
+        mem = self.k.b.insert(make(ptr.FromPtrOp, [p], [flat_memref(t)])).results[0]
         return Buf(mem, tuple(dims), elem_of(t))
 
     def result_dims(self, op: Any, ins: list[Buf]) -> list[DimV]:

@@ -14,31 +14,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, llvm, memref, ptr, vector
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
     FixedBitwidthType,
     FunctionType,
     IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
-    UnitAttr,
     VectorType,
     i8,
     i32,
     i64,
 )
-from xdsl.dialects.llvm import GEP_USE_SSA_VAL
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from aotk.dialect.base import source_location
-from aotk.kernels.make import integer, make
+from aotk.kernels.make import gep_op, integer, load_op, make, store_op
 from aotk.lowering.arith_to_llvm import type_suffix
 from aotk.lowering.parallelize import erase_unused
 from aotk.lowering.rewrite_once import retype_values
@@ -46,9 +42,6 @@ from aotk.lowering.rewrite_once import retype_values
 PASS = "aotk-memory-to-llvm"
 INDEX = IndexType()
 PTR = llvm.LLVMPointerType()
-# an inbounds GEP without wrap flags, as `GEPOp.from_mixed_indices(..., inbounds=True)`
-_GEP = {"noWrapFlags": IntegerAttr(0, 32), "inbounds": UnitAttr()}
-_PLAIN = {"ordering": IntegerAttr(0, i64)}  # not atomic
 
 
 def pointer_type(t: Attribute) -> Attribute | None:
@@ -143,26 +136,9 @@ def _linearize(
 
 def _gep(op: Operation, base: SSAValue, index: int | SSAValue, elem: Attribute) -> SSAValue:
     """An inbounds GEP of `index` elements of type `elem` from `base`, built before `op`."""
-    raw, dynamic = (GEP_USE_SSA_VAL, [index]) if isinstance(index, SSAValue) else (index, [])
-    properties = {"rawConstantIndices": _indices(raw), "elem_type": elem, **_GEP}
-    gep = make(llvm.GEPOp, [base, *dynamic], [PTR], properties)
+    gep = gep_op(base, index, elem, inbounds=True)
     Rewriter.insert_op(gep, InsertPoint.before(op))
     return gep.result
-
-
-@cache
-def _indices(raw: int) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i32, [raw])
-
-
-def load_op(address: SSAValue, t: Attribute) -> llvm.LoadOp:
-    """`llvm.LoadOp(address, t)`, made faster."""
-    return make(llvm.LoadOp, [address], [t], _PLAIN)
-
-
-def store_op(value: SSAValue, address: SSAValue) -> llvm.StoreOp:
-    """`llvm.StoreOp(value, address)`, made faster."""
-    return make(llvm.StoreOp, [value, address], [], _PLAIN)
 
 
 def _load(low: _Lowering, op: Operation) -> SSAValue:

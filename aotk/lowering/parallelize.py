@@ -32,6 +32,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import is_side_effect_free
 
 from aotk.kernels.kernel import PARALLEL_ATTR
+from aotk.kernels.make import gep_op, integer, load_op, make, store_op
 
 RUNTIME_FN = "aotk_parallel_for"
 PTR = llvm.LLVMPointerType()
@@ -134,11 +135,11 @@ def _byte_size(t: Attribute) -> int:
 
 
 def _const(b: Builder, value: int, t: IndexType | IntegerType) -> SSAValue:
-    return b.insert(arith.ConstantOp(IntegerAttr(value, t))).result
+    return b.insert(make(arith.ConstantOp, [], [t], {"value": integer(value, t)})).results[0]
 
 
 def _slot(b: Builder, ctx: SSAValue, word: int) -> SSAValue:
-    return b.insert(llvm.GEPOp(ctx, [word], i64)).results[0]
+    return b.insert(gep_op(ctx, word, i64, inbounds=False)).results[0]
 
 
 @dataclass
@@ -175,7 +176,7 @@ def _store_context(b: Builder, ctx: SSAValue, layout: _Layout) -> None:
         value = v
         if isinstance(v.type, IndexType):
             value = b.insert(arith.IndexCastOp(v, i64)).result
-        b.insert(llvm.StoreOp(value, _slot(b, ctx, word), alignment=_alignment(v.type)))
+        b.insert(store_op(value, _slot(b, ctx, word), alignment=_alignment(v.type)))
 
 
 def _load_context(
@@ -187,7 +188,7 @@ def _load_context(
     for v, word in zip(layout.values, layout.offsets, strict=True):
         slot = _slot(b, ctx, word)
         raw = b.insert(
-            llvm.LoadOp(slot, _stored_type(v.type), alignment=_alignment(v.type))
+            load_op(slot, _stored_type(v.type), alignment=_alignment(v.type))
         ).dereferenced_value
         if isinstance(v.type, IndexType):
             raw = b.insert(arith.IndexCastOp(raw, IndexType())).result

@@ -6,14 +6,24 @@ from __future__ import annotations
 
 import pytest
 from xdsl.builder import Builder
-from xdsl.dialects import arith, llvm
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, f32, i1, i8, i64
+from xdsl.dialects import arith, llvm, memref, ptr
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    f32,
+    i1,
+    i8,
+    i64,
+)
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Block, Operation
 from xdsl.rewriter import InsertPoint
 
-from aotk.kernels import scalar
-from aotk.kernels.kernel import Kernel
+from aotk.kernels import make, scalar
+from aotk.kernels.kernel import Buf, Kernel
 from aotk.lowering import memory_to_llvm
 from aotk.lowering.arith_to_llvm import BUILDERS
 
@@ -51,6 +61,27 @@ def test_kernel_index_arithmetic_is_what_the_constructors_build():
         same(value.owner, expected)
 
 
+def test_kernel_loads_stores_and_views_are_what_the_constructors_build():
+    b = Block(arg_types=[MemRefType(f32, [DYNAMIC_INDEX]), INDEX])
+    k = Kernel(Builder(InsertPoint.at_end(b)))
+    mem, offset = b.args
+    buf = Buf(mem, (offset,), f32)
+    value = k.load_flat(buf, offset)
+    assert isinstance(value.owner, Operation)
+    same(value.owner, memref.LoadOp.get(mem, [offset]))
+    k.store_flat(buf, offset, value)
+    assert b.last_op is not None
+    same(b.last_op, memref.StoreOp.get(value, mem, [offset]))
+    view = k.view(buf, offset, [4]).mem.owner
+    assert isinstance(view, ptr.FromPtrOp)
+    moved = view.source.owner
+    assert isinstance(moved, ptr.PtrAddOp)
+    same(view, ptr.FromPtrOp(moved.result, MemRefType(f32, [DYNAMIC_INDEX])))
+    same(moved, ptr.PtrAddOp(moved.addr, moved.offset))
+    assert isinstance(moved.addr.owner, ptr.ToPtrOp)
+    same(moved.addr.owner, ptr.ToPtrOp(mem))
+
+
 @pytest.mark.parametrize("pred", ["eq", "ne", "gt", "ge", "lt", "le"])
 def test_scalar_compares_constants_and_selects_are_what_the_constructors_build(pred):
     b = block()
@@ -73,17 +104,19 @@ def test_scalar_compares_constants_and_selects_are_what_the_constructors_build(p
 
 def test_geps_loads_and_stores_are_what_the_constructors_build():
     b = block()
-    base, offset = b.args[6], b.args[5]
+    base, offset, value = b.args[6], b.args[5], b.args[2]
+    for index in (offset, 12):
+        for inbounds in (True, False):
+            expected = llvm.GEPOp.from_mixed_indices(base, [index], f32, inbounds=inbounds)
+            same(make.gep_op(base, index, f32, inbounds), expected)
     anchor = llvm.ReturnOp()
     b.add_op(anchor)
-    for index in (offset, 12):
-        address = memory_to_llvm._gep(anchor, base, index, f32)  # pyright: ignore[reportPrivateUsage]
-        assert isinstance(address.owner, Operation)
-        same(address.owner, llvm.GEPOp.from_mixed_indices(base, [index], f32, inbounds=True))
-    same(memory_to_llvm.load_op(base, f32), llvm.LoadOp(base, f32))
-    same(memory_to_llvm.load_op(base, i8), llvm.LoadOp(base, i8))
-    value = b.args[2]
-    same(memory_to_llvm.store_op(value, base), llvm.StoreOp(value, base))
+    address = memory_to_llvm._gep(anchor, base, offset, i8)  # pyright: ignore[reportPrivateUsage]
+    assert isinstance(address.owner, Operation)
+    same(address.owner, llvm.GEPOp.from_mixed_indices(base, [offset], i8, inbounds=True))
+    for alignment in (None, 4, 8):
+        same(make.load_op(base, f32, alignment), llvm.LoadOp(base, f32, alignment))
+        same(make.store_op(value, base, alignment), llvm.StoreOp(value, base, alignment))
 
 
 def test_llvm_builders_are_what_the_constructors_build():
