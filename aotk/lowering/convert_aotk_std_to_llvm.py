@@ -73,17 +73,31 @@ LOWERINGS: dict[type[Operation], Build] = {
 
 class _Lower(RewritePattern):
     """Replace an op of `LOWERINGS` by its llvm ops (an empty list: by its operand).
-    Each op is converted once and nothing needs revisiting: one sweep does it."""
+    Each op is converted once and nothing needs revisiting: one sweep does it.
+
+    The replacement is done here, not by `rewriter.replace`: no worklist listens, and the
+    rewriter's notifications were a third of this pass once ops were cheap to make. Name
+    hints move as the rewriter moves them (the LLVM IR's value names come from them)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         build = LOWERINGS.get(type(op))
         if build is None:
             return
         new_ops = build(op)
+        block = op.parent_block()
+        assert block is not None
         if new_ops:
-            rewriter.replace(op, new_ops, [new_ops[-1].results[0]] if op.results else [])
-        else:
-            rewriter.replace(op, [], [op.operands[0]])
+            block.insert_ops_before(new_ops, op)
+        if op.results:
+            new = new_ops[-1].results[0] if new_ops else op.operands[0]
+            old = op.results[0]
+            new.name_hint = new.name_hint or old.name_hint
+            for inner in new_ops:
+                for result in inner.results:
+                    result.name_hint = result.name_hint or new.name_hint
+            old.replace_all_uses_with(new)
+        block.erase_op(op)
+        rewriter.has_done_action = True
 
 
 def _i64(t: Attribute) -> Attribute | None:
