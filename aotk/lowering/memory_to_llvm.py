@@ -41,7 +41,6 @@ from aotk.lowering.rewrite_once import retype_values
 
 PASS = "aotk-memory-to-llvm"
 INDEX = IndexType()
-PTR = llvm.LLVMPointerType()
 
 
 def pointer_type(t: Attribute) -> Attribute | None:

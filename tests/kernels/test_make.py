@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from xdsl.builder import Builder
-from xdsl.dialects import arith, llvm, memref, ptr
+from xdsl.dialects import arith, llvm, math, memref, ptr
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     FloatAttr,
@@ -131,6 +131,8 @@ def test_llvm_builders_are_what_the_constructors_build():
         (arith.AddfOp(u, v), llvm.FAddOp(u, v)),
         (arith.AddfOp(u, v, flags), llvm.FAddOp(u, v, llvm.FastMathAttr([FastMathFlag.REASSOC]))),
         (arith.NegfOp(u), llvm.FNegOp(u)),
+        (math.ExpOp(u), llvm.FExpOp(u)),
+        (arith.DivfOp(u, v), llvm.FDivOp(u, v)),
         (arith.CmpiOp(x, y, "ult"), llvm.ICmpOp(x, y, IntegerAttr(6, 64))),
         (arith.CmpfOp(u, v, "olt"), llvm.FCmpOp(u, v, IntegerAttr(4, 64))),
         (arith.SelectOp(c, u, v), llvm.SelectOp(c, u, v)),
