@@ -30,7 +30,7 @@ from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
 from aotk.kernels.loop_cost import block_cost, static_trips
-from aotk.kernels.make import integer, make
+from aotk.kernels.make import constant_op, make
 from aotk.kernels.scalar import compute_type, storage_type
 
 DimV = int | SSAValue
@@ -78,7 +78,7 @@ class Kernel:
             return v
         known = self._constants.get(v)
         if known is None:
-            op = make(arith.ConstantOp, [], [INDEX], {"value": integer(v, INDEX)})
+            op = constant_op(v, INDEX)
             first = self._entry.first_op
             if first is None:
                 self._entry.add_op(op)

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TypeVar
 
-from xdsl.dialects import llvm
+from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     IndexType,
@@ -40,11 +40,23 @@ def make(
     return cls.create(operands=operands, result_types=result_types, properties=properties)
 
 
-@cache
-def integer(value: int, t: IntegerType | IndexType) -> IntegerAttr:
+IntT = TypeVar("IntT", IntegerType, IndexType)
+
+
+def integer(value: int, t: IntT) -> IntegerAttr[IntT]:
     """`IntegerAttr(value, t)`, made once: attributes are immutable, and each new one is
     verified."""
+    return _integer(value, t)  # pyright: ignore[reportReturnType]
+
+
+@cache
+def _integer(value: int, t: IntegerType | IndexType) -> IntegerAttr:
     return IntegerAttr(value, t)
+
+
+def constant_op(value: int, t: IntegerType | IndexType) -> arith.ConstantOp:
+    """`arith.ConstantOp(IntegerAttr(value, t))`."""
+    return make(arith.ConstantOp, [], [t], {"value": _integer(value, t)})
 
 
 def gep_op(base: SSAValue, index: int | SSAValue, elem: Attribute, inbounds: bool) -> llvm.GEPOp:

@@ -101,7 +101,8 @@ def _constant(op: Operation) -> list[Operation]:
     value = op.value
     t = op.result.type
     if isinstance(value, IntegerAttr):
-        value = integer(value.value.data, _int(t))  # pyright: ignore[reportArgumentType]
+        assert isinstance(t, IntegerType | IndexType)
+        value = integer(value.value.data, i64 if isinstance(t, IndexType) else t)
     elif not isinstance(value, FloatAttr):
         raise ValueError(f"convert-aotk-std-to-llvm: unsupported constant {value}")
     return [make(llvm.ConstantOp, [], [_int(t)], {"value": value})]

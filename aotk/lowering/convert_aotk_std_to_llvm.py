@@ -10,7 +10,6 @@ variable passed both as an input and as the buffer its update is written to).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
 from xdsl.context import Context
 from xdsl.dialects import cf, func, llvm
@@ -19,8 +18,6 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FixedBitwidthType,
     IndexType,
-    IntegerAttr,
-    IntegerType,
     ModuleOp,
     UnitAttr,
     VectorType,
@@ -32,6 +29,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import Rewriter
 
 from aotk.dialect import metadata
+from aotk.kernels.make import integer
 from aotk.kernels.printf import declare_external_callees
 from aotk.lowering.arith_to_llvm import BUILDERS, Build
 from aotk.lowering.rewrite_once import retype_values, rewrite_once
@@ -112,11 +110,6 @@ def _element_bytes(t: Attribute) -> int:
     return t.size
 
 
-@cache
-def _alignment(size: int) -> IntegerAttr[IntegerType]:
-    return IntegerAttr(size, 64)
-
-
 def natural_alignment(module: ModuleOp) -> None:
     """Give every load and store the alignment of one element.
 
@@ -126,7 +119,7 @@ def natural_alignment(module: ModuleOp) -> None:
     for op in module.walk():
         if isinstance(op, llvm.LoadOp | llvm.StoreOp) and op.alignment is None:
             value = op.dereferenced_value if isinstance(op, llvm.LoadOp) else op.value
-            op.alignment = _alignment(_element_bytes(value.type))
+            op.alignment = integer(_element_bytes(value.type), i64)
 
 
 def func_to_llvm(op: func.FuncOp) -> llvm.FuncOp:

@@ -34,13 +34,13 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from aotk.dialect.base import source_location
-from aotk.kernels.make import gep_op, integer, load_op, make, store_op
+from aotk.kernels.kernel import INDEX
+from aotk.kernels.make import constant_op, gep_op, load_op, make, store_op
 from aotk.lowering.arith_to_llvm import type_suffix
 from aotk.lowering.parallelize import erase_unused
 from aotk.lowering.rewrite_once import retype_values
 
 PASS = "aotk-memory-to-llvm"
-INDEX = IndexType()
 
 
 def pointer_type(t: Attribute) -> Attribute | None:
@@ -117,7 +117,7 @@ def _linearize(
         return new.results[0]
 
     def constant(n: int) -> SSAValue:
-        return emit(make(arith.ConstantOp, [], [INDEX], {"value": integer(n, INDEX)}))
+        return emit(constant_op(n, INDEX))
 
     for index, stride in zip(indices, strides, strict=True):
         terms.append(

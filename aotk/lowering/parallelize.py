@@ -32,7 +32,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import is_side_effect_free
 
 from aotk.kernels.kernel import PARALLEL_ATTR
-from aotk.kernels.make import gep_op, integer, load_op, make, store_op
+from aotk.kernels.make import constant_op, gep_op, load_op, store_op
 
 RUNTIME_FN = "aotk_parallel_for"
 PTR = llvm.LLVMPointerType()
@@ -135,7 +135,7 @@ def _byte_size(t: Attribute) -> int:
 
 
 def _const(b: Builder, value: int, t: IndexType | IntegerType) -> SSAValue:
-    return b.insert(make(arith.ConstantOp, [], [t], {"value": integer(value, t)})).results[0]
+    return b.insert(constant_op(value, t)).result
 
 
 def _slot(b: Builder, ctx: SSAValue, word: int) -> SSAValue:
