@@ -52,6 +52,7 @@ define i64 @aotk_parallel_width() {
 }
 """
 RUNTIME_SYMBOLS = ("aotk_parallel_for", "aotk_parallel_width")
+PRIVATE_BUILD_PREFIX = "aotk-runtime-"  # a pool built outside the cache, for one process
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -92,7 +93,7 @@ def build(cc: str) -> Path:
                 return path
     # no usable cache, or another process replaced the library meanwhile: build it for
     # this process only
-    path = Path(tempfile.mkdtemp(prefix="aotk-runtime-")) / LIBRARY
+    path = Path(tempfile.mkdtemp(prefix=PRIVATE_BUILD_PREFIX)) / LIBRARY
     if not _compile_into(cc, path):
         raise RuntimeError(f"the thread pool library {path} changed while it was built")
     return path
@@ -158,6 +159,7 @@ def ensure_loaded() -> None:
                 path = build(cc)
                 llvm_binding.load_library_permanently(str(path))
                 _lib = _bind(ctypes.CDLL(str(path)))
+                _remove_private_build(path)
                 return
             except (OSError, RuntimeError, subprocess.CalledProcessError) as err:
                 problem = f"building the thread pool failed: {_describe(err)}"
@@ -165,6 +167,13 @@ def ensure_loaded() -> None:
         warnings.warn(
             f"aotk: {problem}; compiled kernels run on one thread", RuntimeWarning, stacklevel=2
         )
+
+
+def _remove_private_build(path: Path) -> None:
+    """Remove a pool built for this process alone once it is loaded (the loader keeps
+    its mapping), so that no run leaves a directory in the temporary folder."""
+    if path.parent.name.startswith(PRIVATE_BUILD_PREFIX):
+        shutil.rmtree(path.parent, ignore_errors=True)
 
 
 def _describe(err: Exception) -> str:

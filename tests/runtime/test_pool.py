@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -244,8 +245,41 @@ def test_an_untrusted_cache_directory_is_not_used_for_the_runtime(
     shared.mkdir()
     shared.chmod(0o777)
     monkeypatch.setenv("AOTK_CACHE_DIR", str(shared))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with pytest.warns(RuntimeWarning, match="writable by group or others"):
         path = native_runtime.build(cc)
     assert shared not in path.parents and path.exists()
     assert path.parent.stat().st_mode & 0o777 == 0o700
     assert not any(shared.iterdir())
+
+
+def test_a_pool_built_for_one_process_is_removed_once_loaded(tmp_path: Path) -> None:
+    """With no usable cache the pool is built in the temporary folder; the process that
+    loaded it still runs kernels on two threads, and leaves nothing there."""
+    shared, scratch = tmp_path / "shared", tmp_path / "tmp"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    scratch.mkdir()
+    script = textwrap.dedent(
+        """
+        import os, warnings
+        import numpy as np
+        import aotk
+        from aotk import backend as K
+        warnings.simplefilter("ignore")
+        x = K.placeholder(shape=(None, 512))
+        f = K.function([x], [K.tanh(x) * x])
+        a = np.linspace(-3, 3, 256 * 512, dtype=np.float32).reshape(256, 512)
+        assert np.allclose(f([a])[0], np.tanh(a) * a, rtol=1e-5, atol=1e-6)
+        assert aotk.get_num_threads() == 2, aotk.get_num_threads()
+        assert not os.listdir(os.environ["TMPDIR"]), os.listdir(os.environ["TMPDIR"])
+        print("ok")
+        """
+    )
+    env = {**os.environ, "AOTK_CACHE_DIR": str(shared), "AOTK_DISK_CACHE": "0"}
+    env |= {"TMPDIR": str(scratch), "AOTK_NUM_THREADS": "2"}
+    ran = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert ran.returncode == 0 and ran.stdout.strip() == "ok", ran.stderr[-3000:]
+    assert not any(scratch.iterdir()) and not any(shared.iterdir())
