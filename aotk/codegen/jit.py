@@ -82,8 +82,8 @@ def generate(
 ) -> NativeCode:
     """Optimize a stage-3 module for `cpu`/`features` (default: this host); emit object
     code whose functions are named `<prefix><name>`. Without a prefix, a large module
-    is compiled in parts on several cores. See `llvm_ir.code_generation` for what
-    `micro_kernel` changes."""
+    is compiled in parts on several cores. `micro_kernel` turns on what only code compiled
+    once is worth: see `llvm_ir.code_generation` and `llvm_ir.optimize`."""
     tm = llvm_ir.target_machine(cpu, features, jit=False)
     with timing.stage("llvm-ir text"):
         text = llvm_ir.to_llvm_text(module, tm)
@@ -95,7 +95,7 @@ def generate(
         llvm_ir.code_generation(strength_reduction=micro_kernel),
         timing.stage(f"llvm optimize+emit, {len(texts)} threads"),
     ):
-        parts = llvm_split.compile_parts(texts, cpu, features)
+        parts = llvm_split.compile_parts(texts, cpu, features, slp=micro_kernel)
     ir = "\n".join(p.ir for p in parts)
     return NativeCode(tuple(p.obj for p in parts), signatures(module), ir, text)
 
@@ -110,7 +110,7 @@ def generate_from_ir(
     """Optimize LLVM IR text (stage 4) for `tm` and emit an object, renaming as `generate`."""
     timing.count_compile("llvm")
     with timing.stage("llvm optimize"):
-        mod = llvm_ir.optimize(text, tm, prefix)
+        mod = llvm_ir.optimize(text, tm, prefix, slp=micro_kernel)
     named = {prefix + name: sig for name, sig in sigs.items()}
     with llvm_ir.code_generation(micro_kernel), timing.stage("llvm emit object"):
         obj = tm.emit_object(mod)

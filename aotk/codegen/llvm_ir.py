@@ -135,13 +135,20 @@ def optimize(
     tm: llvm_binding.TargetMachine,
     prefix: str = "",
     context: llvm_binding.ContextRef | None = None,
+    slp: bool = False,
 ) -> llvm_binding.ModuleRef:
-    """Parse and run LLVM's O3 module pipeline (loop and SLP vectorizers included).
+    """Parse and run LLVM's O3 module pipeline, its loop vectorizer included.
 
     LLVM's loop unroller is off: hot loops are unrolled where aotk emits them (register
     tiles) or interleaved by the vectorizer, which still runs. On the W4 training step
     the unroller doubled the code and the LLVM time with no measured speed-up, and it
     made the packed matmul micro-kernel 1.6x slower.
+
+    The SLP vectorizer runs only with `slp` (micro-kernels, compiled once: it packs the
+    lanes of their random number generators). On models' code it took 10-44% of the
+    pipeline's time, on MobileNetV2 0.9 of 2.1 s, and changed only cold code: the loop
+    vectorizer's overlap checks, the scalar tails of vectorized loops, the workspace-size
+    and output-dims functions. Hot loops are vectors already, by aotk or that vectorizer.
 
     `context`: the LLVM context to parse into (one per thread; default the global one).
     In a context of its own the pipeline runs outside llvmlite's lock (`unlocked`).
@@ -160,7 +167,7 @@ def optimize(
     mod.verify()
     options = llvm_binding.PipelineTuningOptions(speed_level=3)
     options.loop_vectorization = True
-    options.slp_vectorization = True
+    options.slp_vectorization = slp
     options.loop_unrolling = False
     with (
         options,

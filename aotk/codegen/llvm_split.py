@@ -88,15 +88,17 @@ def _declaration(function: str) -> str:
     return "declare" + first.removeprefix("define") + "\n"
 
 
-def compile_parts(texts: list[str], cpu: str | None, features: str | None) -> list[Part]:
-    """Optimize and emit each text on a thread of its own."""
+def compile_parts(
+    texts: list[str], cpu: str | None, features: str | None, slp: bool = False
+) -> list[Part]:
+    """Optimize (`llvm_ir.optimize`, with `slp`) and emit each text on a thread of its own."""
     results: list[Part | BaseException | None] = [None] * len(texts)
 
     def work(i: int) -> None:
         try:
             context = llvm_binding.create_context()
             tm = llvm_ir.target_machine(cpu, features, jit=False)
-            mod = llvm_ir.optimize(texts[i], tm, context=context)
+            mod = llvm_ir.optimize(texts[i], tm, context=context, slp=slp)
             results[i] = Part(llvm_ir.emit_object_unlocked(tm, mod), str(mod))
             mod.close()  # before its context goes
         except BaseException as err:  # re-raised in the calling thread
