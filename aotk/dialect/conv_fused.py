@@ -199,9 +199,12 @@ def _lower(low: BodyLowering, op: ConvFusedOp, targets: dict[SSAValue, Buf]) -> 
     attrs = op.attrs()
     (out,) = low.bind_results(op, conv_shape(low.k, [x.dims, w.dims], **attrs), targets)
     scratch = low.scratch(op, [x, w, *extras]).get("scratch")
-    if low.code:
+
+    def emit() -> None:
         g = geometry(low.k, Window.of_conv(w.dims[:-2], **attrs), x.dims[1:-1])
         conv_kernel.emit(low.k, (out, x, w), g, epilogue_of(op, extras), scratch)
+
+    low.emit_loops(op, [out, x, w, *extras, *([scratch] if scratch else [])], emit)
 
 
 def epilogue_of(op: EpilogueConvOp, extras: list[Buf]) -> Epilogue:

@@ -134,8 +134,11 @@ def _lower(low: BodyLowering, op: ConvPoolOp, targets: dict[SSAValue, Buf]) -> N
     (x, w, *extras), k = ins, low.k
     (out,) = low.bind_results(op, _pooled_dims(k, ins, **op.attrs()), targets)
     scratch = low.scratch(op, ins)["scratch"]
-    if not low.code:
-        return
+    low.emit_loops(op, [out, *ins, scratch], lambda: _emit(k, op, (out, x, w, extras), scratch))
+
+
+def _emit(k: Kernel, op: ConvPoolOp, bufs: tuple[Buf, Buf, Buf, list[Buf]], scratch: Buf) -> None:
+    out, x, w, extras = bufs
     mode, window = str(op.attrs()["pool_mode"]), op.attrs()["pool_window"]
     g = geometry(k, Window.of_conv(w.dims[:-2], **op.conv_attrs()), x.dims[1:-1])
     epilogue = epilogue_of(op, extras)

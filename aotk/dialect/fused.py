@@ -142,8 +142,11 @@ def _lower(low: BodyLowering, op: FusedOp, targets: dict[SSAValue, Buf]) -> None
     static = shape_of(op.outputs[0].type)
     dims = elementwise_nest.broadcast_dims(low.k, static, ins)
     outs = low.bind_results(op, dims, targets)
-    if low.code:
+
+    def emit() -> None:
         elementwise_nest.emit(low.k, outs, ins, lambda k, xs: scalar_body(k, op.body.block, xs))
+
+    low.emit_loops(op, [*outs, *ins], emit)
 
 
 def scalar_body(

@@ -7,6 +7,10 @@
   counts (then come the workspace and the dynamic dims).
 - `aotk.may_alias = array<i64: ...>`: the pointer arguments that may overlap another (a
   variable and the buffer its update goes to): they get no `noalias`.
+- `aotk.shared_loops`: marks the loops of an op that several ops of an entry call
+  (`lowering.op_memo`); its kernels are outlined as an entry's are.
+- `aotk.alias_classes = array<i64: ...>`: of such loops, for each argument, the first
+  argument that came from the same `noalias` argument of the entry (-1: none did).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ ARG_NAMES = "aotk.arg_names"
 UPDATES = "aotk.updates"
 KERNEL = "aotk.kernel"
 MAY_ALIAS = "aotk.may_alias"
+SHARED_LOOPS = "aotk.shared_loops"
+ALIAS_CLASSES = "aotk.alias_classes"
 
 
 def set_ints(op: Operation, name: str, values: Iterable[int]) -> None:

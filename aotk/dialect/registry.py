@@ -116,6 +116,9 @@ class BodyLowering(Protocol):
     # the op's `OpDef.scratch` as {"scratch": buffer} ({} for none), one slice per op
     # however often it is lowered (a scan plans its body before its loop emits it)
     def scratch(self, op: Operation, ins: list[Buf]) -> dict[str, Buf]: ...
+    # emit the op's loops on `bufs` by `emit()` (or call those of an op lowered alike,
+    # whose loops depend only on the op and the form of its buffers); nothing if not code
+    def emit_loops(self, op: Operation, bufs: Sequence[Buf], emit: Callable[[], None]) -> None: ...
 
 
 def build(op_cls: Any, operands: Sequence[SSAValue], **attrs: Any) -> Any:

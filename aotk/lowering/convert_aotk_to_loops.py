@@ -10,7 +10,7 @@ the caller's workspace.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,8 @@ from aotk.kernels.checked_sizes import SizeKernel
 from aotk.kernels.kernel import INDEX, PTR, Buf, DimV, Kernel
 from aotk.kernels.make import make
 from aotk.kernels.scalar import storage_type
+from aotk.lowering.op_memo import OpMemo
+from aotk.lowering.outline_kernels import EntryAliasing
 from aotk.lowering.update_in_place import in_place_updates, overwritten
 
 ALIGN = 64
@@ -77,6 +79,7 @@ class _Lowerer:
         updates = variable_updates(fn)
         self.in_place = in_place_updates(fn, updates)  # output indices
         self.overwritten = overwritten(fn, updates, self.in_place)
+        self.memo: OpMemo | None = None  # set for code
 
     def dims_from_args(self, dim_args: list[SSAValue]) -> dict[tuple[int, int], SSAValue]:
         return {
@@ -157,29 +160,46 @@ class _Lowerer:
             self.bufs[op.results[0]] = Buf(ins[0].mem, tuple(dims), ins[0].elem)
             return
         outs = self.bind_results(op, dims, out_targets)
-        if opdef.kind is Kind.ELEMENTWISE:
-            if self.code:
-                elementwise_nest.emit(self.k, outs, ins, lambda k, xs: [lower_scalar(k, op, xs)])
-            return
-        scratch = self.scratch(op, ins)  # reserved in the workspace plan too
+        scratch = self.scratch(op, ins) if opdef.kind is not Kind.ELEMENTWISE else {}
+        bufs = [*outs, *ins, *scratch.values()]
+        self.emit_loops(op, bufs, lambda: self._emit(op, outs, ins, scratch))
+
+    def emit_loops(self, op: Operation, bufs: Sequence[Buf], emit: Callable[[], None]) -> None:
+        """Emit `op`'s loops on `bufs` by `emit()`, or call those of an op lowered alike
+        (`op_memo`); nothing while only the workspace is planned."""
         if self.code:
-            assert opdef.lower is not None, f"{op.name} has no lowering rule"
-            opdef.lower(self.k, outs[0], *ins, **op.attrs(), **scratch)
+            assert self.memo is not None
+            self.memo.lower(self.k, op, bufs, emit)
+
+    def _emit(self, op: Any, outs: list[Buf], ins: list[Buf], scratch: dict[str, Buf]) -> None:
+        """Emit the loops of a non-region op on its buffers."""
+        opdef = lookup(op)
+        if opdef.kind is Kind.ELEMENTWISE:
+            elementwise_nest.emit(self.k, outs, ins, lambda k, xs: [lower_scalar(k, op, xs)])
+            return
+        assert opdef.lower is not None, f"{op.name} has no lowering rule"
+        opdef.lower(self.k, outs[0], *ins, **op.attrs(), **scratch)
 
 
 def lower_function(fn: func.FuncOp) -> list[func.FuncOp]:
-    """The kernel and workspace-size functions of one aotk function."""
-    return [_kernel(fn), _workspace_size(fn), _output_dims(fn)]
+    """The kernel (and the loops its ops share) and workspace-size functions of one aotk
+    function."""
+    return [*_kernel(fn), _workspace_size(fn), _output_dims(fn)]
 
 
-def _kernel(fn: func.FuncOp) -> func.FuncOp:
+def _kernel(fn: func.FuncOp) -> list[func.FuncOp]:
     ins, outs = fn.function_type.inputs.data, fn.function_type.outputs.data
     n_dims = len(dynamic_dims(fn))
     block = Block(
         arg_types=[*(flat_memref(t) for t in [*ins, *outs]), ptr.PtrType(), *[i64] * n_dims]
     )
     in_args, out_args = block.args[: len(ins)], block.args[len(ins) : len(ins) + len(outs)]
+    aliased = [
+        i for out, arg in variable_updates(fn).items() for i in (arg, len(ins) + out) if i >= 0
+    ]
     low = _Lowerer(fn, block, code=True)
+    position: dict[SSAValue, int] = {a: i for i, a in enumerate(block.args)}
+    low.memo = OpMemo(block, fn.sym_name.data, EntryAliasing(position, set(aliased)))
     low.ws = block.args[len(ins) + len(outs)]
     dims = low.dims_from_args(list(block.args[len(ins) + len(outs) + 1 :]))
     for i, (arg, mem) in enumerate(zip(fn.body.block.args, in_args, strict=True)):
@@ -196,12 +216,9 @@ def _kernel(fn: func.FuncOp) -> func.FuncOp:
     low.k.b.insert(func.ReturnOp())
     kernel = func.FuncOp(fn.sym_name.data, (list(block.arg_types), []), Region(block))
     _name_args(kernel, fn, len(ins), len(outs))
-    aliased = [
-        i for out, arg in variable_updates(fn).items() for i in (arg, len(ins) + out) if i >= 0
-    ]
     if aliased:
         metadata.set_ints(kernel, metadata.MAY_ALIAS, sorted(aliased))
-    return kernel
+    return [kernel, *low.memo.functions]
 
 
 def _plan(fn: func.FuncOp, block: Block, checked: bool) -> _Lowerer:

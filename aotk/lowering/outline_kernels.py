@@ -20,7 +20,7 @@ cleanup and `aotk-memory-to-llvm`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
@@ -80,39 +80,57 @@ def _base(v: SSAValue) -> SSAValue | None:
 
 
 @dataclass
-class _Entry:
-    """What aliasing needs to know of the function kernels are outlined from."""
+class EntryAliasing:
+    """What aliasing needs to know of the function kernels are outlined from: which of
+    its arguments are `noalias` pointers, and which of those may still overlap."""
 
-    position: dict[SSAValue, int]  # its arguments' indices
-    shared: set[int]  # the arguments it marks as maybe aliased (a variable and its update)
+    position: dict[SSAValue, int]  # the `noalias` arguments' classes: equal may overlap
+    shared: set[int]  # classes never taken as `noalias` (a variable and its update)
 
     @classmethod
-    def of(cls, entry: func.FuncOp) -> _Entry:
+    def of(cls, entry: func.FuncOp) -> EntryAliasing:
+        """An entry's arguments are each a class; the loops ops share (`op_memo`) record
+        the classes their arguments had where they were called."""
+        if metadata.ALIAS_CLASSES in entry.attributes:
+            classes = metadata.ints(entry, metadata.ALIAS_CLASSES)
+            position = {a: c for a, c in zip(entry.args, classes, strict=True) if c >= 0}
+            return cls(position, set())
         position: dict[SSAValue, int] = {a: i for i, a in enumerate(entry.args)}
         return cls(position, set(metadata.ints(entry, metadata.MAY_ALIAS)))
 
-    def may_alias(self, passed: list[SSAValue]) -> list[int]:
+    def classes(self, passed: Sequence[SSAValue]) -> list[int]:
+        """For each pointer `passed`, the first position in `passed` of a pointer from the
+        same class of arguments; -1 when it comes from none (or one never `noalias`), and
+        for what is no pointer."""
+        first: dict[int, int] = {}
+        out = []
+        for i, v in enumerate(passed):
+            base = _base(v) if _is_pointer(v.type) else None
+            index = self.position.get(base) if base is not None else None
+            if index is None or index in self.shared:
+                out.append(-1)
+            else:
+                out.append(first.setdefault(index, i))
+        return out
+
+    def may_alias(self, passed: Sequence[SSAValue]) -> list[int]:
         """The pointer arguments of a kernel that must not be `noalias`.
 
         An argument keeps `noalias` when it is computed from an argument of the entry that
-        is `noalias` itself and no other argument of the kernel is computed from that one:
-        then nothing else the kernel reaches can overlap it. Two views of the workspace, or
-        a variable and the buffer its update is written to, may overlap.
+        is `noalias` itself and no other argument of the kernel is computed from that one
+        (or one of its class): then nothing else the kernel reaches can overlap it. Two
+        views of the workspace, or a variable and the buffer its update is written to,
+        may overlap.
         """
-        bases = [_base(v) if _is_pointer(v.type) else None for v in passed]
-
-        def exclusive(base: SSAValue | None) -> bool:
-            index = self.position.get(base) if base is not None else None
-            return index is not None and index not in self.shared and bases.count(base) == 1
-
+        classes = self.classes(passed)
         return [
             i
-            for i, (v, base) in enumerate(zip(passed, bases, strict=True))
-            if _is_pointer(v.type) and not exclusive(base)
+            for i, (v, c) in enumerate(zip(passed, classes, strict=True))
+            if _is_pointer(v.type) and (c < 0 or classes.count(c) > 1)
         ]
 
 
-def outline_kernel(kernel: Operation, name: str, entry: _Entry) -> func.FuncOp:
+def outline_kernel(kernel: Operation, name: str, entry: EntryAliasing) -> func.FuncOp:
     """Replace `kernel` by a call to a new function `name` that runs it; return that."""
     outside = free_values(kernel, tuple(kernel.operands))
     passed = [v for v in outside if not rebuildable(v)]
@@ -153,16 +171,14 @@ class AotkOutlineKernelsPass(ModulePass):
     name = "aotk-outline-kernels"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        entries = [
-            f for f in op.ops if isinstance(f, func.FuncOp) and metadata.KERNEL in f.attributes
-        ]
+        entries = [f for f in op.ops if isinstance(f, func.FuncOp) and _outlined_from(f)]
         taken = {f.sym_name.data for f in op.ops if isinstance(f, func.FuncOp | llvm.FuncOp)}
+        first_of: dict[Hashable, str] = {}  # one function per distinct kernel
         for entry in entries:
             base = entry.sym_name.data
             after: Operation = entry
-            first_of: dict[Hashable, str] = {}  # one function per distinct kernel
             same_as: dict[str, str] = {}
-            aliasing = _Entry.of(entry)
+            aliasing = EntryAliasing.of(entry)
             for number, kernel in enumerate(kernels_of(entry.body.blocks[0])):
                 name = f"{base}_k{number}"
                 assert name not in taken, f"aotk-outline-kernels: @{name} is taken"
@@ -177,6 +193,11 @@ class AotkOutlineKernelsPass(ModulePass):
             _call_first_copies(entry, same_as)
 
 
+def _outlined_from(fn: func.FuncOp) -> bool:
+    """An entry, or the loops several ops of one share (`op_memo`)."""
+    return metadata.KERNEL in fn.attributes or metadata.SHARED_LOOPS in fn.attributes
+
+
 def _call_first_copies(entry: func.FuncOp, same_as: dict[str, str]) -> None:
     """Point the calls to kernels that were dropped as copies at the kernel kept."""
     for op in entry.walk():
@@ -184,4 +205,4 @@ def _call_first_copies(entry: func.FuncOp, same_as: dict[str, str]) -> None:
             op.callee = SymbolRefAttr(same_as[op.callee.string_value()])
 
 
-__all__ = ["AotkOutlineKernelsPass", "kernels_of", "outline_kernel"]
+__all__ = ["AotkOutlineKernelsPass", "EntryAliasing", "kernels_of", "outline_kernel"]

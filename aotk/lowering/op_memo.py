@@ -1,0 +1,192 @@
+"""Ops lowered alike are lowered once: later copies call the loops of the first.
+
+Deep models repeat their layers. On MobileNetV2's predict, 375 of the 530 kernels that
+`convert-aotk-to-loops` emitted were copies of others (57% of their ops), which
+`aotk-outline-kernels` then found equal and dropped: both passes did that work for nothing.
+
+The loops of an op depend only on the op itself (name, attributes, properties, types,
+the body of a fused op) and on its buffers: each one's element type, memref type, static
+dims and strides, and which buffers, and which run-time dims, are the same value. That is
+the op's key. Its parameters are its distinct buffers, then its distinct run-time dims.
+The first op of a key is emitted in place, a range of the entry block. When a second op of
+that key comes, that range becomes a function of the first op's parameters and both ops
+call it; so do later ones. A range that uses values of the entry other than its
+parameters and constants, or defines values used outside it, stays in place, and its
+copies are emitted in place too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.builder import Builder
+from xdsl.dialects import func
+from xdsl.dialects.builtin import UnitAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from aotk.dialect import metadata
+from aotk.kernels.kernel import Buf, Kernel
+from aotk.lowering.outline_kernels import EntryAliasing
+from aotk.lowering.parallelize import rebuild, rebuildable
+from aotk.transforms.structure import op_signature
+
+Key = Hashable
+
+
+@dataclass
+class _First:
+    """The range of the entry emitted for the first op of a key, `start` to `last`, and
+    that op's parameters. (The op before the range may move into another's function.)"""
+
+    start: Operation
+    last: Operation
+    params: list[SSAValue]
+    classes: tuple[int, ...]  # of the parameters, see `EntryAliasing.classes`
+
+
+@dataclass
+class OpMemo:
+    """The keys seen while lowering into `block` (an entry's), and the functions made."""
+
+    block: Block
+    prefix: str  # of the functions' names
+    aliasing: EntryAliasing  # of the entry
+    functions: list[func.FuncOp] = field(default_factory=list)
+    _first: dict[Key, _First] = field(default_factory=dict)  # keys seen once
+    _shared: dict[Key, func.FuncOp | None] = field(default_factory=dict)  # None: in place
+
+    def lower(
+        self, k: Kernel, op: Operation, bufs: Sequence[Buf], emit: Callable[[], None]
+    ) -> None:
+        """Emit `op`'s loops on `bufs` by `emit()`, or call the function of its key."""
+        if not self._at_end(k):
+            emit()
+            return
+        form, params = op_key(op, bufs)
+        # which parameters may overlap decides which the kernels take as `noalias`
+        classes = tuple(self.aliasing.classes(params))
+        key = (form, classes)
+        if key in self._first:  # the second op of its key
+            self._shared[key] = self._share(self._first.pop(key))
+        shared = self._shared.get(key)
+        if shared is not None:
+            self._call(shared, params)
+            return
+        before = self.block.last_op
+        emit()
+        last = self.block.last_op
+        if key not in self._shared and before is not None and last is not before:
+            start = before.next_op
+            assert start is not None and last is not None
+            self._first[key] = _First(start, last, params, classes)
+
+    def _at_end(self, k: Kernel) -> bool:
+        point = k.b.insertion_point
+        return point.block is self.block and point.insert_before is None
+
+    def _call(self, fn: func.FuncOp, params: Sequence[SSAValue]) -> None:
+        self.block.add_op(func.CallOp(fn.sym_name.data, list(params), []))
+
+    def _share(self, first: _First) -> func.FuncOp | None:
+        """The function the range of `first` becomes, called in its place; None if it
+        cannot leave the entry."""
+        ops = _range(first.start, first.last)
+        walked = [inner for op in ops for inner in op.walk()]
+        inside = set(walked)
+        outside = _free_values(walked, inside)
+        params = set(first.params)
+        if any(v not in params and not rebuildable(v) for v in outside):
+            return None
+        if any(use.operation not in inside for op in walked for r in op.results for use in r.uses):
+            return None
+        name = f"{self.prefix}_op{len(self.functions)}"
+        body = Block(arg_types=[p.type for p in first.params])
+        env: dict[SSAValue, SSAValue] = dict(zip(first.params, body.args, strict=True))
+        b = Builder(InsertPoint.at_end(body))
+        for v in outside:
+            if v not in env:
+                rebuild(b, v, env)
+        self.block.insert_op_before(func.CallOp(name, list(first.params), []), ops[0])
+        for op in ops:
+            op.detach()
+            body.add_op(op)
+        for inner in walked:
+            for i, v in enumerate(inner.operands):
+                if v in env:
+                    inner.operands[i] = env[v]
+        body.add_op(func.ReturnOp())
+        fn = func.FuncOp(name, (body.arg_types, []), Region(body), visibility="private")
+        fn.attributes[metadata.SHARED_LOOPS] = UnitAttr()
+        metadata.set_ints(fn, metadata.ALIAS_CLASSES, first.classes)
+        may_alias = self.aliasing.may_alias(first.params)
+        if may_alias:
+            metadata.set_ints(fn, metadata.MAY_ALIAS, may_alias)
+        self.functions.append(fn)
+        return fn
+
+
+def op_key(op: Operation, bufs: Sequence[Buf]) -> tuple[Key, list[SSAValue]]:
+    """The key of lowering `op` on `bufs`, and its parameters: the distinct buffers, then
+    the distinct run-time dims and strides."""
+    number: dict[SSAValue, int] = {}
+    for buf in bufs:
+        number.setdefault(buf.mem, len(number))
+
+    def form(dims: Sequence[int | SSAValue]) -> tuple[Hashable, ...]:
+        return tuple(
+            d if isinstance(d, int) else ("dim", number.setdefault(d, len(number))) for d in dims
+        )
+
+    shapes = tuple(
+        (
+            number[buf.mem],
+            buf.mem.type,
+            buf.elem,
+            form(buf.dims),
+            None if buf.strides is None else form(buf.strides),
+        )
+        for buf in bufs
+    )
+    return (_op_structure(op), shapes), list(number)
+
+
+def _op_structure(op: Operation) -> Key:
+    """`op`'s signature, operand types and nested regions, up to value names."""
+    values: dict[SSAValue, int] = {}
+    parts: list[Hashable] = [tuple(v.type for v in op.operands)]
+    for inner in op.walk():
+        for region in inner.regions:
+            for block in region.blocks:
+                parts.append(tuple(a.type for a in block.args))
+                for arg in block.args:
+                    values[arg] = len(values)
+        operands = () if inner is op else tuple(values.get(v, v) for v in inner.operands)
+        parts.append((op_signature(inner), operands))
+        for r in inner.results:
+            values[r] = len(values)
+    return tuple(parts)
+
+
+def _range(start: Operation, last: Operation) -> list[Operation]:
+    ops: list[Operation] = []
+    op: Operation | None = start
+    while op is not None:
+        ops.append(op)
+        if op is last:
+            return ops
+        op = op.next_op
+    raise AssertionError("the range of an op's loops was broken")
+
+
+def _free_values(walked: list[Operation], inside: set[Operation]) -> list[SSAValue]:
+    """The values the ops `walked` use but do not define, in order of first use."""
+    seen: dict[SSAValue, None] = {}
+    for op in walked:
+        for v in op.operands:
+            owner = v.owner
+            defined = owner if isinstance(owner, Operation) else owner.parent_op()
+            if defined not in inside:
+                seen.setdefault(v, None)
+    return list(seen)
