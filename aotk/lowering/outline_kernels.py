@@ -6,16 +6,18 @@ than the size of a function and `llvm_split` balances parts made of whole functi
 Outlined, its kernels are optimized and emitted on every core.
 
 A kernel is a loop nest (or `scf.if`) of at most `MAX_OPS` ops at the top of a function
-marked `aotk.kernel`. Larger ones, such as a scan's time loop, stay and have the kernels
-inside them outlined, unless the thread pool runs them (`aotk.parallel`). The values a
-kernel uses from outside become arguments, except constants, which are rebuilt inside so
-LLVM still sees them. Identical kernels (the two directions of a bidirectional RNN, the
-updates of same-shaped weights) become one function: on a Keras GRU training step, 260
-kernels are 91 functions, and every later pass and LLVM do half the work. Runs on the
-loops as `convert-aotk-to-loops` emits them, before any cleanup, so that the cleanup
-and every later pass see each distinct kernel once: buffers are memrefs and `ptr_xdsl`
-pointers (`!llvm.ptr` is understood too). On MobileNet's training step that halved the
-cleanup and `aotk-memory-to-llvm`.
+marked `aotk.kernel` (an entry) or `aotk.shared_loops` (the loops several ops of an
+entry call, `op_memo`; its arguments' aliasing classes stand for the entry's). Larger
+ones, such as a scan's time loop, stay and have the kernels inside them outlined, unless
+the thread pool runs them (`aotk.parallel`). The values a kernel uses from outside
+become arguments, except constants, which are rebuilt inside so LLVM still sees them.
+Identical kernels (the two directions of a bidirectional RNN, the updates of same-shaped
+weights) become one function: on a Keras GRU training step, 260 kernels are 91
+functions, and every later pass and LLVM do half the work. Runs on the loops as
+`convert-aotk-to-loops` emits them, before any cleanup, so that the cleanup and every
+later pass see each distinct kernel once: buffers are memrefs and `ptr_xdsl` pointers
+(`!llvm.ptr` is understood too). On MobileNet's training step that halved the cleanup
+and `aotk-memory-to-llvm`.
 """
 
 from __future__ import annotations
