@@ -198,8 +198,7 @@ def _kernel(fn: func.FuncOp) -> list[func.FuncOp]:
         i for out, arg in variable_updates(fn).items() for i in (arg, len(ins) + out) if i >= 0
     ]
     low = _Lowerer(fn, block, code=True)
-    position: dict[SSAValue, int] = {a: i for i, a in enumerate(block.args)}
-    low.memo = OpMemo(block, fn.sym_name.data, EntryAliasing(position, set(aliased)))
+    low.memo = OpMemo(block, fn.sym_name.data, EntryAliasing.of_arguments(block.args, aliased))
     low.ws = block.args[len(ins) + len(outs)]
     dims = low.dims_from_args(list(block.args[len(ins) + len(outs) + 1 :]))
     for i, (arg, mem) in enumerate(zip(fn.body.block.args, in_args, strict=True)):

@@ -20,17 +20,15 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
-from xdsl.builder import Builder
 from xdsl.dialects import func
 from xdsl.dialects.builtin import UnitAttr
-from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.rewriter import InsertPoint
+from xdsl.ir import Block, Operation, SSAValue
 
 from aotk.dialect import metadata
 from aotk.kernels.kernel import Buf, Kernel
-from aotk.lowering.outline_kernels import EntryAliasing
-from aotk.lowering.parallelize import rebuild, rebuildable
-from aotk.transforms.structure import op_signature
+from aotk.lowering.outline_kernels import EntryAliasing, move_into_function
+from aotk.lowering.parallelize import rebuildable
+from aotk.transforms.structure import op_structure_key
 
 Key = Hashable
 
@@ -102,22 +100,7 @@ class OpMemo:
         if any(use.operation not in inside for op in walked for r in op.results for use in r.uses):
             return None
         name = f"{self.prefix}_op{len(self.functions)}"
-        body = Block(arg_types=[p.type for p in first.params])
-        env: dict[SSAValue, SSAValue] = dict(zip(first.params, body.args, strict=True))
-        b = Builder(InsertPoint.at_end(body))
-        for v in outside:
-            if v not in env:
-                rebuild(b, v, env)
-        self.block.insert_op_before(func.CallOp(name, list(first.params), []), ops[0])
-        for op in ops:
-            op.detach()
-            body.add_op(op)
-        for inner in walked:
-            for i, v in enumerate(inner.operands):
-                if v in env:
-                    inner.operands[i] = env[v]
-        body.add_op(func.ReturnOp())
-        fn = func.FuncOp(name, (body.arg_types, []), Region(body), visibility="private")
+        fn = move_into_function(ops, (first.params, outside), [], name)
         fn.attributes[metadata.SHARED_LOOPS] = UnitAttr()
         metadata.set_ints(fn, metadata.ALIAS_CLASSES, first.classes)
         may_alias = self.aliasing.may_alias(first.params)
@@ -149,24 +132,7 @@ def op_key(op: Operation, bufs: Sequence[Buf]) -> tuple[Key, list[SSAValue]]:
         )
         for buf in bufs
     )
-    return (_op_structure(op), shapes), list(number)
-
-
-def _op_structure(op: Operation) -> Key:
-    """`op`'s signature, operand types and nested regions, up to value names."""
-    values: dict[SSAValue, int] = {}
-    parts: list[Hashable] = [tuple(v.type for v in op.operands)]
-    for inner in op.walk():
-        for region in inner.regions:
-            for block in region.blocks:
-                parts.append(tuple(a.type for a in block.args))
-                for arg in block.args:
-                    values[arg] = len(values)
-        operands = () if inner is op else tuple(values.get(v, v) for v in inner.operands)
-        parts.append((op_signature(inner), operands))
-        for r in inner.results:
-            values[r] = len(values)
-    return tuple(parts)
+    return (op_structure_key(op), shapes), list(number)
 
 
 def _range(start: Operation, last: Operation) -> list[Operation]:

@@ -22,7 +22,7 @@ and `aotk-memory-to-llvm`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
@@ -95,10 +95,17 @@ class EntryAliasing:
         the classes their arguments had where they were called."""
         if metadata.ALIAS_CLASSES in entry.attributes:
             classes = metadata.ints(entry, metadata.ALIAS_CLASSES)
-            position = {a: c for a, c in zip(entry.args, classes, strict=True) if c >= 0}
+            position: dict[SSAValue, int] = {
+                a: c for a, c in zip(entry.args, classes, strict=True) if c >= 0
+            }
             return cls(position, set())
-        position: dict[SSAValue, int] = {a: i for i, a in enumerate(entry.args)}
-        return cls(position, set(metadata.ints(entry, metadata.MAY_ALIAS)))
+        return cls.of_arguments(entry.args, metadata.ints(entry, metadata.MAY_ALIAS))
+
+    @classmethod
+    def of_arguments(cls, args: Sequence[SSAValue], shared: Iterable[int]) -> EntryAliasing:
+        """An entry's: each of `args` a class, those of `shared` never `noalias`."""
+        position: dict[SSAValue, int] = {a: i for i, a in enumerate(args)}
+        return cls(position, set(shared))
 
     def classes(self, passed: Sequence[SSAValue]) -> list[int]:
         """For each pointer `passed`, the first position in `passed` of a pointer from the
@@ -136,34 +143,48 @@ def outline_kernel(kernel: Operation, name: str, entry: EntryAliasing) -> func.F
     """Replace `kernel` by a call to a new function `name` that runs it; return that."""
     outside = free_values(kernel, tuple(kernel.operands))
     passed = [v for v in outside if not rebuildable(v)]
+    fn = move_into_function([kernel], (passed, outside), list(kernel.results), name)
+    erase_unused(outside)
+    aliased = entry.may_alias(passed)
+    if aliased:
+        metadata.set_ints(fn, metadata.MAY_ALIAS, aliased)
+    return fn
+
+
+def move_into_function(
+    ops: list[Operation],
+    uses: tuple[list[SSAValue], list[SSAValue]],
+    returned: list[SSAValue],
+    name: str,
+) -> func.FuncOp:
+    """Move `ops` (consecutive in one block) into a new private function `name`, called
+    where they were. `uses` = (passed, outside): the values it takes as arguments, and all
+    the values the ops use from outside, the others of which (constants) are rebuilt in
+    it. It returns `returned`, whose uses become the call's results."""
+    passed, outside = uses
     block = Block(arg_types=[v.type for v in passed])
     env: dict[SSAValue, SSAValue] = dict(zip(passed, block.args, strict=True))
     b = Builder(InsertPoint.at_end(block))
     for v in outside:
         if v not in env:
             rebuild(b, v, env)
-    result_types = [r.type for r in kernel.results]
+    result_types = [r.type for r in returned]
     call = func.CallOp(name, passed, result_types)
-    parent = kernel.parent_block()
+    parent = ops[0].parent_block()
     assert parent is not None
-    parent.insert_op_before(call, kernel)
-    for old, new in zip(kernel.results, call.results, strict=True):
+    parent.insert_op_before(call, ops[0])
+    for old, new in zip(returned, call.results, strict=True):
         old.replace_all_uses_with(new)
-    kernel.detach()
-    b.insert(kernel)
-    for inner in kernel.walk():
-        for i, v in enumerate(inner.operands):
-            if v in env:
-                inner.operands[i] = env[v]
-    erase_unused(outside)
-    b.insert(func.ReturnOp(*kernel.results))
-    fn = func.FuncOp(
-        name, ([v.type for v in passed], result_types), Region(block), visibility="private"
-    )
-    aliased = entry.may_alias(passed)
-    if aliased:
-        metadata.set_ints(fn, metadata.MAY_ALIAS, aliased)
-    return fn
+    for op in ops:
+        op.detach()
+        block.add_op(op)
+        for inner in op.walk():
+            for i, v in enumerate(inner.operands):
+                if v in env:
+                    inner.operands[i] = env[v]
+    block.add_op(func.ReturnOp(*returned))
+    types = ([v.type for v in passed], result_types)
+    return func.FuncOp(name, types, Region(block), visibility="private")
 
 
 @dataclass(frozen=True)
@@ -207,4 +228,10 @@ def _call_first_copies(entry: func.FuncOp, same_as: dict[str, str]) -> None:
             op.callee = SymbolRefAttr(same_as[op.callee.string_value()])
 
 
-__all__ = ["AotkOutlineKernelsPass", "EntryAliasing", "kernels_of", "outline_kernel"]
+__all__ = [
+    "AotkOutlineKernelsPass",
+    "EntryAliasing",
+    "kernels_of",
+    "move_into_function",
+    "outline_kernel",
+]

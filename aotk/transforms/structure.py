@@ -38,7 +38,29 @@ def structure_key(fn: func.FuncOp) -> Hashable:
         frozenset(fn.attributes.items()),
         _number(fn.body.blocks, values, blocks),
     ]
-    for op in fn.body.walk():
+    _add_ops(fn.body.walk(), values, blocks, parts)
+    return tuple(parts)
+
+
+def op_structure_key(op: Operation) -> Hashable:
+    """The key of `op` and what its regions hold (its operands by their types alone)."""
+    values: dict[SSAValue, int] = {}
+    blocks: dict[Block, int] = {}
+    parts: list[Hashable] = [tuple(v.type for v in op.operands), op_signature(op)]
+    for region in op.regions:
+        parts.append(_number(region.blocks, values, blocks))
+    _add_ops((inner for region in op.regions for inner in region.walk()), values, blocks, parts)
+    return tuple(parts)
+
+
+def _add_ops(
+    ops: Iterable[Operation],
+    values: dict[SSAValue, int],
+    blocks: dict[Block, int],
+    parts: list[Hashable],
+) -> None:
+    """Append each op's signature and wiring to `parts`, numbering what it defines."""
+    for op in ops:
         for region in op.regions:
             parts.append(_number(region.blocks, values, blocks))
         parts.append(
@@ -50,7 +72,6 @@ def structure_key(fn: func.FuncOp) -> Hashable:
         )
         for r in op.results:
             values[r] = len(values)
-    return tuple(parts)
 
 
 def _number(

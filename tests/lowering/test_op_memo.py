@@ -95,7 +95,7 @@ def test_the_key_tells_one_buffer_used_twice_from_two() -> None:
 
 def _memo(block: Block, shared: frozenset[int] = frozenset()) -> OpMemo:
     """A memo for an entry of the arguments of `block`, of which `shared` may overlap."""
-    return OpMemo(block, "f", EntryAliasing({a: i for i, a in enumerate(block.args)}, set(shared)))
+    return OpMemo(block, "f", EntryAliasing.of_arguments(block.args, shared))
 
 
 def _lower_twice(uses_outside: bool) -> tuple[Block, OpMemo]:
