@@ -19,6 +19,7 @@ from aotk import call_path, dtypes, gc_pause, runtime, timing, weight_packs
 from aotk.call_check import ShapeChecker
 from aotk.dialect import metadata, trace
 from aotk.dialect.base import elem_of, shape_of
+from aotk.ir_walk import ops_within
 
 if TYPE_CHECKING:
     from aotk.codegen import jit
@@ -73,7 +74,7 @@ def lower_to_native(
 def structure(module: ModuleOp) -> str:
     """The module's text without value names: two traces of one graph print the same."""
     anonymous = module.clone()
-    for op in anonymous.walk():
+    for op in ops_within(anonymous):
         op.attributes.pop(metadata.ARG_NAMES, None)
         for region in op.regions:
             for block in region.blocks:

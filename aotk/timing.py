@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from aotk.ir_walk import ops_within
+
 _forced = False
 _records: list[Record] | None = None  # set while `collect` runs
 _compiles: Counter[str] = Counter()
@@ -91,7 +93,7 @@ def compile_counts() -> dict[str, int]:
 
 
 def count_ops(module: ModuleOp) -> int:
-    return sum(1 for _ in module.walk())
+    return len(ops_within(module))
 
 
 PassCallback = Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]

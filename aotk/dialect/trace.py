@@ -23,6 +23,7 @@ from aotk.dialect import metadata
 from aotk.dialect.base import AotkOp, Shape, dtype_of, shape_of, tensor
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.registry import build
+from aotk.ir_walk import ops_within
 
 
 class Graph:
@@ -256,15 +257,15 @@ def _needed_ops(outputs: Sequence[KTensor]) -> list[Operation]:
 
 def used_values(op: Operation) -> list[SSAValue]:
     """Operands of `op` and values its regions use from outside them."""
-    inner: set[SSAValue] = {r for nested in op.walk() for r in nested.results}
+    inner: set[SSAValue] = {r for nested in ops_within(op) for r in nested.results}
     inner.update(
         a
-        for nested in op.walk()
+        for nested in ops_within(op)
         for region in nested.regions
         for b in region.blocks
         for a in b.args
     )
-    return [v for nested in op.walk() for v in nested.operands if v not in inner]
+    return [v for nested in ops_within(op) for v in nested.operands if v not in inner]
 
 
 def erase_dead_ops(block: Block) -> None:

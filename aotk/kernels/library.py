@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
+from aotk.ir_walk import ops_within
 from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
 
 PREFIX = "aotk_uk_"
@@ -118,7 +119,7 @@ def declare_called(module: ModuleOp) -> None:
     `module` calls."""
     present = {op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)}
     wanted: list[str] = []
-    for op in module.walk():
+    for op in ops_within(module):
         if isinstance(op, func.CallOp):
             name = op.callee.string_value()
             known = name.startswith(PREFIX) or name in RUNTIME_FUNCTIONS

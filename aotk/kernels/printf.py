@@ -16,6 +16,8 @@ from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, i8, i32, i64
 from xdsl.ir import SSAValue
 
+from aotk.ir_walk import ops_within
+
 
 class CStrings:
     """NUL-terminated strings in one 8-byte aligned stack buffer."""
@@ -57,7 +59,7 @@ def declare_external_callees(module: ModuleOp) -> None:
     """Add an external `llvm.func` declaration for every called symbol the module lacks."""
     defined = {op.sym_name.data for op in module.ops if isinstance(op, llvm.FuncOp)}
     declared: dict[str, llvm.FuncOp] = {}
-    for op in module.walk():
+    for op in ops_within(module):
         if not isinstance(op, llvm.CallOp) or op.callee is None:
             continue
         name = op.callee.string_value()

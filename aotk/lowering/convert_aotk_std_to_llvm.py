@@ -29,6 +29,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import Rewriter
 
 from aotk.dialect import metadata
+from aotk.ir_walk import ops_within
 from aotk.kernels.make import integer
 from aotk.kernels.printf import declare_external_callees
 from aotk.lowering.arith_to_llvm import BUILDERS, Build
@@ -116,7 +117,7 @@ def natural_alignment(module: ModuleOp) -> None:
     Without it LLVM assumes a vector type's ABI alignment (32 bytes for <8 x float>), so
     only element alignment is required of the caller's buffers, as NumPy guarantees.
     """
-    for op in module.walk():
+    for op in ops_within(module):
         if isinstance(op, llvm.LoadOp | llvm.StoreOp) and op.alignment is None:
             value = op.dereferenced_value if isinstance(op, llvm.LoadOp) else op.value
             op.alignment = integer(_element_bytes(value.type), i64)

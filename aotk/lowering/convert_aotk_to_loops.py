@@ -35,6 +35,7 @@ from aotk.dialect import metadata, strided_views
 from aotk.dialect.base import elem_of, located, shape_of, tensor
 from aotk.dialect.elementwise import lower_scalar
 from aotk.dialect.registry import Kind, is_registered, kind_of, lookup
+from aotk.ir_walk import ops_within
 from aotk.kernels import elementwise_nest, library
 from aotk.kernels.checked_sizes import SizeKernel
 from aotk.kernels.kernel import INDEX, PTR, Buf, DimV, Kernel
@@ -373,7 +374,9 @@ class ConvertAotkToLoopsPass(ModulePass):
 
 def _on_tensors(fn: func.FuncOp) -> bool:
     types = [*fn.function_type.inputs, *fn.function_type.outputs]
-    return any(isinstance(t, TensorType) for t in types) or any(is_registered(o) for o in fn.walk())
+    return any(isinstance(t, TensorType) for t in types) or any(
+        is_registered(o) for o in ops_within(fn)
+    )
 
 
 __all__ = ["ConvertAotkToLoopsPass", "IntegerAttr", "flat_memref", "lower_function"]

@@ -34,6 +34,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from aotk.dialect.base import source_location
+from aotk.ir_walk import ops_within
 from aotk.kernels.kernel import INDEX
 from aotk.kernels.make import constant_op, gep_op, load_op, make, store_op
 from aotk.lowering.arith_to_llvm import type_suffix
@@ -237,7 +238,7 @@ def lower_memory(module: ModuleOp) -> None:
     """Rewrite every memory op in `module` (one sweep), then retype pointers."""
     low = _Lowering()
     views: list[ptr.FromPtrOp | ptr.ToPtrOp] = []
-    for op in list(module.walk()):
+    for op in ops_within(module):
         lower = _LOWER.get(type(op))
         if isinstance(op, ptr.FromPtrOp | ptr.ToPtrOp):
             views.append(op)  # kept until the accesses through it read its memref type

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from aotk.dialect import metadata
+from aotk.ir_walk import ops_within
 from aotk.kernels.kernel import Buf, Kernel
 from aotk.lowering.outline_kernels import EntryAliasing, move_into_function
 from aotk.lowering.parallelize import rebuildable
@@ -91,7 +92,7 @@ class OpMemo:
         """The function the range of `first` becomes, called in its place; None if it
         cannot leave the entry."""
         ops = _range(first.start, first.last)
-        walked = [inner for op in ops for inner in op.walk()]
+        walked = [inner for op in ops for inner in ops_within(op)]
         inside = set(walked)
         outside = _free_values(walked, inside)
         params = set(first.params)

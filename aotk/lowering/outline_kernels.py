@@ -34,6 +34,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
 from aotk.dialect import metadata
+from aotk.ir_walk import ops_within
 from aotk.kernels.kernel import PARALLEL_ATTR
 from aotk.lowering.parallelize import erase_unused, free_values, rebuild, rebuildable
 from aotk.transforms.structure import structure_key
@@ -46,7 +47,7 @@ MIN_OPS = 4
 
 
 def _size(op: Operation) -> int:
-    return sum(1 for _ in op.walk())
+    return len(ops_within(op))
 
 
 def kernels_of(block: Block) -> list[Operation]:
@@ -178,7 +179,7 @@ def move_into_function(
     for op in ops:
         op.detach()
         block.add_op(op)
-        for inner in op.walk():
+        for inner in ops_within(op):
             for i, v in enumerate(inner.operands):
                 if v in env:
                     inner.operands[i] = env[v]
@@ -223,7 +224,7 @@ def _outlined_from(fn: func.FuncOp) -> bool:
 
 def _call_first_copies(entry: func.FuncOp, same_as: dict[str, str]) -> None:
     """Point the calls to kernels that were dropped as copies at the kernel kept."""
-    for op in entry.walk():
+    for op in ops_within(entry):
         if isinstance(op, func.CallOp) and op.callee.string_value() in same_as:
             op.callee = SymbolRefAttr(same_as[op.callee.string_value()])
 

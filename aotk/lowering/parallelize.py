@@ -31,6 +31,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import is_side_effect_free
 
+from aotk.ir_walk import ops_in_region, ops_within
 from aotk.kernels.kernel import PARALLEL_ATTR
 from aotk.kernels.make import constant_op, gep_op, load_op, store_op
 
@@ -49,9 +50,7 @@ def min_trips(loop: scf.ForOp) -> int:
 def free_values(op: Operation, seed: tuple[SSAValue, ...] = ()) -> list[SSAValue]:
     """`seed`, then the values `op`'s regions use but do not define, in order of first use."""
     seen: dict[SSAValue, None] = dict.fromkeys(seed)
-    for inner in op.walk():
-        if inner is op:
-            continue
+    for inner in ops_within(op)[1:]:
         for v in inner.operands:
             if not op.is_ancestor(v.owner):
                 seen.setdefault(v, None)
@@ -234,7 +233,7 @@ def _task(name: str, loop: scf.ForOp, layout: _Layout, constants: list[SSAValue]
         bounds.append(b.insert(arith.AddiOp(lb, offset)).result)
     body = Region()
     loop.body.move_blocks(body)
-    for op in body.walk():
+    for op in ops_in_region(body):
         for i, v in enumerate(op.operands):
             if v in env:
                 op.operands[i] = env[v]
@@ -310,7 +309,9 @@ class AotkParallelizePass(ModulePass):
     name = "aotk-parallelize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        loops = [o for o in op.walk() if isinstance(o, scf.ForOp) and PARALLEL_ATTR in o.attributes]
+        loops = [
+            o for o in ops_within(op) if isinstance(o, scf.ForOp) and PARALLEL_ATTR in o.attributes
+        ]
         if not loops:
             return
         _declare_runtime(op)

@@ -17,11 +17,13 @@ from xdsl.ir import Attribute, Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from aotk.ir_walk import ops_within
+
 
 def rewrite_once(root: Operation, patterns: Sequence[RewritePattern]) -> None:
     """Offer each op nested in `root`, in program order, to `patterns` until one rewrites
     it. Ops the rewrites create are not offered; ops they erase are skipped."""
-    ops = [op for region in root.regions for op in region.walk()]
+    ops = ops_within(root)[1:]
     if not ops:
         return
     rewriter = PatternRewriter(ops[0])
@@ -42,7 +44,7 @@ def retype_values(root: Operation, convert: Callable[[Attribute], Attribute | No
     """Give every result and block argument nested in `root` the type `convert` returns
     for its type (None: keep it). Only values: a generic type conversion also inspects
     every attribute of every op, and took seconds on a kernel of a few thousand ops."""
-    for op in root.walk():
+    for op in ops_within(root):
         for result in list(op.results):
             if (new := convert(result.type)) is not None:
                 Rewriter.replace_value_with_new_type(result, new)

@@ -30,6 +30,8 @@ from xdsl.pattern_rewriter import (
 from xdsl.traits import ConstantLike, HasCanonicalizationPatternsTrait, HasFolder
 from xdsl.transforms.dead_code_elimination import would_be_trivially_dead
 
+from aotk.ir_walk import ops_in_region
+
 _PURE: dict[type[Operation], bool] = {}
 _CONSTANT: dict[type[Operation], bool] = {}
 _PATTERNS: dict[type[Operation], tuple[bool, tuple[RewritePattern, ...]]] = {}
@@ -115,7 +117,7 @@ def _settle_loops(region: Region, canonicalize: _Canonicalize) -> bool:
     changed = False
     while True:
         swept = False
-        for loop in [o for o in region.walk() if isinstance(o, scf.ForOp)]:
+        for loop in [o for o in ops_in_region(region) if isinstance(o, scf.ForOp)]:
             if loop.parent is None:  # inlined or erased by an outer loop's rewrite
                 continue
             rewriter = PatternRewriter(loop)

@@ -13,6 +13,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from aotk.ir_walk import ops_within
+
 _ALLOWED = {
     "loops": lambda name: not name.startswith("aotk."),
     "llvm": lambda name: name.startswith("llvm.") or name == "builtin.module",
@@ -32,7 +34,7 @@ class AotkCheckStagePass(ModulePass):
                 f"aotk-check-stage: unknown stage '{self.stage}' (expected {', '.join(_ALLOWED)})"
             )
         allowed = _ALLOWED[self.stage]
-        for inner in op.walk():
+        for inner in ops_within(op):
             if not allowed(inner.name):
                 raise DiagnosticException(
                     f"aotk-check-stage: '{inner.name}' survived to stage '{self.stage}'"

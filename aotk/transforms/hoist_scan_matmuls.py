@@ -28,12 +28,13 @@ from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.scan import ScanOp
 from aotk.dialect.scan_prepack import defined_within
+from aotk.ir_walk import ops_within
 
 
 def hoist_scan_matmuls(module: ModuleOp) -> int:
     """Hoist every invariant-weight matmul of a sequence step; return how many."""
     hoisted = 0
-    for scan in [op for op in module.walk() if isinstance(op, ScanOp)]:
+    for scan in [op for op in ops_within(module) if isinstance(op, ScanOp)]:
         _hoist_invariants(scan)
         for op in list(scan.body.block.ops):
             if isinstance(op, MatMulOp) and _hoistable(scan, op):

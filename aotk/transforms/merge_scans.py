@@ -20,13 +20,14 @@ from xdsl.passes import ModulePass
 
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.scan import ScanOp
+from aotk.ir_walk import ops_within
 from aotk.transforms.structure import op_signature
 
 
 def merge_scans(module: ModuleOp) -> int:
     """Merge every scan into a later one that subsumes it; return how many merged."""
     merged = 0
-    scans = [op for op in module.walk() if isinstance(op, ScanOp)]
+    scans = [op for op in ops_within(module) if isinstance(op, ScanOp)]
     for a in scans:
         b = next((b for b in scans if b is not a and _subsumes(b, a)), None)
         if b is None or b.parent is None or a.parent is None:
@@ -68,10 +69,10 @@ def _late_values(b: ScanOp, a: ScanOp) -> list[SSAValue]:
         if op is a:
             break
         before.add(op)
-    inside = set(b.walk())
+    inside = set(ops_within(b))
     return [
         v
-        for op in b.walk()
+        for op in ops_within(b)
         for v in op.operands
         if isinstance(v.owner, Operation)
         and v.owner not in inside
@@ -94,7 +95,7 @@ def _rematerialize_late_constants(b: ScanOp, a: ScanOp) -> None:
             clone = v.owner.clone()  # type: ignore[union-attr]
             a.parent_block().insert_op_before(clone, a)  # type: ignore[union-attr]
             copies[v] = clone.results[0]
-    inside = set(b.walk())
+    inside = set(ops_within(b))
     for v, copy in copies.items():
         for use in list(v.uses):
             if use.operation in inside:

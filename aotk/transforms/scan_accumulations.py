@@ -42,6 +42,7 @@ from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.reduce import ReduceSumOp
 from aotk.dialect.scan import ScanOp, result_types
 from aotk.dialect.shape import ConcatOp, ReshapeOp
+from aotk.ir_walk import ops_within
 from aotk.transforms.hoist_scan_matmuls import drop_unread_sequences
 from aotk.transforms.scan_dead_carries import dead_carries
 
@@ -61,7 +62,7 @@ class _Accumulation:
 def scan_accumulations(module: ModuleOp) -> int:
     """Rewrite every scan; return how many accumulations left their loops."""
     hoisted = 0
-    for scan in [op for op in module.walk() if isinstance(op, ScanOp)]:
+    for scan in [op for op in ops_within(module) if isinstance(op, ScanOp)]:
         _forward_sequence_outputs(scan)
         dead = dead_carries(scan)
         found = [

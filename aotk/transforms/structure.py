@@ -15,6 +15,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import UnregisteredOp
 from xdsl.ir import Block, Operation, SSAValue
 
+from aotk.ir_walk import ops_in_region, ops_within
+
 
 def op_signature(op: Operation) -> tuple[Hashable, ...]:
     """What makes two ops with the same operands the same op: name, attributes,
@@ -38,7 +40,7 @@ def structure_key(fn: func.FuncOp) -> Hashable:
         frozenset(fn.attributes.items()),
         _number(fn.body.blocks, values, blocks),
     ]
-    _add_ops(fn.body.walk(), values, blocks, parts)
+    _add_ops(ops_in_region(fn.body), values, blocks, parts)
     return tuple(parts)
 
 
@@ -49,7 +51,7 @@ def op_structure_key(op: Operation) -> Hashable:
     parts: list[Hashable] = [tuple(v.type for v in op.operands), op_signature(op)]
     for region in op.regions:
         parts.append(_number(region.blocks, values, blocks))
-    _add_ops((inner for region in op.regions for inner in region.walk()), values, blocks, parts)
+    _add_ops(ops_within(op)[1:], values, blocks, parts)
     return tuple(parts)
 
 
