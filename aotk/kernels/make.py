@@ -20,12 +20,13 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    SymbolRefAttr,
     UnitAttr,
     i32,
     i64,
 )
 from xdsl.dialects.llvm import GEP_USE_SSA_VAL
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 OpT = TypeVar("OpT", bound=Operation)
 
@@ -35,9 +36,13 @@ def make(
     operands: Sequence[SSAValue],
     result_types: Sequence[Attribute],
     properties: Mapping[str, Attribute] = {},
+    successors: Sequence[Block] = (),
 ) -> OpT:
-    """The op `cls(...)` would build from these operands, result types and properties."""
-    return cls.create(operands=operands, result_types=result_types, properties=properties)
+    """The op `cls(...)` would build from these operands, result types, properties and
+    successors."""
+    return cls.create(
+        operands=operands, result_types=result_types, properties=properties, successors=successors
+    )
 
 
 IntT = TypeVar("IntT", IntegerType, IndexType)
@@ -82,7 +87,42 @@ def store_op(value: SSAValue, address: SSAValue, alignment: int | None = None) -
     return make(llvm.StoreOp, [value, address], [], _memory_properties(alignment))
 
 
+def br_op(dest: Block, args: Sequence[SSAValue]) -> llvm.BrOp:
+    """`llvm.BrOp(dest, *args)`."""
+    return make(llvm.BrOp, args, [], {}, [dest])
+
+
+def cond_br_op(
+    cond: SSAValue,
+    then_block: Block,
+    then_args: Sequence[SSAValue],
+    else_block: Block,
+    else_args: Sequence[SSAValue],
+) -> llvm.CondBrOp:
+    """`llvm.CondBrOp(cond, then_block, then_args, else_block, else_args)`."""
+    sizes = _segments((1, len(then_args), len(else_args)))
+    operands = [cond, *then_args, *else_args]
+    return make(llvm.CondBrOp, operands, [], {_SEGMENTS: sizes}, [then_block, else_block])
+
+
+def call_op(callee: str, args: Sequence[SSAValue], result: Attribute | None) -> llvm.CallOp:
+    """`llvm.CallOp(callee, *args, return_type=result)`."""
+    properties = {"callee": SymbolRefAttr(callee), _SEGMENTS: _segments((len(args), 0))}
+    return make(llvm.CallOp, args, [] if result is None else [result], properties)
+
+
+def return_op(value: SSAValue | None) -> llvm.ReturnOp:
+    """`llvm.ReturnOp(value)`."""
+    return make(llvm.ReturnOp, [] if value is None else [value], [])
+
+
 _PTR = llvm.LLVMPointerType()
+_SEGMENTS = "operandSegmentSizes"
+
+
+@cache
+def _segments(sizes: tuple[int, ...]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, sizes)
 
 
 @cache

@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     VectorType,
+    i1,
     i64,
 )
 from xdsl.ir import Attribute, Operation
@@ -79,10 +80,14 @@ def _uitofp(op: Operation) -> list[Operation]:
 
 
 def _minmax_int(pred: str) -> Build:
+    predicate = integer(arith.CMPI_COMPARISON_OPERATIONS.index(pred), i64)
+
     def build(op: Operation) -> list[Operation]:
         lhs, rhs = op.operands
-        cmp = llvm.ICmpOp(lhs, rhs, IntegerAttr(arith.CMPI_COMPARISON_OPERATIONS.index(pred), 64))
-        return [cmp, llvm.SelectOp(cmp.res, lhs, rhs)]
+        t = lhs.type
+        flag = VectorType(i1, t.get_shape()) if isinstance(t, VectorType) else i1
+        cmp = make(llvm.ICmpOp, [lhs, rhs], [flag], {"predicate": predicate})
+        return [cmp, make(llvm.SelectOp, [cmp.res, lhs, rhs], [lhs.type])]
 
     return build
 
@@ -208,5 +213,5 @@ BUILDERS: dict[type[Operation], Build] = {
     math.RoundEvenOp: _intrinsic("llvm.roundeven"),
     math.RoundOp: _intrinsic("llvm.round"),
     math.TruncOp: _intrinsic("llvm.trunc"),
-    math.FmaOp: lambda op: [llvm.FMAOp(op.operands[0], op.operands[1], op.operands[2])],
+    math.FmaOp: lambda op: [make(llvm.FMAOp, op.operands, [op.operands[0].type])],
 }

@@ -30,7 +30,7 @@ from xdsl.rewriter import Rewriter
 
 from aotk.dialect import metadata
 from aotk.ir_walk import ops_within
-from aotk.kernels.make import integer
+from aotk.kernels.make import br_op, call_op, cond_br_op, integer, return_op
 from aotk.kernels.printf import declare_external_callees
 from aotk.lowering.arith_to_llvm import BUILDERS, Build
 from aotk.lowering.rewrite_once import retype_values, rewrite_once
@@ -39,25 +39,23 @@ from aotk.lowering.vector_to_llvm import VECTOR_BUILDERS
 
 def _return(op: Operation) -> list[Operation]:
     assert isinstance(op, func.ReturnOp)
-    return [llvm.ReturnOp(op.arguments[0] if op.arguments else None)]
+    return [return_op(op.arguments[0] if op.arguments else None)]
 
 
 def _call(op: Operation) -> list[Operation]:
     assert isinstance(op, func.CallOp)
     ret = op.result_types[0] if op.result_types else None
-    return [llvm.CallOp(op.callee.string_value(), *op.arguments, return_type=ret)]
+    return [call_op(op.callee.string_value(), op.arguments, ret)]
 
 
 def _branch(op: Operation) -> list[Operation]:
     assert isinstance(op, cf.BranchOp)
-    return [llvm.BrOp(op.successor, *op.arguments)]
+    return [br_op(op.successor, op.arguments)]
 
 
 def _cond_branch(op: Operation) -> list[Operation]:
     assert isinstance(op, cf.ConditionalBranchOp)
-    return [
-        llvm.CondBrOp(op.cond, op.then_block, op.then_arguments, op.else_block, op.else_arguments)
-    ]
+    return [cond_br_op(op.cond, op.then_block, op.then_arguments, op.else_block, op.else_arguments)]
 
 
 LOWERINGS: dict[type[Operation], Build] = {

@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     MemRefType,
+    VectorType,
     f32,
     i1,
     i8,
@@ -144,3 +145,35 @@ def test_llvm_builders_are_what_the_constructors_build():
     for source, expected in cases:
         (built,) = BUILDERS[type(source)](source)
         same(built, expected)
+
+
+def test_min_max_and_fma_are_what_the_constructors_build():
+    b = block()
+    x, y, u, v = b.args[:4]
+    vx = Block(arg_types=[VectorType(i64, [8])] * 2).args
+    for lhs, rhs in ((x, y), vx):
+        for source, pred in ((arith.MaxSIOp(lhs, rhs), 4), (arith.MinUIOp(lhs, rhs), 6)):
+            cmp, select = BUILDERS[type(source)](source)
+            same(cmp, llvm.ICmpOp(lhs, rhs, IntegerAttr(pred, 64)))
+            same(select, llvm.SelectOp(cmp.results[0], lhs, rhs))
+    (fma,) = BUILDERS[math.FmaOp](math.FmaOp(u, v, u))
+    same(fma, llvm.FMAOp(u, v, u))
+
+
+def test_branches_calls_and_returns_are_what_the_constructors_build():
+    b = block()
+    x, y, u, c = b.args[0], b.args[1], b.args[2], b.args[4]
+    dest, other = Block(), Block()
+    for args in ([], [x, u]):
+        built, expected = make.br_op(dest, args), llvm.BrOp(dest, *args)
+        same(built, expected)
+        assert list(built.successors) == list(expected.successors) == [dest]
+    for then_args, else_args in (([], []), ([x], [y, u]), ([u, x, y], [])):
+        built = make.cond_br_op(c, dest, then_args, other, else_args)
+        expected = llvm.CondBrOp(c, dest, then_args, other, else_args)
+        same(built, expected)
+        assert list(built.successors) == list(expected.successors) == [dest, other]
+    for args, result in (([], None), ([x, u], f32), ([y], i64)):
+        same(make.call_op("callee", args, result), llvm.CallOp("callee", *args, return_type=result))
+    same(make.return_op(None), llvm.ReturnOp())
+    same(make.return_op(u), llvm.ReturnOp(u))
