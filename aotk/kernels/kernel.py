@@ -18,7 +18,6 @@ from typing import cast
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref, ptr, scf
 from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -30,7 +29,7 @@ from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
 from aotk.kernels.loop_cost import block_cost, static_trips
-from aotk.kernels.make import constant_op, make
+from aotk.kernels.make import constant_op, flat_memref_type, make
 from aotk.kernels.scalar import compute_type, storage_type
 
 DimV = int | SSAValue
@@ -198,7 +197,7 @@ class Kernel:
         moved = self.b.insert(make(ptr.PtrAddOp, [base, self.index(nbytes)], [PTR])).results[0]
         mem_type = buf.mem.type
         assert isinstance(mem_type, MemRefType)
-        flat = MemRefType(mem_type.element_type, [DYNAMIC_INDEX])
+        flat = flat_memref_type(mem_type.element_type)
         view = self.b.insert(make(ptr.FromPtrOp, [moved], [flat])).results[0]
         return Buf(view, tuple(dims), buf.elem)
 

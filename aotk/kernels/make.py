@@ -16,10 +16,12 @@ from typing import TypeVar
 
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     DenseArrayBase,
     IndexType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     SymbolRefAttr,
     UnitAttr,
     i32,
@@ -57,6 +59,13 @@ def integer(value: int, t: IntT) -> IntegerAttr[IntT]:
 @cache
 def _integer(value: int, t: IntegerType | IndexType) -> IntegerAttr:
     return IntegerAttr(value, t)
+
+
+@cache
+def flat_memref_type(elem: Attribute, size: int = DYNAMIC_INDEX) -> MemRefType[Attribute]:
+    """`MemRefType(elem, [size])`, made once: a new one is verified, 50 us each, and
+    lowering asked for one per buffer and view (5% of `convert-aotk-to-loops`)."""
+    return MemRefType(elem, [size])
 
 
 def constant_op(value: int, t: IntegerType | IndexType) -> arith.ConstantOp:

@@ -39,7 +39,7 @@ from aotk.ir_walk import ops_within
 from aotk.kernels import elementwise_nest, library
 from aotk.kernels.checked_sizes import SizeKernel
 from aotk.kernels.kernel import INDEX, PTR, Buf, DimV, Kernel
-from aotk.kernels.make import make
+from aotk.kernels.make import flat_memref_type, make
 from aotk.kernels.scalar import storage_type
 from aotk.lowering.op_memo import OpMemo
 from aotk.lowering.outline_kernels import EntryAliasing
@@ -52,7 +52,7 @@ def flat_memref(t: Attribute) -> MemRefType[Attribute]:
     """The flat buffer type of a tensor type."""
     shape = shape_of(t)
     size = DYNAMIC_INDEX if None in shape else _prod(shape)
-    return MemRefType(storage_type(elem_of(t)), [size])
+    return flat_memref_type(storage_type(elem_of(t)), size)
 
 
 def dynamic_dims(fn: func.FuncOp) -> list[tuple[int, int]]:

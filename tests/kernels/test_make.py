@@ -177,3 +177,11 @@ def test_branches_calls_and_returns_are_what_the_constructors_build():
         same(make.call_op("callee", args, result), llvm.CallOp("callee", *args, return_type=result))
     same(make.return_op(None), llvm.ReturnOp())
     same(make.return_op(u), llvm.ReturnOp(u))
+
+
+def test_flat_memref_types_are_the_constructors_and_made_once():
+    for elem, size in ((f32, DYNAMIC_INDEX), (i8, 12), (i64, DYNAMIC_INDEX)):
+        made = make.flat_memref_type(elem, size)
+        assert made == MemRefType(elem, [size])
+        assert make.flat_memref_type(elem, size) is made
+    assert make.flat_memref_type(f32) == MemRefType(f32, [DYNAMIC_INDEX])
