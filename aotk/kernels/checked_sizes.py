@@ -86,18 +86,18 @@ class SizeKernel(Kernel):
                 self._flag(self._above(a, MAX_SIZE // c))
         else:
             # for c >= 1, a * c > MAX_SIZE exactly when a > MAX_SIZE // c
-            divisor = self.b.insert(arith.MaxSIOp(c, self.index(1))).result
-            limit = self.b.insert(arith.DivSIOp(self.index(MAX_SIZE), divisor)).result
+            divisor = self.index_op(arith.MaxSIOp, c, 1)
+            limit = self.index_op(arith.DivSIOp, MAX_SIZE, divisor)
             self._flag(self._above(a, limit))
         return product
 
     def _above(self, value: SSAValue, limit: DimV) -> SSAValue:
         # signed: shape rules go below zero on the way to a clamp (a slice's n - 2 at n = 1);
         # no product or sum of values up to MAX_SIZE wraps, so overflow is always positive
-        return self.b.insert(arith.CmpiOp(value, self.index(limit), "sgt")).result
+        return self.compare("sgt", value, limit)
 
     def _flag(self, bad: SSAValue) -> None:
         if self.overflowed is None:
             self.overflowed = bad
         else:
-            self.overflowed = self.b.insert(arith.OrIOp(self.overflowed, bad)).result
+            self.overflowed = self.logical(arith.OrIOp, self.overflowed, bad)

@@ -47,7 +47,7 @@ def broadcast_dims(k: Kernel, static: Sequence[int | None], ins: Sequence[Buf]) 
         dim: DimV = candidates[0] if candidates else 1
         for other in candidates[1:]:
             if other is not dim:
-                dim = k.b.insert(arith.MaxUIOp(k.index(dim), k.index(other))).result
+                dim = k.index_op(arith.MaxUIOp, dim, other)
         out.append(dim)
     return out
 
@@ -150,8 +150,8 @@ def _all_equal(k: Kernel, bufs: Sequence[Buf], dims: Sequence[DimV]) -> SSAValue
         for x, y in zip(buf.dims, dims, strict=True):
             if x is y or (isinstance(x, int) and isinstance(y, int)):
                 continue
-            eq = k.b.insert(arith.CmpiOp(k.index(x), k.index(y), "eq")).result
-            cond = eq if cond is None else k.b.insert(arith.AndIOp(cond, eq)).result
+            eq = k.compare("eq", x, y)
+            cond = eq if cond is None else k.logical(arith.AndIOp, cond, eq)
     assert cond is not None
     return cond
 
@@ -172,8 +172,7 @@ def _broadcast_strides(k: Kernel, buf: Buf, dims: Sequence[DimV]) -> list[DimV]:
         if d == 1 and full != 1:
             out.append(0)
         elif isinstance(d, SSAValue) and d is not full:
-            is_one = k.b.insert(arith.CmpiOp(d, k.index(1), "eq")).result
-            out.append(k.b.insert(arith.SelectOp(is_one, k.index(0), k.index(st))).result)
+            out.append(k.select(k.compare("eq", d, 1), 0, st))
         else:
             out.append(st)
     return out

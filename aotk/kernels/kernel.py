@@ -17,11 +17,13 @@ from typing import cast
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref, ptr, scf
+from xdsl.dialects.arith import CMPI_COMPARISON_OPERATIONS
 from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
     MemRefType,
+    i1,
     i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
@@ -29,7 +31,7 @@ from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
 from aotk.kernels.loop_cost import block_cost, static_trips
-from aotk.kernels.make import constant_op, flat_memref_type, make
+from aotk.kernels.make import constant_op, flat_memref_type, integer, make
 from aotk.kernels.scalar import compute_type, storage_type
 
 DimV = int | SSAValue
@@ -86,8 +88,19 @@ class Kernel:
             known = self._constants[v] = op.result
         return known
 
-    def _index_op(self, cls: type[Operation], a: DimV, c: DimV) -> SSAValue:
+    def index_op(self, cls: type[Operation], a: DimV, c: DimV) -> SSAValue:
+        """`cls(a, c)`, an arith op on index values with an index result, unchecked."""
         return self.b.insert(make(cls, [self.index(a), self.index(c)], [INDEX])).results[0]
+
+    def compare(self, pred: str, a: DimV, c: DimV) -> SSAValue:
+        """The i1 `a pred c` of index values, `pred` one of arith.cmpi's ("eq", "sgt")."""
+        properties = {"predicate": integer(CMPI_COMPARISON_OPERATIONS.index(pred), i64)}
+        op = make(arith.CmpiOp, [self.index(a), self.index(c)], [i1], properties)
+        return self.b.insert(op).results[0]
+
+    def logical(self, cls: type[Operation], a: SSAValue, c: SSAValue) -> SSAValue:
+        """`cls(a, c)` of two i1 values (arith.AndIOp, arith.OrIOp)."""
+        return self.b.insert(make(cls, [a, c], [i1])).results[0]
 
     def add(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
@@ -96,14 +109,14 @@ class Kernel:
             return c
         if c == 0:
             return a
-        return self._index_op(arith.AddiOp, a, c)
+        return self.index_op(arith.AddiOp, a, c)
 
     def sub(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
             return a - c
         if c == 0:
             return a
-        return self._index_op(arith.SubiOp, a, c)
+        return self.index_op(arith.SubiOp, a, c)
 
     def mul(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
@@ -114,31 +127,31 @@ class Kernel:
             return a
         if a == 0 or c == 0:
             return 0
-        return self._index_op(arith.MuliOp, a, c)
+        return self.index_op(arith.MuliOp, a, c)
 
     def div(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
             return a // c
         if c == 1:
             return a
-        return self._index_op(arith.DivUIOp, a, c)
+        return self.index_op(arith.DivUIOp, a, c)
 
     def rem(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
             return a % c
         if c == 1:
             return 0
-        return self._index_op(arith.RemUIOp, a, c)
+        return self.index_op(arith.RemUIOp, a, c)
 
     def min(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
             return min(a, c)
-        return self._index_op(arith.MinSIOp, a, c)
+        return self.index_op(arith.MinSIOp, a, c)
 
     def max(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
             return max(a, c)
-        return self._index_op(arith.MaxSIOp, a, c)
+        return self.index_op(arith.MaxSIOp, a, c)
 
     def select(self, cond: SSAValue | bool, a: DimV, c: DimV) -> DimV:
         """`a` where `cond` holds, else `c` (folded when `cond` is a Python bool)."""
@@ -146,7 +159,8 @@ class Kernel:
             return a if cond else c
         if a is c or (isinstance(a, int) and a == c):
             return a
-        return self.b.insert(arith.SelectOp(cond, self.index(a), self.index(c))).result
+        op = make(arith.SelectOp, [cond, self.index(a), self.index(c)], [INDEX])
+        return self.b.insert(op).results[0]
 
     def accumulate(self, total: DimV, size: DimV) -> DimV:
         """`total + size` for a running total of buffer sizes (see `SizeKernel`)."""
@@ -373,7 +387,7 @@ class Kernel:
             if chosen is not None:
                 chosen()
             return
-        positive = self.b.insert(arith.CmpiOp(value, self.index(0), "sgt")).result
+        positive = self.compare("sgt", value, 0)
         self.if_else(positive, then_fn, else_fn)
 
     @contextmanager

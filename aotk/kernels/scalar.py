@@ -76,7 +76,16 @@ REASSOC = arith.FastMathFlagsAttr([FastMathFlag.REASSOC])
 
 def reassociating_add(lhs: SSAValue, rhs: SSAValue) -> Operation:
     """A float add that LLVM may reassociate (for reduction accumulators)."""
-    return arith.AddfOp(lhs, rhs, flags=REASSOC)
+    return make(arith.AddfOp, [lhs, rhs], [lhs.type], {"fastmath": REASSOC})
+
+
+def _binary(op: Callable[..., Operation] | None) -> Callable[..., Operation] | None:
+    """`op` as a function of two operands; an op class is built by `make`, with the
+    operands' type (the constructor's rule for arith's binary ops)."""
+    if not isinstance(op, type):
+        return op
+    cls = op
+    return lambda lhs, rhs: make(cls, [lhs, rhs], [lhs.type])
 
 
 def by_type(
@@ -84,7 +93,8 @@ def by_type(
     sint_op: Callable[..., Operation] | None = None,
     uint_op: Callable[..., Operation] | None = None,
 ) -> ScalarRule:
-    """A rule that applies one arith/math op chosen by the operands' element type."""
+    """A rule that applies one binary arith op chosen by the operands' element type."""
+    float_op, sint_op, uint_op = _binary(float_op), _binary(sint_op), _binary(uint_op)
 
     def rule(
         b: Builder,

@@ -12,7 +12,9 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
+    Signedness,
     VectorType,
     f32,
     i1,
@@ -46,7 +48,7 @@ def block() -> Block:
 def test_kernel_index_arithmetic_is_what_the_constructors_build():
     b = block()
     k = Kernel(Builder(InsertPoint.at_end(b)))
-    x, y = b.args[:2]
+    x, y, c = b.args[0], b.args[1], b.args[4]
     pairs = [
         (k.add(x, y), arith.AddiOp(x, y)),
         (k.sub(x, y), arith.SubiOp(x, y)),
@@ -56,6 +58,12 @@ def test_kernel_index_arithmetic_is_what_the_constructors_build():
         (k.min(x, y), arith.MinSIOp(x, y)),
         (k.max(x, y), arith.MaxSIOp(x, y)),
         (k.index(7), arith.ConstantOp(IntegerAttr(7, INDEX))),
+        (k.index_op(arith.MaxUIOp, x, y), arith.MaxUIOp(x, y)),
+        (k.compare("sgt", x, y), arith.CmpiOp(x, y, "sgt")),
+        (k.compare("eq", x, y), arith.CmpiOp(x, y, "eq")),
+        (k.logical(arith.AndIOp, c, c), arith.AndIOp(c, c)),
+        (k.logical(arith.OrIOp, c, c), arith.OrIOp(c, c)),
+        (k.select(c, x, y), arith.SelectOp(c, x, y)),
     ]
     for value, expected in pairs:
         assert isinstance(value.owner, Operation)
@@ -185,3 +193,22 @@ def test_flat_memref_types_are_the_constructors_and_made_once():
         assert made == MemRefType(elem, [size])
         assert make.flat_memref_type(elem, size) is made
     assert make.flat_memref_type(f32) == MemRefType(f32, [DYNAMIC_INDEX])
+
+
+def test_binary_rules_by_type_are_what_the_constructors_build():
+    b = block()
+    builder = Builder(InsertPoint.at_end(b))
+    u, v, n = b.args[2], b.args[3], b.args[5]
+    ui8 = IntegerType(8, Signedness.UNSIGNED)
+    rule = scalar.by_type(arith.MaximumfOp, arith.MaxSIOp, arith.MaxUIOp)
+    add = scalar.by_type(scalar.reassociating_add, arith.AddiOp)
+    pairs = [
+        (rule(builder, [u, v], [f32, f32], f32), arith.MaximumfOp(u, v)),
+        (rule(builder, [n, n], [i64, i64], i64), arith.MaxSIOp(n, n)),
+        (rule(builder, [n, n], [ui8, ui8], ui8), arith.MaxUIOp(n, n)),
+        (add(builder, [u, v], [f32, f32], f32), arith.AddfOp(u, v, flags=scalar.REASSOC)),
+        (add(builder, [n, n], [i64, i64], i64), arith.AddiOp(n, n)),
+    ]
+    for value, expected in pairs:
+        assert isinstance(value.owner, Operation)
+        same(value.owner, expected)
