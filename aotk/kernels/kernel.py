@@ -26,12 +26,20 @@ from xdsl.dialects.builtin import (
     i1,
     i64,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
 from aotk.kernels.loop_cost import block_cost, static_trips
-from aotk.kernels.make import constant_op, flat_memref_type, integer, make
+from aotk.kernels.make import (
+    constant_op,
+    flat_memref_type,
+    for_op,
+    if_op,
+    integer,
+    make,
+    yield_op,
+)
 from aotk.kernels.scalar import compute_type, storage_type
 
 DimV = int | SSAValue
@@ -265,14 +273,14 @@ class Kernel:
             return
         body = Block(arg_types=[INDEX])
         lb_v, ub_v, step_v = self.index(lb), self.index(ub), self.index(step)
-        loop = self.b.insert(scf.ForOp(lb_v, ub_v, step_v, [], body))
+        loop = self.b.insert(for_op(lb_v, ub_v, step_v, [], body))
         if trips is not None:
             self.trips[loop] = trips
         outer = self.b
         self.b = Builder(InsertPoint.at_end(body))
         try:
             yield body.args[0]
-            self.b.insert(scf.YieldOp())
+            self.b.insert(yield_op())
         finally:
             self.b = outer
         if parallel:
@@ -315,8 +323,8 @@ class Kernel:
     def loop_over(self, body: Block, ub: DimV, lb: DimV = 0, *, trips: int | None = None) -> None:
         """An scf.for over [lb, ub) whose body is `body`, a block of one index argument
         built beforehand (to be measured first); `trips` as in `loop`."""
-        body.add_op(scf.YieldOp())
-        loop = self.b.insert(scf.ForOp(self.index(lb), self.index(ub), self.index(1), [], body))
+        body.add_op(yield_op())
+        loop = self.b.insert(for_op(self.index(lb), self.index(ub), self.index(1), [], body))
         if trips is not None:
             self.trips[loop] = trips
 
@@ -348,13 +356,13 @@ class Kernel:
         `trips` as in `loop`."""
         body = Block(arg_types=[INDEX, *(v.type for v in inits)])
         lb_v, ub_v, step_v = self.index(lb), self.index(ub), self.index(step)
-        loop = self.b.insert(scf.ForOp(lb_v, ub_v, step_v, list(inits), body))
+        loop = self.b.insert(for_op(lb_v, ub_v, step_v, inits, body))
         if trips is not None:
             self.trips[loop] = trips
         outer = self.b
         self.b = Builder(InsertPoint.at_end(body))
         try:
-            self.b.insert(scf.YieldOp(*body_fn(body.args[0], body.args[1:])))
+            self.b.insert(yield_op(body_fn(body.args[0], body.args[1:])))
         finally:
             self.b = outer
         return loop.results
@@ -365,15 +373,14 @@ class Kernel:
         """An scf.if whose branches `then_fn` and `else_fn` build at `self.b`; without
         `else_fn`, no else region."""
         blocks = (Block(),) if else_fn is None else (Block(), Block())
-        otherwise = Region(blocks[1]) if len(blocks) > 1 else None
-        self.b.insert(scf.IfOp(cond, [], Region(blocks[0]), otherwise))
+        self.b.insert(if_op(cond, blocks[0], blocks[1] if len(blocks) > 1 else None))
         outer = self.b
         for block, fn in zip(blocks, (then_fn, else_fn), strict=False):
             assert fn is not None
             self.b = Builder(InsertPoint.at_end(block))
             try:
                 fn()
-                self.b.insert(scf.YieldOp())
+                self.b.insert(yield_op())
             finally:
                 self.b = outer
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TypeVar
 
-from xdsl.dialects import arith, llvm
+from xdsl.dialects import arith, llvm, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     DenseArrayBase,
@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.llvm import GEP_USE_SSA_VAL
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 OpT = TypeVar("OpT", bound=Operation)
 
@@ -39,11 +39,16 @@ def make(
     result_types: Sequence[Attribute],
     properties: Mapping[str, Attribute] = {},
     successors: Sequence[Block] = (),
+    regions: Sequence[Region] = (),
 ) -> OpT:
-    """The op `cls(...)` would build from these operands, result types, properties and
-    successors."""
+    """The op `cls(...)` would build from these operands, result types, properties,
+    successors and regions."""
     return cls.create(
-        operands=operands, result_types=result_types, properties=properties, successors=successors
+        operands=operands,
+        result_types=result_types,
+        properties=properties,
+        successors=successors,
+        regions=regions,
     )
 
 
@@ -123,6 +128,24 @@ def call_op(callee: str, args: Sequence[SSAValue], result: Attribute | None) -> 
 def return_op(value: SSAValue | None) -> llvm.ReturnOp:
     """`llvm.ReturnOp(value)`."""
     return make(llvm.ReturnOp, [] if value is None else [value], [])
+
+
+def for_op(
+    lb: SSAValue, ub: SSAValue, step: SSAValue, inits: Sequence[SSAValue], body: Block
+) -> scf.ForOp:
+    """`scf.ForOp(lb, ub, step, inits, body)`."""
+    return make(scf.ForOp, [lb, ub, step, *inits], [v.type for v in inits], regions=[Region(body)])
+
+
+def yield_op(values: Sequence[SSAValue] = ()) -> scf.YieldOp:
+    """`scf.YieldOp(*values)`."""
+    return make(scf.YieldOp, values, [])
+
+
+def if_op(cond: SSAValue, then: Block, otherwise: Block | None) -> scf.IfOp:
+    """`scf.IfOp(cond, [], Region(then), otherwise and Region(otherwise))`: no results."""
+    regions = [Region(then), Region() if otherwise is None else Region(otherwise)]
+    return make(scf.IfOp, [cond], [], regions=regions)
 
 
 _PTR = llvm.LLVMPointerType()

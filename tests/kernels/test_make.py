@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from xdsl.builder import Builder
-from xdsl.dialects import arith, llvm, math, memref, ptr
+from xdsl.dialects import arith, llvm, math, memref, ptr, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     FloatAttr,
@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils.fast_math import FastMathFlag
-from xdsl.ir import Block, Operation
+from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.rewriter import InsertPoint
 
 from aotk.kernels import make, scalar
@@ -212,3 +212,29 @@ def test_binary_rules_by_type_are_what_the_constructors_build():
     for value, expected in pairs:
         assert isinstance(value.owner, Operation)
         same(value.owner, expected)
+
+
+def test_loops_ifs_and_yields_are_what_the_constructors_build():
+    b = block()
+    x, y, u, c = b.args[0], b.args[1], b.args[2], b.args[4]
+
+    def body(*types: Attribute) -> Block:
+        inner = Block(arg_types=[INDEX, *types])
+        inner.add_op(scf.YieldOp(*inner.args[1:]))
+        return inner
+
+    pairs = [
+        (make.for_op(x, y, x, [], body()), scf.ForOp(x, y, x, [], body())),
+        (
+            make.for_op(x, y, x, [u, x], body(f32, INDEX)),
+            scf.ForOp(x, y, x, [u, x], body(f32, INDEX)),
+        ),
+        (make.yield_op([u, x]), scf.YieldOp(u, x)),
+        (make.yield_op(), scf.YieldOp()),
+        (make.if_op(c, body(), None), scf.IfOp(c, [], Region(body()))),
+        (make.if_op(c, body(), body()), scf.IfOp(c, [], Region(body()), Region(body()))),
+    ]
+    for built, expected in pairs:
+        same(built, expected)
+        assert str(built) == str(expected)
+        assert [len(r.blocks) for r in built.regions] == [len(r.blocks) for r in expected.regions]
