@@ -31,15 +31,7 @@ from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
 from aotk.kernels.loop_cost import block_cost, static_trips
-from aotk.kernels.make import (
-    constant_op,
-    flat_memref_type,
-    for_op,
-    if_op,
-    integer,
-    make,
-    yield_op,
-)
+from aotk.kernels.make import constant_op, flat_memref_type, for_op, if_op, integer, make, yield_op
 from aotk.kernels.scalar import compute_type, storage_type
 
 DimV = int | SSAValue

@@ -2,9 +2,11 @@
 
 An IRDL op's constructor matches every argument against the op's definition on each call
 (`irdl_op_init`). That is two thirds of the cost of making an op, and lowering makes
-tens of thousands. `Operation.create` takes the operands, result types and properties
-as given, and fills in the definition's default properties as the constructor does, so
-for an op without optional or variadic groups it builds the same op. The tests compare
+tens of thousands. `Operation.create` takes the operands, result types, properties,
+successors and regions as given, and fills in the definition's default properties as the
+constructor does, so for an op without optional or variadic groups it builds the same op.
+An op with several variadic groups (a conditional branch, a call) also needs the sizes
+of its groups, which the builders below give as the constructor would. The tests compare
 the two ways on every op built so.
 """
 

@@ -47,7 +47,7 @@ def _rules(kind: type[Operation], op: Operation) -> tuple[bool, tuple[RewritePat
         )
         traits = op.get_traits_of_type(HasCanonicalizationPatternsTrait)
         patterns = (p for t in traits for p in t.get_patterns(kind))
-        _PATTERNS[kind] = (folds, tuple(_faster.get(type(p), p) for p in patterns))
+        _PATTERNS[kind] = (folds, tuple(_FASTER.get(type(p), p) for p in patterns))
     return _PATTERNS[kind]
 
 
@@ -64,7 +64,7 @@ class _HoistLoopConstants(RewritePattern):
                 rewriter.replace(child, (), copy.results)
 
 
-_faster: dict[type[RewritePattern], RewritePattern] = {RehoistConstInLoops: _HoistLoopConstants()}
+_FASTER: dict[type[RewritePattern], RewritePattern] = {RehoistConstInLoops: _HoistLoopConstants()}
 
 
 @dataclass
