@@ -14,7 +14,7 @@ ABOVE_ALL = {"backend", "aot", "tools"}  # the front ends: nothing in LAYERS imp
 ROOT = Path(aotk.__file__).parent
 # the modules at the top of aotk/ that the compiler packages may use: shared services that
 # import none of the packages (the front door, function, autodiff, interp, ..., is above)
-SERVICES = {"dtypes", "timing", "paths", "context"}
+SERVICES = {"dtypes", "timing", "paths", "context", "ir_walk"}
 
 
 def _imported_packages(source: str) -> set[str]:

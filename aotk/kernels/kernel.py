@@ -159,8 +159,8 @@ class Kernel:
             return a if cond else c
         if a is c or (isinstance(a, int) and a == c):
             return a
-        op = make(arith.SelectOp, [cond, self.index(a), self.index(c)], [INDEX])
-        return self.b.insert(op).results[0]
+        a_v, c_v = self.index(a), self.index(c)  # index values, or any SSA values
+        return self.b.insert(make(arith.SelectOp, [cond, a_v, c_v], [a_v.type])).results[0]
 
     def accumulate(self, total: DimV, size: DimV) -> DimV:
         """`total + size` for a running total of buffer sizes (see `SizeKernel`)."""

@@ -48,7 +48,7 @@ def block() -> Block:
 def test_kernel_index_arithmetic_is_what_the_constructors_build():
     b = block()
     k = Kernel(Builder(InsertPoint.at_end(b)))
-    x, y, c = b.args[0], b.args[1], b.args[4]
+    x, y, u, v, c = b.args[:5]
     pairs = [
         (k.add(x, y), arith.AddiOp(x, y)),
         (k.sub(x, y), arith.SubiOp(x, y)),
@@ -64,6 +64,7 @@ def test_kernel_index_arithmetic_is_what_the_constructors_build():
         (k.logical(arith.AndIOp, c, c), arith.AndIOp(c, c)),
         (k.logical(arith.OrIOp, c, c), arith.OrIOp(c, c)),
         (k.select(c, x, y), arith.SelectOp(c, x, y)),
+        (k.select(c, u, v), arith.SelectOp(c, u, v)),  # CTC's kernels select floats
     ]
     for value, expected in pairs:
         assert isinstance(value.owner, Operation)
