@@ -310,7 +310,7 @@ def _clamped_tap(
     bounds = [
         c
         for coord, size in zip(coords, sizes, strict=True)
-        for c in (cg.cmp(k, "sge", coord, 0), cg.cmp(k, "slt", coord, size))
+        for c in (k.compare("sge", coord, 0), k.compare("slt", coord, size))
     ]
     return offset, cg.all_of(k, bounds)
 

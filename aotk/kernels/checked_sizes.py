@@ -100,4 +100,4 @@ class SizeKernel(Kernel):
         if self.overflowed is None:
             self.overflowed = bad
         else:
-            self.overflowed = self.logical(arith.OrIOp, self.overflowed, bad)
+            self.overflowed = self.either(self.overflowed, bad)

@@ -154,28 +154,24 @@ def inside(k: Kernel, g: Geometry, coords: Sequence[DimV]) -> SSAValue:
     conds: list[SSAValue] = []
     for d, c in enumerate(coords):
         if g.pad_before[d] != 0:
-            conds.append(cmp(k, "sge", c, 0))
-        conds.append(cmp(k, "slt", c, g.dilated[d]))
+            conds.append(k.compare("sge", c, 0))
+        conds.append(k.compare("slt", c, g.dilated[d]))
         if g.win.lhs_dilation[d] > 1:
             rem = k.b.insert(arith.RemSIOp(k.index(c), k.index(g.win.lhs_dilation[d]))).result
-            conds.append(cmp(k, "eq", rem, 0))
+            conds.append(k.compare("eq", rem, 0))
     return all_of(k, conds)
 
 
-def cmp(k: Kernel, pred: str, a: DimV, c: DimV) -> SSAValue:
-    return k.b.insert(arith.CmpiOp(k.index(a), k.index(c), pred)).result
-
-
 def in_box(k: Kernel, ps: Sequence[SSAValue], ranges: Sequence[Range]) -> SSAValue:
-    conds = [cmp(k, "sge", p, lo) for p, (lo, _) in zip(ps, ranges, strict=True)]
-    conds += [cmp(k, "slt", p, hi) for p, (_, hi) in zip(ps, ranges, strict=True)]
+    conds = [k.compare("sge", p, lo) for p, (lo, _) in zip(ps, ranges, strict=True)]
+    conds += [k.compare("slt", p, hi) for p, (_, hi) in zip(ps, ranges, strict=True)]
     return all_of(k, conds)
 
 
 def all_of(k: Kernel, conds: Sequence[SSAValue]) -> SSAValue:
     cond = conds[0]
     for other in conds[1:]:
-        cond = k.b.insert(arith.AndIOp(cond, other)).result
+        cond = k.both(cond, other)
     return cond
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
-from aotk.kernels.conv_geometry import Geometry, Range, cmp
+from aotk.kernels.conv_geometry import Geometry, Range
 from aotk.kernels.kernel import Buf, DimV, Kernel
 
 Bufs = tuple[Buf, Buf, Buf]  # out, x, kernel
@@ -83,7 +83,7 @@ def _span(k: Kernel, r: Range) -> DimV:
 
 def _edge(k: Kernel, j: DimV, r: Range) -> DimV:
     """The j-th position outside [lo, hi) along an axis."""
-    return k.select(cmp(k, "slt", j, r[0]), j, k.add(j, _span(k, r)))
+    return k.select(k.compare("slt", j, r[0]), j, k.add(j, _span(k, r)))
 
 
 def _unravel(k: Kernel, j: DimV, dims: Sequence[DimV]) -> list[DimV]:
@@ -110,7 +110,9 @@ def line_at(
     for kind in kinds:
         start = kind.start(k.sub(e, first))
         first = k.add(first, kind.count)
-        candidates.append((cmp(k, "slt", e, first) if kind is not kinds[-1] else True, kind, start))
+        candidates.append(
+            (k.compare("slt", e, first) if kind is not kinds[-1] else True, kind, start)
+        )
     _, kind, start = candidates[-1]
     length, step = kind.length, steps(kind.axis)
     for cond, kind, kind_start in reversed(candidates[:-1]):

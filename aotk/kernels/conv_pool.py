@@ -28,7 +28,6 @@ from aotk.kernels.conv_geometry import (
     Geometry,
     Range,
     Values,
-    cmp,
     fold_nest,
     interior,
 )
@@ -156,8 +155,8 @@ def _band_line(
     y, e = line
     lo, hi = inner
     border = k.sub(e, 1)
-    column = k.select(cmp(k, "slt", border, lo), border, k.add(hi, k.sub(border, lo)))
-    is_interior = cmp(k, "eq", e, 0)
+    column = k.select(k.compare("slt", border, lo), border, k.add(hi, k.sub(border, lo)))
+    is_interior = k.compare("eq", e, 0)
     start = [y, k.select(is_interior, lo, column)]
     length = k.select(is_interior, k.sub(hi, lo), 1)
     steps = (width, k.mul(g.win.strides[1], k.strides(x.dims)[2]))

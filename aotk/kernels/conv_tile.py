@@ -41,7 +41,6 @@ from aotk.kernels.conv_geometry import (
     Geometry,
     Range,
     Values,
-    cmp,
     fold_nest,
     if_values,
 )
@@ -168,7 +167,9 @@ def line_tiles(
     tiles, done = whole, k.mul(whole, rows)
     if part.first is None:
         shift = (
-            cmp(k, "sge", ln.length, rows) if not isinstance(ln.length, int) else ln.length >= rows
+            k.compare("sge", ln.length, rows)
+            if not isinstance(ln.length, int)
+            else ln.length >= rows
         )
         tiles = k.select(shift, k.div(k.add(ln.length, rows - 1), rows), whole)
         done = k.select(shift, ln.length, done)
@@ -194,7 +195,7 @@ def parts(k: Kernel, bufs: Bufs) -> Iterator[Part]:
             return
         with k.loop(cin, step=CHANNEL_BLOCK) as c:
             c1 = k.min(k.add(c, CHANNEL_BLOCK), cin)
-            yield Part(o0, nvec, vt, c, c1, cmp(k, "eq", c, 0), cmp(k, "eq", c1, cin))
+            yield Part(o0, nvec, vt, c, c1, k.compare("eq", c, 0), k.compare("eq", c1, cin))
 
 
 def _corner(k: Kernel, g: Geometry, x: Buf, pos: Sequence[DimV]) -> DimV:

@@ -37,7 +37,7 @@ from xdsl.ir import Attribute, SSAValue
 from aotk import dtypes
 from aotk.kernels import conv_tile, heuristics
 from aotk.kernels import matmul_microkernel as mk
-from aotk.kernels.conv_geometry import Epilogue, Geometry, Values, cmp
+from aotk.kernels.conv_geometry import Epilogue, Geometry, Values
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 from aotk.kernels.window import Window
@@ -199,7 +199,7 @@ def choose(
     elif isinstance(tiles, int):
         (winograd if tiles >= MIN_TILES else direct)()
     else:
-        k.if_else(cmp(k, "slt", tiles, MIN_TILES), direct, winograd)
+        k.if_else(k.compare("slt", tiles, MIN_TILES), direct, winograd)
 
 
 def _block_size(k: Kernel, tiles: DimV, rows: int) -> DimV:
@@ -288,7 +288,7 @@ def positions(
 
 def _clamped(k: Kernel, v: DimV, size: DimV, stride: DimV) -> tuple[DimV, SSAValue]:
     """v clamped into [0, size) times `stride`, and whether v was inside."""
-    inside = k.b.insert(arith.AndIOp(cmp(k, "sge", v, 0), cmp(k, "slt", v, size))).result
+    inside = k.both(k.compare("sge", v, 0), k.compare("slt", v, size))
     return k.mul(k.max(k.min(v, k.sub(size, 1)), 0), stride), inside
 
 

@@ -91,7 +91,7 @@ class _Backward:
                 _, lab_i, valid = smp.label(j)
                 cc.when(k, valid, lambda: add(k.sub(k.mul(j, 2), 1), lab_i))
 
-            cc.when(k, cc.icmp(k, "sge", j, 1), label)
+            cc.when(k, k.compare("sge", j, 1), label)
 
     def step_back(self, t: DimV) -> None:
         """beta_{t-1}(s) = log sum over successors s' of exp(lp_t(s') + beta_t(s'))."""
@@ -100,18 +100,18 @@ class _Backward:
         lp_blank = cc.load_f64(k, smp.x, k.add(xrow, k.sub(smp.x.dims[2], 1)))
         with k.loop(k.add(self.lb, 1)) as j:
             blank = cc.fadd(k, lp_blank, self.beta_at(k.mul(j, 2)))
-            has_next = cc.icmp(k, "sle", k.add(j, 1), self.lb)
+            has_next = k.compare("sle", k.add(j, 1), self.lb)
             nxt = self.label_term(k.add(j, 1), xrow, has_next)
 
             def label_state() -> None:
                 s = k.sub(k.mul(j, 2), 1)
                 own = cc.fadd(k, smp.label_lp(j, xrow), self.beta_at(s))
                 # j >= 1 here, so can_skip reads labels in range even without a next one
-                may_skip = cc.both(k, has_next, smp.can_skip(k.add(j, 1)))
+                may_skip = k.both(has_next, smp.can_skip(k.add(j, 1)))
                 skip = cc.sel(k, may_skip, nxt, smp.ninf)
                 k.store_flat(self.beta, s, cc.lse(k, cc.lse(k, own, blank), skip))
 
-            cc.when(k, cc.icmp(k, "sge", j, 1), label_state)
+            cc.when(k, k.compare("sge", j, 1), label_state)
             k.store_flat(self.beta, k.mul(j, 2), cc.lse(k, blank, nxt))
 
     def label_term(self, j: DimV, xrow: DimV, exists: SSAValue) -> SSAValue:

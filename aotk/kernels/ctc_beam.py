@@ -105,7 +105,7 @@ class _Search:
             last = self.geti("lab", node)
             row = k.add(self.off["cand"], k.mul(j, self.classes))
             with k.loop(self.blank) as c:
-                prev = cc.sel(k, cc.icmp(k, "eq", c, last), pb, tot)
+                prev = cc.sel(k, k.compare("eq", c, last), pb, tot)
                 k.store_flat(self.state, k.add(row, c), cc.fadd(k, self.lp(xrow, c, mx), prev))
             same_pb = cc.fadd(k, tot, self.lp(xrow, self.blank, mx))
             same_pl = self.same_label(node, last, pl, xrow, mx)
@@ -120,13 +120,13 @@ class _Search:
         k = self.k
         parent = self.geti("par", node)
         pc = cc.imax(k, parent, 0)
-        i = cc.sel(k, cc.icmp(k, "sge", parent, 0), self.geti("slot", pc), k.index(-1))
+        i = cc.sel(k, k.compare("sge", parent, 0), self.geti("slot", pc), k.index(-1))
         ic = cc.imax(k, i, 0)
-        same = cc.icmp(k, "eq", last, self.geti("lab", pc))
+        same = k.compare("eq", last, self.geti("lab", pc))
         prev = cc.sel(k, same, self.getf("pb", ic), self.total(ic))
-        pl = cc.sel(k, cc.icmp(k, "sge", i, 0), cc.lse(k, pl, prev), pl)
+        pl = cc.sel(k, k.compare("sge", i, 0), cc.lse(k, pl, prev), pl)
         pl = cc.fadd(k, pl, self.lp(xrow, cc.imax(k, last, 0), mx))
-        return cc.sel(k, cc.icmp(k, "ne", node, 0), pl, self.ninf)
+        return cc.sel(k, k.compare("ne", node, 0), pl, self.ninf)
 
     def drop_existing(self, n: SSAValue) -> None:
         """An extension that is already a beam was merged into that beam's own proposal."""
@@ -134,15 +134,13 @@ class _Search:
         with k.loop(n) as j:
             node = self.geti("node", j)
             parent = self.geti("par", node)
-            i = cc.sel(
-                k, cc.icmp(k, "sge", parent, 0), self.geti("slot", cc.imax(k, parent, 0)), -1
-            )
+            i = cc.sel(k, k.compare("sge", parent, 0), self.geti("slot", cc.imax(k, parent, 0)), -1)
 
             def drop() -> None:
                 q = k.add(k.mul(i, self.classes), self.geti("lab", node))
                 k.store_flat(self.state, k.add(self.off["cand"], q), self.ninf)
 
-            cc.when(k, cc.icmp(k, "sge", i, 0), drop)
+            cc.when(k, k.compare("sge", i, 0), drop)
 
     def rank(self, count: DimV) -> SSAValue:
         """Keep the `width` best candidates, stably sorted, in top_score/top_index."""
@@ -153,8 +151,8 @@ class _Search:
             m = carried[0]
             v = k.load_flat(self.state, k.add(self.off["cand"], q))
             beats = cc.fcmp(k, "ogt", v, self.getf("top_score", last))
-            room = cc.either(k, cc.icmp(k, "slt", m, self.width), beats)
-            enter = cc.both(k, cc.fcmp(k, "ogt", v, self.ninf), room)
+            room = k.either(k.compare("slt", m, self.width), beats)
+            enter = k.both(cc.fcmp(k, "ogt", v, self.ninf), room)
             return cc.if_values(k, enter, lambda: [self.insert(q, v, m)], lambda: [m])
 
         return k.fold_loop(count, [k.index(0)], visit)[0]
@@ -194,7 +192,7 @@ class _Search:
                 child, used2 = self.child(node, c, carried[0])
                 return [child, used2, self.ninf, self.getf("top_score", r)]
 
-            out = cc.if_values(k, cc.icmp(k, "eq", c, self.blank), itself, extended)
+            out = cc.if_values(k, k.compare("eq", c, self.blank), itself, extended)
             self.seti("new_node", r, out[0])
             self.setf("new_pb", r, out[2])
             self.setf("new_pl", r, out[3])
@@ -209,8 +207,8 @@ class _Search:
         def walk(_: SSAValue, carried: Sequence[SSAValue]) -> list[SSAValue]:
             cur, found = carried
             cc_ = cc.imax(k, cur, 0)
-            active = cc.both(k, cc.icmp(k, "sge", cur, 0), cc.icmp(k, "slt", found, 0))
-            hit = cc.both(k, active, cc.icmp(k, "eq", self.geti("lab", cc_), c))
+            active = k.both(k.compare("sge", cur, 0), k.compare("slt", found, 0))
+            hit = k.both(active, k.compare("eq", self.geti("lab", cc_), c))
             nxt = cc.sel(k, active, cc.sel(k, hit, cur, self.geti("nsib", cc_)), cur)
             return [nxt, cc.sel(k, hit, cur, found)]
 
@@ -224,7 +222,7 @@ class _Search:
             self.seti("dep", used, k.add(self.geti("dep", node), 1))
             return [used, k.index(k.add(used, 1))]
 
-        out = cc.if_values(k, cc.icmp(k, "sge", found, 0), lambda: [found, used], create)
+        out = cc.if_values(k, k.compare("sge", found, 0), lambda: [found, used], create)
         return out[0], out[1]
 
     def swap(self, n: SSAValue, m: SSAValue) -> None:
@@ -262,7 +260,7 @@ class _Search:
                 k.fold_loop(depth, [node], back)
 
             k.if_else(
-                cc.icmp(k, "slt", p, n), write, lambda: k.store_flat(self.state, slot, self.ninf)
+                k.compare("slt", p, n), write, lambda: k.store_flat(self.state, slot, self.ninf)
             )
 
     def clear(self) -> None:

@@ -21,25 +21,12 @@ from aotk.kernels.scalar import const, convert
 NEG_INF = float("-inf")
 
 
-def icmp(k: Kernel, pred: str, a: DimV, c: DimV) -> SSAValue:
-    """Signed comparison of two index values ("eq", "ne", "slt", "sle", "sgt", "sge")."""
-    return k.b.insert(arith.CmpiOp(k.index(a), k.index(c), pred)).result
-
-
 def fcmp(k: Kernel, pred: str, a: SSAValue, c: SSAValue) -> SSAValue:
     return k.b.insert(arith.CmpfOp(a, c, pred)).result
 
 
 def sel(k: Kernel, cond: SSAValue, a: SSAValue | DimV, c: SSAValue | DimV) -> SSAValue:
     return k.index(k.select(cond, a, c))
-
-
-def both(k: Kernel, a: SSAValue, c: SSAValue) -> SSAValue:
-    return k.b.insert(arith.AndIOp(a, c)).result
-
-
-def either(k: Kernel, a: SSAValue, c: SSAValue) -> SSAValue:
-    return k.b.insert(arith.OrIOp(a, c)).result
 
 
 def imax(k: Kernel, a: DimV, c: DimV) -> SSAValue:

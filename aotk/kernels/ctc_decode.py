@@ -69,7 +69,7 @@ def lower_greedy(k: Kernel, state: Buf, x: Buf, il: Buf) -> None:
             prev, count, acc = carried
             xrow = k.mul(k.add(k.mul(b, n_time), t), classes)
             best, arg = _row_max(k, x, xrow, classes)
-            keep = cc.both(k, cc.icmp(k, "ne", arg, blank), cc.icmp(k, "ne", arg, prev))
+            keep = k.both(k.compare("ne", arg, blank), k.compare("ne", arg, prev))
             cc.when(
                 k, keep, lambda: k.store_flat(state, k.add(path, count), cc.index_to_f64(k, arg))
             )

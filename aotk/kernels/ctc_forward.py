@@ -42,7 +42,7 @@ class Sample:
         """State 2j (a blank): stay, or come from label j - 1."""
         k = self.k
         s = k.mul(j, 2)
-        prev = self.alpha_if(cc.icmp(k, "sge", j, 1), k.sub(s, 1))
+        prev = self.alpha_if(k.compare("sge", j, 1), k.sub(s, 1))
         self.set_alpha(s, cc.fadd(k, lp_blank, cc.lse(k, self.alpha(s), prev)))
 
     def label(self, j: DimV) -> tuple[SSAValue, SSAValue, SSAValue]:
@@ -52,7 +52,7 @@ class Sample:
         raw = k.load_flat(self.labels, k.add(self.lab_row, k.sub(j, 1)))
         lab_i = cc.to_index(k, raw, self.labels.elem)
         classes = self.x.dims[2]
-        valid = cc.both(k, cc.icmp(k, "sge", lab_i, 0), cc.icmp(k, "slt", lab_i, classes))
+        valid = k.both(k.compare("sge", lab_i, 0), k.compare("slt", lab_i, classes))
         return raw, lab_i, valid
 
     def label_lp(self, j: DimV, xrow: DimV) -> SSAValue:
@@ -71,7 +71,7 @@ class Sample:
         raw = k.load_flat(self.labels, k.add(self.lab_row, cc.clamp(k, k.sub(j, 1), 0, last)))
         before = k.load_flat(self.labels, k.add(self.lab_row, cc.clamp(k, k.sub(j, 2), 0, last)))
         differs = compare(k.b, "ne", raw, before, self.labels.elem)
-        return cc.both(k, cc.icmp(k, "sge", j, 2), differs)
+        return k.both(k.compare("sge", j, 2), differs)
 
     def label_state(self, j: SSAValue, xrow: DimV) -> None:
         """State 2j - 1 (label j - 1): stay, come from the blank before, or skip it."""
@@ -89,7 +89,7 @@ class Sample:
         with k.loop(k.add(lb, 1)) as r:
             j = k.index(k.sub(lb, r))
             self.blank_state(j, lp_blank)
-            cc.when(k, cc.icmp(k, "sge", j, 1), lambda j=j: self.label_state(j, xrow))
+            cc.when(k, k.compare("sge", j, 1), lambda j=j: self.label_state(j, xrow))
 
     def xrow(self, b: DimV, t: DimV) -> DimV:
         """Offset of frame t of sample b in x."""
@@ -100,7 +100,7 @@ class Sample:
         k = self.k
         last = k.mul(lb, 2)
         with k.loop(self.out.dims[1]) as s:
-            keep = cc.either(k, cc.icmp(k, "eq", s, last), cc.icmp(k, "eq", s, k.sub(last, 1)))
+            keep = k.either(k.compare("eq", s, last), k.compare("eq", s, k.sub(last, 1)))
             self.set_alpha(s, cc.sel(k, keep, self.alpha(s), self.ninf))
 
 

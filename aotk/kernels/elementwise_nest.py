@@ -151,7 +151,7 @@ def _all_equal(k: Kernel, bufs: Sequence[Buf], dims: Sequence[DimV]) -> SSAValue
             if x is y or (isinstance(x, int) and isinstance(y, int)):
                 continue
             eq = k.compare("eq", x, y)
-            cond = eq if cond is None else k.logical(arith.AndIOp, cond, eq)
+            cond = eq if cond is None else k.both(cond, eq)
     assert cond is not None
     return cond
 

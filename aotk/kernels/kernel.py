@@ -98,9 +98,13 @@ class Kernel:
         op = make(arith.CmpiOp, [self.index(a), self.index(c)], [i1], properties)
         return self.b.insert(op).results[0]
 
-    def logical(self, cls: type[Operation], a: SSAValue, c: SSAValue) -> SSAValue:
-        """`cls(a, c)` of two i1 values (arith.AndIOp, arith.OrIOp)."""
-        return self.b.insert(make(cls, [a, c], [i1])).results[0]
+    def both(self, a: SSAValue, c: SSAValue) -> SSAValue:
+        """`a and c` of two i1 values."""
+        return self.b.insert(make(arith.AndIOp, [a, c], [i1])).results[0]
+
+    def either(self, a: SSAValue, c: SSAValue) -> SSAValue:
+        """`a or c` of two i1 values."""
+        return self.b.insert(make(arith.OrIOp, [a, c], [i1])).results[0]
 
     def add(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):

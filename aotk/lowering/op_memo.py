@@ -28,7 +28,7 @@ from aotk.dialect import metadata
 from aotk.ir_walk import ops_within
 from aotk.kernels.kernel import Buf, Kernel
 from aotk.lowering.outline_kernels import EntryAliasing, move_into_function
-from aotk.lowering.parallelize import rebuildable
+from aotk.lowering.parallelize import rebuildable, used_from_outside
 from aotk.transforms.structure import op_structure_key
 
 Key = Hashable
@@ -94,7 +94,7 @@ class OpMemo:
         ops = _range(first.start, first.last)
         walked = [inner for op in ops for inner in ops_within(op)]
         inside = set(walked)
-        outside = _free_values(walked, inside)
+        outside = used_from_outside(walked, inside)
         params = set(first.params)
         if any(v not in params and not rebuildable(v) for v in outside):
             return None
@@ -145,15 +145,3 @@ def _range(start: Operation, last: Operation) -> list[Operation]:
             return ops
         op = op.next_op
     raise AssertionError("the range of an op's loops was broken")
-
-
-def _free_values(walked: list[Operation], inside: set[Operation]) -> list[SSAValue]:
-    """The values the ops `walked` use but do not define, in order of first use."""
-    seen: dict[SSAValue, None] = {}
-    for op in walked:
-        for v in op.operands:
-            owner = v.owner
-            defined = owner if isinstance(owner, Operation) else owner.parent_op()
-            if defined not in inside:
-                seen.setdefault(v, None)
-    return list(seen)

@@ -49,10 +49,21 @@ def min_trips(loop: scf.ForOp) -> int:
 
 def free_values(op: Operation, seed: tuple[SSAValue, ...] = ()) -> list[SSAValue]:
     """`seed`, then the values `op`'s regions use but do not define, in order of first use."""
+    walked = ops_within(op)
+    return used_from_outside(walked[1:], set(walked), seed)
+
+
+def used_from_outside(
+    walked: list[Operation], inside: set[Operation], seed: tuple[SSAValue, ...] = ()
+) -> list[SSAValue]:
+    """`seed`, then the values the ops `walked` use that neither an op of `inside` nor a
+    block of one defines, in order of first use."""
     seen: dict[SSAValue, None] = dict.fromkeys(seed)
-    for inner in ops_within(op)[1:]:
-        for v in inner.operands:
-            if not op.is_ancestor(v.owner):
+    for op in walked:
+        for v in op.operands:
+            owner = v.owner
+            defined = owner if isinstance(owner, Operation) else owner.parent_op()
+            if defined not in inside:
                 seen.setdefault(v, None)
     return list(seen)
 

@@ -61,8 +61,8 @@ def test_kernel_index_arithmetic_is_what_the_constructors_build():
         (k.index_op(arith.MaxUIOp, x, y), arith.MaxUIOp(x, y)),
         (k.compare("sgt", x, y), arith.CmpiOp(x, y, "sgt")),
         (k.compare("eq", x, y), arith.CmpiOp(x, y, "eq")),
-        (k.logical(arith.AndIOp, c, c), arith.AndIOp(c, c)),
-        (k.logical(arith.OrIOp, c, c), arith.OrIOp(c, c)),
+        (k.both(c, c), arith.AndIOp(c, c)),
+        (k.either(c, c), arith.OrIOp(c, c)),
         (k.select(c, x, y), arith.SelectOp(c, x, y)),
         (k.select(c, u, v), arith.SelectOp(c, u, v)),  # CTC's kernels select floats
     ]
