@@ -22,13 +22,14 @@ from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType
 from xdsl.ir import SSAValue
 
 from aotk import dtypes
-from aotk.kernels import heuristics, vecmath
+from aotk.kernels import heuristics, vecmath, vecmath_lanes
 from aotk.kernels import transcendental as tr
 from aotk.kernels.kernel import Buf, DimV, Kernel
-from aotk.kernels.matmul_microkernel import splat, vload
-from aotk.kernels.scalar import compute_type, const, insert, reassociating_add
+from aotk.kernels.matmul_microkernel import lane_mask, splat, vload, vload_masked, vstore_lanes
+from aotk.kernels.scalar import REASSOC, compute_type, const, insert, reassociating_add
 
 ROW_MAX_ACCUMULATORS = 4  # vmaxps has a latency of 3-4 cycles and issues 1-2 a cycle
+_SUM = vector.CombiningKindAttr(vector.CombiningKindFlag.ADD)
 _COMBINE = {
     "max": vector.CombiningKindAttr(vector.CombiningKindFlag.MAXNUMF),
     "min": vector.CombiningKindAttr(vector.CombiningKindFlag.MINNUMF),
@@ -42,18 +43,59 @@ def emit_softmax(k: Kernel, out: Buf, x: Buf) -> None:
     with k.loop(k.product(x.dims[:-1]), parallel=True) as row:  # all rows, one loop
         start = k.mul(row, width)
         peak = row_extremum(k, x, (start, width), "max")  # NaNs reach every output anyway
-
-        def exp_and_sum(acc: SSAValue, i: SSAValue) -> SSAValue:
-            shifted = insert(k.b, arith.SubfOp(k.load_flat(x, k.add(start, i)), peak))
-            e = vecmath.exp_nonpositive(k.b, shifted)
-            k.store_flat(out, k.add(start, i), e)
-            return insert(k.b, reassociating_add(acc, e))
-
-        total = _fold(k, width, const(k.b, 0.0, ct), exp_and_sum)
+        lanes = VectorType(x.elem, [heuristics.vector_shape()[0] // dtypes.byte_size(x.elem)])
+        if vecmath_lanes.supported(lanes):
+            total = _exp_and_sum_lanes(k, (out, x), (start, width), peak, lanes)
+        else:
+            total = _exp_and_sum(k, (out, x), (start, width), peak)
         scale = insert(k.b, arith.DivfOp(const(k.b, 1.0, ct), total))
         with k.loop(width) as i:
             at = k.add(start, i)
             k.store_flat(out, at, insert(k.b, arith.MulfOp(k.load_flat(out, at), scale)))
+
+
+def _exp_and_sum(
+    k: Kernel, bufs: tuple[Buf, Buf], row: tuple[DimV, DimV], peak: SSAValue
+) -> SSAValue:
+    """out[i] = exp(x[i] - peak) over the `row` (start, width) of x, and their sum: a
+    plain loop for LLVM to vectorize."""
+    (out, x), (start, width) = bufs, row
+
+    def exp_and_sum(acc: SSAValue, i: SSAValue) -> SSAValue:
+        shifted = insert(k.b, arith.SubfOp(k.load_flat(x, k.add(start, i)), peak))
+        e = vecmath.exp_nonpositive(k.b, shifted)
+        k.store_flat(out, k.add(start, i), e)
+        return insert(k.b, reassociating_add(acc, e))
+
+    return _fold(k, width, const(k.b, 0.0, peak.type), exp_and_sum)
+
+
+def _exp_and_sum_lanes(
+    k: Kernel, bufs: tuple[Buf, Buf], row: tuple[DimV, DimV], peak: SSAValue, vt: VectorType
+) -> SSAValue:
+    """`_exp_and_sum` a vector at a time with `vecmath_lanes`'s exponential; the last
+    vector is masked, its other lanes read as -inf, whose exponential adds 0."""
+    (out, x), (start, width) = bufs, row
+    lanes = vt.get_shape()[0]
+    top = splat(k, peak, vt)
+    absent = splat(k, const(k.b, float("-inf"), x.elem), vt)
+
+    def step(mask: SSAValue | None) -> Callable[[SSAValue, Sequence[SSAValue]], list[SSAValue]]:
+        def body(i: SSAValue, acc: Sequence[SSAValue]) -> list[SSAValue]:
+            at = k.add(start, i)
+            v = vload(k, x, at, vt) if mask is None else vload_masked(k, x, at, mask, absent)
+            e = vecmath_lanes.exp_nonpositive(k.b, insert(k.b, arith.SubfOp(v, top)))
+            vstore_lanes(k, out, at, e, mask)
+            return [insert(k.b, reassociating_add(acc[0], e))]
+
+        return body
+
+    whole = k.mul(k.div(width, lanes), lanes)
+    acc = k.fold_loop(whole, [splat(k, const(k.b, 0.0, x.elem), vt)], step(None), step=lanes)
+    if not (isinstance(width, int) and width % lanes == 0):
+        rest = lane_mask(k, k.sub(width, whole), vt)
+        acc = k.fold_loop(width, acc, step(rest), lb=whole, step=lanes, trips=1)
+    return _reduce(k, acc[0], _SUM, REASSOC)
 
 
 def emit_logsumexp(k: Kernel, out: Buf, x: Buf) -> None:
@@ -121,11 +163,20 @@ def _vector_extremum(
     accs = list(k.fold_loop(chunks, [lowest] * ROW_MAX_ACCUMULATORS, step))
     while len(accs) > 1:
         accs = [_keep(k, a, b, kind) for a, b in zip(accs[::2], accs[1::2], strict=True)]
+    return _reduce(k, accs[0], _COMBINE[kind], arith.FastMathFlagsAttr("none"))
+
+
+def _reduce(
+    k: Kernel, v: SSAValue, kind: vector.CombiningKindAttr, fastmath: arith.FastMathFlagsAttr
+) -> SSAValue:
+    """The `kind` reduction of the lanes of v (a vector) into one element."""
+    vt = v.type
+    assert isinstance(vt, VectorType)
     # ReductionOp's constructor types its result as the vector: build it with the element
     reduce = vector.ReductionOp.create(
-        operands=[accs[0]],
+        operands=[v],
         result_types=[vt.element_type],
-        properties={"kind": _COMBINE[kind], "fastmath": arith.FastMathFlagsAttr("none")},
+        properties={"kind": kind, "fastmath": fastmath},
     )
     return insert(k.b, reduce)
 

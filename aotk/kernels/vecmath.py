@@ -3,6 +3,8 @@
 LLVM keeps `llvm.exp.f32` and friends as one libm call per element, so these builders
 emit range reduction plus minimax polynomials (`vecmath_poly`) as branch-free arith/math
 ops that the loop vectorizer turns into AVX2 code. Special values go through arith.select.
+The emitter also takes vectors (its constants are then splats): `vecmath_lanes` builds
+on it.
 Measured max error in ulp (f32: every 5th float, erf every 2nd in [0, 4.5]; exp, expm1,
 tanh and sigmoid every 61st float with |x| < 110 plus the tests' points, since their
 polynomial lost a degree; f64: 28M random points against long double, erf 190k points
@@ -19,7 +21,15 @@ from typing import Self
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import Float32Type, Float64Type, FloatAttr, IntegerAttr, IntegerType
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    VectorType,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from aotk.kernels.vecmath_poly import (
@@ -50,25 +60,38 @@ class _Emit:
         return emitter
 
     def _setup(self, b: Builder, ftype: Attribute) -> None:
-        if isinstance(ftype, Float32Type):
-            width = 32
-        elif isinstance(ftype, Float64Type):
-            width = 64
-        else:
-            raise TypeError(f"vecmath: expected an f32 or f64 value, got {ftype}")
+        elem = ftype.element_type if isinstance(ftype, VectorType) else ftype
+        if not isinstance(elem, Float32Type | Float64Type):
+            raise TypeError(f"vecmath: expected an f32 or f64 value or vector, got {ftype}")
+        width = 32 if isinstance(elem, Float32Type) else 64
         self.b = b
-        self.ftype = ftype
-        self.itype = IntegerType(width)
+        self.felem, self.ielem = elem, IntegerType(width)
+        # on vectors, constants are splats and the integer ops have as many lanes
+        self.lanes = ftype.get_shape()[0] if isinstance(ftype, VectorType) else 0
+        self.ftype: Attribute = ftype
+        self.itype: Attribute = VectorType(self.ielem, [self.lanes]) if self.lanes else self.ielem
         self.k: Consts = CONSTS[width]
 
     def op(self, op: Operation) -> SSAValue:
         return self.b.insert(op).results[0]
 
     def c(self, value: float) -> SSAValue:
-        return self.op(arith.ConstantOp(FloatAttr(value, self.ftype)))
+        if self.lanes:
+            return self.table([value] * self.lanes)
+        return self.op(arith.ConstantOp(FloatAttr(value, self.felem)))
 
     def ci(self, value: int) -> SSAValue:
-        return self.op(arith.ConstantOp(IntegerAttr(value, self.itype)))
+        if self.lanes:
+            return self._dense(self.itype, [value] * self.lanes)
+        return self.op(arith.ConstantOp(IntegerAttr(value, self.ielem)))
+
+    def table(self, values: list[float]) -> SSAValue:
+        """A float vector constant, one value per lane."""
+        return self._dense(self.ftype, values)
+
+    def _dense(self, vt: Attribute, values: list[float] | list[int]) -> SSAValue:
+        assert isinstance(vt, VectorType)
+        return self.op(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(vt, values)))
 
     def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.op(arith.AddfOp(a, b))

@@ -12,6 +12,7 @@ from functools import cache
 
 from xdsl.dialects import arith, llvm, math
 from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -108,7 +109,7 @@ def _constant(op: Operation) -> list[Operation]:
     if isinstance(value, IntegerAttr):
         assert isinstance(t, IntegerType | IndexType)
         value = integer(value.value.data, i64 if isinstance(t, IndexType) else t)
-    elif not isinstance(value, FloatAttr):
+    elif not isinstance(value, FloatAttr | DenseIntOrFPElementsAttr):  # dense: vectors
         raise ValueError(f"convert-aotk-std-to-llvm: unsupported constant {value}")
     return [make(llvm.ConstantOp, [], [_int(t)], {"value": value})]
 

@@ -8,7 +8,17 @@ lowered earlier by `aotk-memory-to-llvm`; their alignment is `NaturalAlignment`'
 from __future__ import annotations
 
 from xdsl.dialects import llvm, vector
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, VectorType, i32, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    VectorType,
+    i32,
+    i64,
+)
+from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Operation
 
 from aotk.dialect.base import located
@@ -45,20 +55,49 @@ def _fma(op: Operation) -> list[Operation]:
 
 
 def _reduction(op: Operation) -> list[Operation]:
-    """vector.reduction of a float kind (`_REDUCTIONS`) without an accumulator -> its
-    llvm.vector.reduce intrinsic."""
+    """vector.reduction without an accumulator of a float kind: max and min (`_REDUCTIONS`)
+    -> their llvm.vector.reduce intrinsic; add -> `_sum`."""
     assert isinstance(op, vector.ReductionOp)
     kind = op.kind.data
+    if kind == vector.CombiningKindFlag.ADD and op.acc is None:
+        return _sum(op)
     if kind not in _REDUCTIONS or op.acc is not None:
         raise ValueError(
             _where(
                 op,
-                f"vector.reduction supports {', '.join(_REDUCTIONS)} without an accumulator, "
-                f"got {kind}{' with one' if op.acc else ''}",
+                f"vector.reduction supports {', '.join(['add', *_REDUCTIONS])} without an "
+                f"accumulator, got {kind}{' with one' if op.acc else ''}",
             )
         )
     name = f"{_REDUCTIONS[kind]}.{type_suffix(op.vector.type)}"
     return [llvm.CallIntrinsicOp(name, [op.vector], [op.dest.type])]
+
+
+def _sum(op: vector.ReductionOp) -> list[Operation]:
+    """The sum of a float vector's lanes: with `reassoc`, halves added until one lane is
+    left (log2(lanes) shuffle pairs and adds); LLVM's ordered llvm.vector.reduce.fadd from
+    -0.0 does the rest (or, without `reassoc`, everything, lane after lane)."""
+    vt = op.vector.type
+    assert isinstance(vt, VectorType)
+    elem, lanes = vt.element_type, vt.get_shape()[0]
+    if not isinstance(elem, Float32Type | Float64Type):
+        raise ValueError(_where(op, f"vector.reduction <add> supports f32 and f64, got {vt}"))
+    ops: list[Operation] = []
+    value = op.vector
+    reassoc = FastMathFlag.REASSOC in getattr(op.fastmath, "data", ())
+    while reassoc and lanes > 1 and lanes % 2 == 0:
+        lanes //= 2
+        half = VectorType(elem, [lanes])
+        low, high = (
+            llvm.ShuffleVectorOp(value, value, DenseArrayBase.from_list(i32, picks), half)
+            for picks in (list(range(lanes)), list(range(lanes, 2 * lanes)))
+        )
+        add = llvm.FAddOp(low.res, high.res)
+        ops += [low, high, add]
+        value = add.res
+    start = llvm.ConstantOp(FloatAttr(-0.0, elem), elem)
+    name = f"llvm.vector.reduce.fadd.{type_suffix(value.type)}"
+    return [*ops, start, llvm.CallIntrinsicOp(name, [start.result, value], [elem])]
 
 
 def _create_mask(op: Operation) -> list[Operation]:

@@ -32,6 +32,36 @@ func.func @row_peak(%v: vector<8xf32>) -> f32 {
 
 // -----
 
+// vector.reduction <add> with reassoc (softmax's row sum) adds halves until one lane is
+// left, which LLVM's ordered reduction from -0.0 returns as it is.
+// CHECK-LABEL: llvm.func @row_sum(
+// CHECK-NEXT:    %[[LO:.*]] = llvm.shufflevector %v, %v [0, 1, 2, 3] : vector<8xf32>
+// CHECK-NEXT:    %[[HI:.*]] = llvm.shufflevector %v, %v [4, 5, 6, 7] : vector<8xf32>
+// CHECK-NEXT:    %[[S4:.*]] = llvm.fadd %[[LO]], %[[HI]] : vector<4xf32>
+// CHECK:         %[[S2:.*]] = llvm.fadd %{{.*}}, %{{.*}} : vector<2xf32>
+// CHECK:         %[[S1:.*]] = llvm.fadd %{{.*}}, %{{.*}} : vector<1xf32>
+// CHECK-NEXT:    %[[Z:.*]] = llvm.mlir.constant(-0.000000e+00 : f32) : f32
+// CHECK-NEXT:    %[[S:.*]] = llvm.call_intrinsic "llvm.vector.reduce.fadd.v1f32"(%[[Z]], %[[S1]]) : (f32, vector<1xf32>) -> f32
+// CHECK-NEXT:    llvm.return %[[S]] : f32
+func.func @row_sum(%v: vector<8xf32>) -> f32 {
+  %s = vector.reduction <add>, %v fastmath<reassoc> : vector<8xf32> into f32
+  func.return %s : f32
+}
+
+// -----
+
+// Without reassoc the lanes are added in order, by LLVM's ordered reduction.
+// CHECK-LABEL: llvm.func @ordered_sum(
+// CHECK-NEXT:    %[[Z:.*]] = llvm.mlir.constant(-0.000000e+00 : f64) : f64
+// CHECK-NEXT:    %[[S:.*]] = llvm.call_intrinsic "llvm.vector.reduce.fadd.v4f64"(%[[Z]], %v) : (f64, vector<4xf64>) -> f64
+// CHECK-NEXT:    llvm.return %[[S]] : f64
+func.func @ordered_sum(%v: vector<4xf64>) -> f64 {
+  %s = vector.reduction <add>, %v : vector<4xf64> into f64
+  func.return %s : f64
+}
+
+// -----
+
 // vector.reduction <minnumf> becomes LLVM's horizontal fmin (argmin's row minimum).
 // CHECK-LABEL: llvm.func @row_floor(
 // CHECK-NEXT:    %[[M:.*]] = llvm.call_intrinsic "llvm.vector.reduce.fmin.v4f64"(%v) : (vector<4xf64>) -> f64

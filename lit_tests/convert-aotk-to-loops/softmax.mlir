@@ -1,10 +1,13 @@
-// RUN: aotk-opt %s -p convert-aotk-to-loops | filecheck %s
+// RUN: aotk-opt %s --aotk-tile-for=avx2 -p convert-aotk-to-loops | filecheck %s
 
 // The fused row softmax: one parallel loop over the rows, and in it three passes over a
 // row (which stays in cache): its maximum, exp(x - max) stored and summed, and a scale
 // by 1 / sum. The input is read from memory once, the output written once. The maximum
 // reads four vectors a step, each kept by `x > m ? x : m` (one vmaxps); 1024 is a whole
-// number of steps, so no scalar rest follows.
+// number of steps, so no scalar rest follows. The exponentials go a vector at a time
+// (AVX2's 8 lanes here): 2**(j/8) is read from a table of 8 held in one vector by a lane
+// permute (a vpermps once LLVM sees it) and scaled by 2**m in its exponent bits, then
+// times 1 + p(r) for a polynomial of degree 4 on |r| <= ln2/16.
 // CHECK-LABEL: func.func @softmax_rows(
 // CHECK:         scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:           %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
@@ -12,14 +15,24 @@
 // CHECK-NEXT:          %[[GT:.*]] = arith.cmpf ogt, %{{.*}}, %{{.*}} : vector<8xf32>
 // CHECK-NEXT:          %{{.*}} = arith.select %[[GT]], %{{.*}}, %{{.*}} : vector<8xf32>
 // CHECK:           %[[MAX:.*]] = vector.reduction <maxnumf>, %{{.*}} : vector<8xf32> into f32
+// CHECK-NEXT:      %[[TOP:.*]] = vector.broadcast %[[MAX]] : f32 to vector<8xf32>
 // CHECK-NOT:       memref.load
-// CHECK:           %[[SUM:.*]] = scf.for %{{.*}} iter_args(%[[S:.*]] = %{{.*}}) -> (f32) {
-// CHECK:             %[[X2:.*]] = memref.load %x[
-// CHECK-NEXT:        %{{.*}} = arith.subf %[[X2]], %[[MAX]] : f32
-// CHECK:             memref.store %[[E:.*]], %out0[
-// CHECK-NEXT:        %[[S2:.*]] = arith.addf %[[S]], %[[E]] fastmath<reassoc> : f32
-// CHECK-NEXT:        scf.yield %[[S2]] : f32
-// CHECK:           %[[SCALE:.*]] = arith.divf %{{.*}}, %[[SUM]] : f32
+// CHECK:           %[[SUM:.*]] = scf.for %{{.*}} iter_args(%[[S:.*]] = %{{.*}}) -> (vector<8xf32>) {
+// CHECK:             %[[X2:.*]] = vector.load %x[
+// CHECK-NEXT:        %[[D:.*]] = arith.subf %[[X2]], %[[TOP]] : vector<8xf32>
+// CHECK:             %[[MN:.*]] = math.fma %[[D]], %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK:             %[[BITS:.*]] = arith.bitcast %[[MN]] : vector<8xf32> to vector<8xi32>
+// CHECK-NEXT:        %[[TABLE:.*]] = arith.constant dense<[1.000000e+00, 1.09050775, {{.*}}, 1.8340081]> : vector<8xf32>
+// CHECK-NEXT:        %[[SEVEN:.*]] = arith.constant dense<7> : vector<8xi32>
+// CHECK-NEXT:        %[[J:.*]] = arith.andi %[[BITS]], %[[SEVEN]] : vector<8xi32>
+// CHECK-NEXT:        %{{.*}} = llvm.call_intrinsic "llvm.aotk.lane_permute.v8f32"(%[[TABLE]], %[[J]]) : (vector<8xf32>, vector<8xi32>) -> vector<8xf32>
+// CHECK:             %[[BELOW:.*]] = arith.cmpf olt, %[[D]], %{{.*}} : vector<8xf32>
+// CHECK:             %[[E:.*]] = arith.select %[[BELOW]], %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK-NEXT:        vector.store %[[E]], %out0[
+// CHECK-NEXT:        %[[S2:.*]] = arith.addf %[[S]], %[[E]] fastmath<reassoc> : vector<8xf32>
+// CHECK-NEXT:        scf.yield %[[S2]] : vector<8xf32>
+// CHECK:           %[[TOTAL:.*]] = vector.reduction <add>, %[[SUM]] fastmath<reassoc> : vector<8xf32> into f32
+// CHECK:           %[[SCALE:.*]] = arith.divf %{{.*}}, %[[TOTAL]] : f32
 // CHECK:           scf.for
 // CHECK:             %[[Y:.*]] = memref.load %out0[
 // CHECK-NEXT:        %[[Z:.*]] = arith.mulf %[[Y]], %[[SCALE]] : f32
@@ -31,7 +44,9 @@ func.func @softmax_rows(%x: tensor<?x1024xf32>) -> tensor<?x1024xf32> {
   func.return %y : tensor<?x1024xf32>
 }
 
-// A row of 70: two steps of 32, then the last 6 elements one by one.
+// A row of 70: the maximum takes two steps of 32, then the last 6 elements one by one;
+// the exponentials 8 whole vectors, then one of 6 lanes, the others read as -inf (whose
+// exponential, 0, adds nothing to the sum).
 // CHECK-LABEL: func.func @softmax_rest(
 // CHECK:           vector.reduction <maxnumf>, %{{.*}} : vector<8xf32> into f32
 // CHECK-NEXT:      %{{.*}} = scf.for %{{.*}} = %[[FROM:.*]] to %{{.*}} step %{{.*}} iter_args(%[[M:.*]] = %{{.*}}) -> (f32) {
@@ -39,6 +54,14 @@ func.func @softmax_rows(%x: tensor<?x1024xf32>) -> tensor<?x1024xf32> {
 // CHECK-NEXT:        %[[GT:.*]] = arith.cmpf ogt, %[[X]], %[[M]] : f32
 // CHECK-NEXT:        %[[M2:.*]] = arith.select %[[GT]], %[[X]], %[[M]] : f32
 // CHECK-NEXT:        scf.yield %[[M2]] : f32
+// CHECK:           %[[NEGINF:.*]] = arith.constant 0xff800000 : f32
+// CHECK-NEXT:      %[[ABSENT:.*]] = vector.broadcast %[[NEGINF]] : f32 to vector<8xf32>
+// CHECK:           %[[WHOLE:.*]] = scf.for %{{.*}} = %{{.*}} to %[[END:.*]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<8xf32>) {
+// CHECK:             vector.load %x[
+// CHECK:           %[[MASK:.*]] = vector.create_mask %{{.*}} : vector<8xi1>
+// CHECK-NEXT:      %{{.*}} = scf.for %{{.*}} = %[[END]] to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[WHOLE]]) -> (vector<8xf32>) {
+// CHECK:             %{{.*}} = vector.maskedload %x[%{{.*}}], %[[MASK]], %[[ABSENT]] : memref<?xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+// CHECK:             vector.maskedstore %out0[%{{.*}}], %[[MASK]], %{{.*}} : memref<?xf32>, vector<8xi1>, vector<8xf32>
 func.func @softmax_rest(%x: tensor<?x70xf32>) -> tensor<?x70xf32> {
   %y = "aotk.softmax"(%x) : (tensor<?x70xf32>) -> tensor<?x70xf32>
   func.return %y : tensor<?x70xf32>
