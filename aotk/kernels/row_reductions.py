@@ -91,7 +91,9 @@ def _exp_and_sum_lanes(
         return body
 
     whole = k.mul(k.div(width, lanes), lanes)
-    acc = k.fold_loop(whole, [splat(k, const(k.b, 0.0, x.elem), vt)], step(None), step=lanes)
+    acc = [splat(k, const(k.b, 0.0, x.elem), vt)]
+    if whole != 0:  # a row narrower than a vector (a classifier's) has only the masked one
+        acc = k.fold_loop(whole, acc, step(None), step=lanes)
     if not (isinstance(width, int) and width % lanes == 0):
         rest = lane_mask(k, k.sub(width, whole), vt)
         acc = k.fold_loop(width, acc, step(rest), lb=whole, step=lanes, trips=1)
