@@ -29,6 +29,9 @@ from aotk.kernels.matmul_microkernel import lane_mask, splat, vload, vload_maske
 from aotk.kernels.scalar import REASSOC, compute_type, const, insert, reassociating_add
 
 ROW_MAX_ACCUMULATORS = 4  # vmaxps has a latency of 3-4 cycles and issues 1-2 a cycle
+# softmax's exponentials: vectors loaded before the first is stored (so that a load of x
+# seldom follows a store to the output whose address it matches in the low 12 bits)
+EXP_GROUP = 4
 _SUM = vector.CombiningKindAttr(vector.CombiningKindFlag.ADD)
 _COMBINE = {
     "max": vector.CombiningKindAttr(vector.CombiningKindFlag.MAXNUMF),
@@ -73,30 +76,41 @@ def _exp_and_sum(
 def _exp_and_sum_lanes(
     k: Kernel, bufs: tuple[Buf, Buf], row: tuple[DimV, DimV], peak: SSAValue, vt: VectorType
 ) -> SSAValue:
-    """`_exp_and_sum` a vector at a time with `vecmath_lanes`'s exponential; the last
-    vector is masked, its other lanes read as -inf, whose exponential adds 0."""
+    """`_exp_and_sum` in vectors with `vecmath_lanes`'s exponential: EXP_GROUP vectors a
+    step, then single ones, then one masked vector whose other lanes read as -inf (whose
+    exponential adds 0)."""
     (out, x), (start, width) = bufs, row
     lanes = vt.get_shape()[0]
     top = splat(k, peak, vt)
     absent = splat(k, const(k.b, float("-inf"), x.elem), vt)
 
-    def step(mask: SSAValue | None) -> Callable[[SSAValue, Sequence[SSAValue]], list[SSAValue]]:
+    def step(count: int, mask: SSAValue | None) -> Callable[..., list[SSAValue]]:
         def body(i: SSAValue, acc: Sequence[SSAValue]) -> list[SSAValue]:
-            at = k.add(start, i)
-            v = vload(k, x, at, vt) if mask is None else vload_masked(k, x, at, mask, absent)
-            e = vecmath_lanes.exp_nonpositive(k.b, insert(k.b, arith.SubfOp(v, top)))
-            vstore_lanes(k, out, at, e, mask)
-            return [insert(k.b, reassociating_add(acc[0], e))]
+            ats = [k.add(start, k.add(i, j * lanes)) for j in range(count)]
+            if mask is None:
+                vs = [vload(k, x, at, vt) for at in ats]
+            else:
+                vs = [vload_masked(k, x, ats[0], mask, absent)]
+            es = [vecmath_lanes.exp_nonpositive(k.b, insert(k.b, arith.SubfOp(v, top))) for v in vs]
+            for at, e in zip(ats, es, strict=True):
+                vstore_lanes(k, out, at, e, mask)
+            total = acc[0]
+            for e in es:
+                total = insert(k.b, reassociating_add(total, e))
+            return [total]
 
         return body
 
-    whole = k.mul(k.div(width, lanes), lanes)
     acc = [splat(k, const(k.b, 0.0, x.elem), vt)]
-    if whole != 0:  # a row narrower than a vector (a classifier's) has only the masked one
-        acc = k.fold_loop(whole, acc, step(None), step=lanes)
+    done: DimV = 0
+    for count in (EXP_GROUP, 1):  # a row narrower than a vector has only the masked one
+        upto = k.mul(k.div(width, count * lanes), count * lanes)
+        if upto != done:
+            acc = k.fold_loop(upto, acc, step(count, None), lb=done, step=count * lanes)
+        done = upto
     if not (isinstance(width, int) and width % lanes == 0):
-        rest = lane_mask(k, k.sub(width, whole), vt)
-        acc = k.fold_loop(width, acc, step(rest), lb=whole, step=lanes, trips=1)
+        rest = lane_mask(k, k.sub(width, done), vt)
+        acc = k.fold_loop(width, acc, step(1, rest), lb=done, step=lanes, trips=1)
     return _reduce(k, acc[0], _SUM, REASSOC)
 
 
