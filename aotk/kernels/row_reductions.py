@@ -4,9 +4,10 @@ Softmax is three passes over a row that stays in L1: its maximum; exp(x - max) s
 summed; a scale by 1 / sum. Logsumexp is two: the maximum, then the sum of exp(x - shift),
 whose log plus the shift is the result (the shift is the maximum when it is finite, else
 0, so rows of -inf give -inf and a +inf or NaN propagates). The maximum is read in
-vectors here (`row_extremum`); the other loops are plain loops LLVM vectorizes: the sum is a
-reduction it may reassociate, the exponentials are `vecmath`'s polynomials; softmax's is
-`exp_nonpositive`, a quarter cheaper, as x - max <= 0.
+vectors here (`row_extremum`). For f32 the exponentials are too, by `vecmath_lanes`,
+whose table makes them a third cheaper than `vecmath.exp_nonpositive` (x - shift <= 0;
+logsumexp caps it at 0 for a +inf maximum); the scale and the other types' sums are plain
+loops LLVM vectorizes, with `vecmath`'s polynomials.
 
 Against the compositions (max, sub+exp, sum, then div or log+add: each a kernel streaming
 the whole tensor through memory, the exponentials written out and read back), the input
@@ -19,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, math, vector
 from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
 from aotk.kernels import heuristics, vecmath, vecmath_lanes
@@ -46,7 +47,7 @@ def emit_softmax(k: Kernel, out: Buf, x: Buf) -> None:
     with k.loop(k.product(x.dims[:-1]), parallel=True) as row:  # all rows, one loop
         start = k.mul(row, width)
         peak = row_extremum(k, x, (start, width), "max")  # NaNs reach every output anyway
-        lanes = VectorType(x.elem, [heuristics.vector_shape()[0] // dtypes.byte_size(x.elem)])
+        lanes = _lanes(x.elem)
         if vecmath_lanes.supported(lanes):
             total = _exp_and_sum_lanes(k, (out, x), (start, width), peak, lanes)
         else:
@@ -74,15 +75,30 @@ def _exp_and_sum(
 
 
 def _exp_and_sum_lanes(
-    k: Kernel, bufs: tuple[Buf, Buf], row: tuple[DimV, DimV], peak: SSAValue, vt: VectorType
+    k: Kernel,
+    bufs: tuple[Buf | None, Buf],
+    row: tuple[DimV, DimV],
+    shift: SSAValue,
+    vt: VectorType,
+    *,
+    capped: bool = False,
 ) -> SSAValue:
-    """`_exp_and_sum` in vectors with `vecmath_lanes`'s exponential: EXP_GROUP vectors a
-    step, then single ones, then one masked vector whose other lanes read as -inf (whose
-    exponential adds 0)."""
+    """The sum of exp(x[i] - shift) over the `row` (start, width) of x, each also stored
+    to out[i] unless out is None, in vectors with `vecmath_lanes`'s exponential:
+    EXP_GROUP vectors a step, then single ones, then one masked vector whose other lanes
+    read as -inf (whose exponential adds 0). x[i] - shift must be <= 0 or NaN, unless
+    `capped` makes it min(x[i] - shift, 0) (one op a vector more; a NaN stays NaN)."""
     (out, x), (start, width) = bufs, row
     lanes = vt.get_shape()[0]
-    top = splat(k, peak, vt)
+    top = splat(k, shift, vt)
     absent = splat(k, const(k.b, float("-inf"), x.elem), vt)
+    zero = splat(k, const(k.b, 0.0, x.elem), vt)
+
+    def exp(v: SSAValue) -> SSAValue:
+        d = insert(k.b, arith.SubfOp(v, top))
+        if capped:
+            d = insert(k.b, arith.SelectOp(insert(k.b, arith.CmpfOp(d, zero, "ogt")), zero, d))
+        return vecmath_lanes.exp_nonpositive(k.b, d)
 
     def step(count: int, mask: SSAValue | None) -> Callable[..., list[SSAValue]]:
         def body(i: SSAValue, acc: Sequence[SSAValue]) -> list[SSAValue]:
@@ -91,9 +107,10 @@ def _exp_and_sum_lanes(
                 vs = [vload(k, x, at, vt) for at in ats]
             else:
                 vs = [vload_masked(k, x, ats[0], mask, absent)]
-            es = [vecmath_lanes.exp_nonpositive(k.b, insert(k.b, arith.SubfOp(v, top))) for v in vs]
+            es = [exp(v) for v in vs]
             for at, e in zip(ats, es, strict=True):
-                vstore_lanes(k, out, at, e, mask)
+                if out is not None:
+                    vstore_lanes(k, out, at, e, mask)
             total = acc[0]
             for e in es:
                 total = insert(k.b, reassociating_add(total, e))
@@ -101,7 +118,7 @@ def _exp_and_sum_lanes(
 
         return body
 
-    acc = [splat(k, const(k.b, 0.0, x.elem), vt)]
+    acc = [zero]
     done: DimV = 0
     for count in (EXP_GROUP, 1):  # a row narrower than a vector has only the masked one
         upto = k.mul(k.div(width, count * lanes), count * lanes)
@@ -118,20 +135,43 @@ def emit_logsumexp(k: Kernel, out: Buf, x: Buf) -> None:
     """out[...] = log(sum(exp(x[..., :]))) along x's last axis (rank >= 1)."""
     width = x.dims[-1]
     ct = compute_type(x.elem)
+    lanes = _lanes(x.elem)
     with k.loop(k.product(x.dims[:-1]), parallel=True) as row:
         start = k.mul(row, width)
         peak = row_extremum(k, x, (start, width), "max")  # NaNs reach every output anyway
         magnitude = insert(k.b, math.AbsFOp(peak))
         finite = insert(k.b, arith.CmpfOp(magnitude, const(k.b, float("inf"), ct), "olt"))
         shift = insert(k.b, arith.SelectOp(finite, peak, const(k.b, 0.0, ct)))
-
-        def exp_sum(acc: SSAValue, i: SSAValue) -> SSAValue:
-            shifted = insert(k.b, arith.SubfOp(k.load_flat(x, k.add(start, i)), shift))
-            return insert(k.b, reassociating_add(acc, tr.emit("exp", k.b, shifted)))
-
-        total = _fold(k, width, const(k.b, 0.0, ct), exp_sum)
+        if vecmath_lanes.supported(lanes):
+            total = _exp_and_sum_lanes(k, (None, x), (start, width), shift, lanes, capped=True)
+        else:
+            total = _exp_sum(k, x, (start, width), shift)
         result = insert(k.b, arith.AddfOp(tr.emit("log", k.b, total), shift))
+        if vecmath_lanes.supported(lanes):
+            # its exponentials are capped at 1, so a +inf maximum (shift 0) sets the
+            # result here: +inf, or NaN if the sum is (0 * sum is 0 or NaN)
+            infinite = insert(k.b, arith.CmpfOp(peak, const(k.b, float("inf"), ct), "oeq"))
+            nan_or_zero = insert(k.b, arith.MulfOp(const(k.b, 0.0, ct), total))
+            overflow = insert(k.b, arith.AddfOp(peak, nan_or_zero))
+            result = insert(k.b, arith.SelectOp(infinite, overflow, result))
         k.store_flat(out, row, result)
+
+
+def _exp_sum(k: Kernel, x: Buf, row: tuple[DimV, DimV], shift: SSAValue) -> SSAValue:
+    """The sum of exp(x[i] - shift) over the `row` (start, width) of x: a plain loop for
+    LLVM to vectorize."""
+    start, width = row
+
+    def exp_sum(acc: SSAValue, i: SSAValue) -> SSAValue:
+        shifted = insert(k.b, arith.SubfOp(k.load_flat(x, k.add(start, i)), shift))
+        return insert(k.b, reassociating_add(acc, tr.emit("exp", k.b, shifted)))
+
+    return _fold(k, width, const(k.b, 0.0, shift.type), exp_sum)
+
+
+def _lanes(elem: Attribute) -> VectorType:
+    """A vector register of `elem` on the target kernels are tiled for."""
+    return VectorType(elem, [heuristics.vector_shape()[0] // dtypes.byte_size(elem)])
 
 
 def row_extremum(k: Kernel, x: Buf, row: tuple[DimV, DimV], kind: str) -> SSAValue:
