@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from xdsl.builder import Builder
 from xdsl.dialects import arith, math, vector
 from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType
 from xdsl.ir import Attribute, SSAValue
@@ -44,14 +45,14 @@ def emit_softmax(k: Kernel, out: Buf, x: Buf) -> None:
     """out = softmax(x) along x's last axis (rank >= 1)."""
     width = x.dims[-1]
     ct = compute_type(x.elem)
+    lanes = _lanes(x.elem)
     with k.loop(k.product(x.dims[:-1]), parallel=True) as row:  # all rows, one loop
         start = k.mul(row, width)
         peak = row_extremum(k, x, (start, width), "max")  # NaNs reach every output anyway
-        lanes = _lanes(x.elem)
         if vecmath_lanes.supported(lanes):
             total = _exp_and_sum_lanes(k, (out, x), (start, width), peak, lanes)
         else:
-            total = _exp_and_sum(k, (out, x), (start, width), peak)
+            total = _exp_and_sum(k, (out, x), (start, width), peak, vecmath.exp_nonpositive)
         scale = insert(k.b, arith.DivfOp(const(k.b, 1.0, ct), total))
         with k.loop(width) as i:
             at = k.add(start, i)
@@ -59,19 +60,24 @@ def emit_softmax(k: Kernel, out: Buf, x: Buf) -> None:
 
 
 def _exp_and_sum(
-    k: Kernel, bufs: tuple[Buf, Buf], row: tuple[DimV, DimV], peak: SSAValue
+    k: Kernel,
+    bufs: tuple[Buf | None, Buf],
+    row: tuple[DimV, DimV],
+    shift: SSAValue,
+    exp: Callable[[Builder, SSAValue], SSAValue],
 ) -> SSAValue:
-    """out[i] = exp(x[i] - peak) over the `row` (start, width) of x, and their sum: a
-    plain loop for LLVM to vectorize."""
+    """The sum of exp(x[i] - shift) over the `row` (start, width) of x, each also stored
+    to out[i] unless out is None: a plain loop for LLVM to vectorize."""
     (out, x), (start, width) = bufs, row
 
     def exp_and_sum(acc: SSAValue, i: SSAValue) -> SSAValue:
-        shifted = insert(k.b, arith.SubfOp(k.load_flat(x, k.add(start, i)), peak))
-        e = vecmath.exp_nonpositive(k.b, shifted)
-        k.store_flat(out, k.add(start, i), e)
+        shifted = insert(k.b, arith.SubfOp(k.load_flat(x, k.add(start, i)), shift))
+        e = exp(k.b, shifted)
+        if out is not None:
+            k.store_flat(out, k.add(start, i), e)
         return insert(k.b, reassociating_add(acc, e))
 
-    return _fold(k, width, const(k.b, 0.0, peak.type), exp_and_sum)
+    return _fold(k, width, const(k.b, 0.0, shift.type), exp_and_sum)
 
 
 def _exp_and_sum_lanes(
@@ -91,7 +97,7 @@ def _exp_and_sum_lanes(
     (out, x), (start, width) = bufs, row
     lanes = vt.get_shape()[0]
     top = splat(k, shift, vt)
-    absent = splat(k, const(k.b, float("-inf"), x.elem), vt)
+    absent = splat(k, const(k.b, float("-inf"), x.elem), vt)  # lanes past the row
     zero = splat(k, const(k.b, 0.0, x.elem), vt)
 
     def exp(v: SSAValue) -> SSAValue:
@@ -100,13 +106,18 @@ def _exp_and_sum_lanes(
             d = insert(k.b, arith.SelectOp(insert(k.b, arith.CmpfOp(d, zero, "ogt")), zero, d))
         return vecmath_lanes.exp_nonpositive(k.b, d)
 
-    def step(count: int, mask: SSAValue | None) -> Callable[..., list[SSAValue]]:
+    def step(
+        count: int, masked: tuple[SSAValue, SSAValue] | None = None
+    ) -> Callable[..., list[SSAValue]]:
+        """`count` whole vectors a step, or one with `masked` = (mask, the other lanes)."""
+        mask = None if masked is None else masked[0]
+
         def body(i: SSAValue, acc: Sequence[SSAValue]) -> list[SSAValue]:
             ats = [k.add(start, k.add(i, j * lanes)) for j in range(count)]
-            if mask is None:
+            if masked is None:
                 vs = [vload(k, x, at, vt) for at in ats]
             else:
-                vs = [vload_masked(k, x, ats[0], mask, absent)]
+                vs = [vload_masked(k, x, ats[0], *masked)]
             es = [exp(v) for v in vs]
             for at, e in zip(ats, es, strict=True):
                 if out is not None:
@@ -123,10 +134,10 @@ def _exp_and_sum_lanes(
     for count in (EXP_GROUP, 1):  # a row narrower than a vector has only the masked one
         upto = k.mul(k.div(width, count * lanes), count * lanes)
         if upto != done:
-            acc = k.fold_loop(upto, acc, step(count, None), lb=done, step=count * lanes)
+            acc = k.fold_loop(upto, acc, step(count), lb=done, step=count * lanes)
         done = upto
     if not (isinstance(width, int) and width % lanes == 0):
-        rest = lane_mask(k, k.sub(width, done), vt)
+        rest = (lane_mask(k, k.sub(width, done), vt), absent)
         acc = k.fold_loop(width, acc, step(1, rest), lb=done, step=lanes, trips=1)
     return _reduce(k, acc[0], _SUM, REASSOC)
 
@@ -136,18 +147,19 @@ def emit_logsumexp(k: Kernel, out: Buf, x: Buf) -> None:
     width = x.dims[-1]
     ct = compute_type(x.elem)
     lanes = _lanes(x.elem)
+    vectors = vecmath_lanes.supported(lanes)
     with k.loop(k.product(x.dims[:-1]), parallel=True) as row:
         start = k.mul(row, width)
         peak = row_extremum(k, x, (start, width), "max")  # NaNs reach every output anyway
         magnitude = insert(k.b, math.AbsFOp(peak))
         finite = insert(k.b, arith.CmpfOp(magnitude, const(k.b, float("inf"), ct), "olt"))
         shift = insert(k.b, arith.SelectOp(finite, peak, const(k.b, 0.0, ct)))
-        if vecmath_lanes.supported(lanes):
+        if vectors:
             total = _exp_and_sum_lanes(k, (None, x), (start, width), shift, lanes, capped=True)
         else:
-            total = _exp_sum(k, x, (start, width), shift)
+            total = _exp_and_sum(k, (None, x), (start, width), shift, _full_exp)
         result = insert(k.b, arith.AddfOp(tr.emit("log", k.b, total), shift))
-        if vecmath_lanes.supported(lanes):
+        if vectors:
             # its exponentials are capped at 1, so a +inf maximum (shift 0) sets the
             # result here: +inf, or NaN if the sum is (0 * sum is 0 or NaN)
             infinite = insert(k.b, arith.CmpfOp(peak, const(k.b, float("inf"), ct), "oeq"))
@@ -157,16 +169,8 @@ def emit_logsumexp(k: Kernel, out: Buf, x: Buf) -> None:
         k.store_flat(out, row, result)
 
 
-def _exp_sum(k: Kernel, x: Buf, row: tuple[DimV, DimV], shift: SSAValue) -> SSAValue:
-    """The sum of exp(x[i] - shift) over the `row` (start, width) of x: a plain loop for
-    LLVM to vectorize."""
-    start, width = row
-
-    def exp_sum(acc: SSAValue, i: SSAValue) -> SSAValue:
-        shifted = insert(k.b, arith.SubfOp(k.load_flat(x, k.add(start, i)), shift))
-        return insert(k.b, reassociating_add(acc, tr.emit("exp", k.b, shifted)))
-
-    return _fold(k, width, const(k.b, 0.0, shift.type), exp_sum)
+def _full_exp(b: Builder, x: SSAValue) -> SSAValue:
+    return tr.emit("exp", b, x)
 
 
 def _lanes(elem: Attribute) -> VectorType:
