@@ -170,7 +170,10 @@ def _blocked(
     width = tiles.nr * tiles.lanes
     n_main = k.mul(k.div(n, width), width)
     if not _known_empty(0, m_pack) and not _known_empty(0, n_main):
-        k_hi = kdim if isinstance(m_pack, int) else _select_if_positive(k, m_pack, kdim)
+        # no K blocks when either is 0: a transposed A would be packed for nothing (a
+        # classifier's weight gradient, 10 columns, had spent 60% of its time on that)
+        area = k.mul(m_pack, n_main)
+        k_hi = kdim if isinstance(area, int) else _select_if_positive(k, area, kdim)
         with _blocks(k, (0, k_hi), tiles.packed_kc) as k_range:
             if ops.a_t:
                 packed.pack_transposed_a(k, ops, tiles, scratch, (0, m_pack), k_range)
@@ -214,13 +217,14 @@ def _right_edge(
 
 
 def _even_panels(k: Kernel, n_main: DimV, tiles: heuristics.MatmulTiles) -> DimV:
-    """Columns per panel of packed B: as few panels as scratch allows, of even widths
-    in whole slivers (1008 columns as 528 + 480, not 960 + 48: a narrow last panel is
-    a pack and a parallel loop per K block with little work to share)."""
-    width, most = tiles.nr * tiles.lanes, packed.panel_cols(tiles)
-    if isinstance(n_main, int) and n_main <= most:
-        return most
-    panels = k.max(k.div(k.add(n_main, most - 1), most), 1)
+    """Columns per panel of packed B: as few panels as `packed.panel_limit` allows, of
+    even widths in whole slivers (1008 columns as 528 + 480, not 960 + 48: a narrow last
+    panel is a pack and a parallel loop per K block with little work to share)."""
+    width = tiles.nr * tiles.lanes
+    if isinstance(n_main, int) and n_main <= tiles.packed_nc:
+        return tiles.packed_nc
+    most = packed.panel_limit(k, tiles)
+    panels = k.max(k.div(k.add(n_main, k.sub(most, 1)), most), 1)
     slivers = k.div(k.add(k.div(n_main, width), k.sub(panels, 1)), panels)
     return k.max(k.mul(slivers, width), width)
 

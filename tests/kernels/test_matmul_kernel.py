@@ -23,13 +23,13 @@ from conftest import (
     emit,
     placeholder,
 )
+from scratch_matmul import packed_kernel, scratch_count
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     IndexType,
     MemRefType,
-    VectorType,
     f32,
     f64,
     i64,
@@ -42,11 +42,10 @@ from aotk import micro_kernels, runtime
 from aotk.codegen import native_runtime
 from aotk.dialect.linalg import MatMulOp
 from aotk.function import Function
-from aotk.kernels import heuristics, library, matmul_kernel
+from aotk.kernels import heuristics, library
 from aotk.kernels import matmul_packed as packed
 from aotk.kernels import matmul_prepacked as prepacked
 from aotk.kernels.kernel import Buf, Kernel
-from aotk.kernels.matmul_microkernel import Operands
 
 SHAPES = [
     (1, 1, 1),
@@ -158,46 +157,11 @@ def test_mlp_sizes(rng: np.random.Generator, shape: tuple[int, int, int]) -> Non
     assert_product_close(f([a, b])[0], a, b, f"{shape}")
 
 
-# These tests call the loop emitter (the micro-kernels' body) directly on a hand-built
-# kernel taking a scratch buffer, with static dims too. B is packed from packed_min_rows
-# (64) rows, or from four row tiles when its rows alias (`heuristics.packs_b`); fewer
-# rows read it in place. Compiled modules live for the session (an MCJIT engine owns the
-# cached target machine, so freeing one would free it).
-@functools.cache
-def _packed_kernel(
-    dtype: str, static: tuple[int | None, int | None, int | None], b_t: bool = False
-) -> Any:
-    elem = {"float32": f32, "float64": f64}[dtype]
-    mem = MemRefType(elem, [DYNAMIC_INDEX])
-    body = Block(arg_types=[mem] * 4 + [i64] * 3)
-    a, b, c, s = body.args[:4]
-    k = Kernel(Builder(InsertPoint.at_end(body)))
-    dims = [k.b.insert(arith.IndexCastOp(v, IndexType())).result for v in body.args[4:]]
-    m, n, kd = (d if d is not None else v for d, v in zip(static, dims, strict=True))
-    count = matmul_kernel.scratch_elems(k, elem, (m, n, kd))
-    vt = VectorType(elem, [heuristics.matmul_tiles(elem.bitwidth // 8, m, n, kd).lanes])
-    bufs = Buf(c, (m, n), elem), Buf(a, (m, kd), elem), Buf(b, (n, kd) if b_t else (kd, n), elem)
-    ops = Operands(*bufs, m, n, kd, vt, False, b_t)
-    matmul_kernel.emit_loops(k, ops, scratch=Buf(s, (count,), elem))
-    k.b.insert(func.ReturnOp())
-    return compile_kernel("mm", body)
-
-
-def _scratch_count(dtype: str, m: int, n: int, kd: int) -> int:
-    """Scratch elements the kernel needs for this call (a K block of a panel of B)."""
-    elem = {"float32": f32, "float64": f64}[dtype]
-    count = matmul_kernel.scratch_elems(
-        Kernel(Builder(InsertPoint.at_end(Block()))), elem, (m, n, kd)
-    )
-    assert isinstance(count, int)
-    return count
-
-
 def _run_packed(a: np.ndarray, b: np.ndarray, static: tuple[int | None, ...]) -> np.ndarray:
     """C = A @ B by the kernel with scratch; checks that B was packed exactly when it should."""
     (m, kd), n = a.shape, b.shape[1]
-    compiled = _packed_kernel(a.dtype.name, static)
-    count = _scratch_count(a.dtype.name, m, n, kd)
+    compiled = packed_kernel(a.dtype.name, static)
+    count = scratch_count(a.dtype.name, m, n, kd)
     c = runtime.aligned_empty((m, n), a.dtype)
     scratch = runtime.aligned_empty((count,), a.dtype)
     scratch[:] = np.nan
@@ -259,9 +223,9 @@ def test_whole_k_path(
     all of K; on one thread, or for a taller A, B is packed K block by K block."""
     m, kd, n = shape
     a, b = _inputs(rng, (m,), (kd, n), "float32")
-    compiled = _packed_kernel("float32", (None, None, None), b_t)
+    compiled = packed_kernel("float32", (None, None, None), b_t)
     stored = runtime.aligned_copy(np.ascontiguousarray(b.T) if b_t else b)
-    scratch = runtime.aligned_empty((_scratch_count("float32", m, n, kd),), np.float32)
+    scratch = runtime.aligned_empty((scratch_count("float32", m, n, kd),), np.float32)
     scratch[:] = np.nan
     c = runtime.aligned_empty((m, n), np.float32)
     a = runtime.aligned_copy(a)
@@ -319,14 +283,14 @@ def test_narrow_column_edges_touch_only_their_columns(rng: np.random.Generator, 
     follows it), for every edge width, on the panel, packed, in-place (16 rows) and
     matrix-vector paths."""
     lanes = heuristics.matmul_tiles(np.dtype(dtype).itemsize, 1, 1, 1).lanes
-    compiled = _packed_kernel(dtype, (None, None, None))
+    compiled = packed_kernel(dtype, (None, None, None))
     for n in [*range(1, lanes + 2), 2 * lanes - 1, 3 * lanes + 5]:
         for m in (1, 2, 5, 16, 70):
             a, b = _inputs(rng, (m,), (23, n), dtype)
             b = before_unreadable_page(b)
             pad = 2 * lanes
             around = np.full(m * n + 2 * pad, np.nan, dtype)
-            scratch = runtime.aligned_empty((_scratch_count(dtype, m, n, 23),), a.dtype)
+            scratch = runtime.aligned_empty((scratch_count(dtype, m, n, 23),), a.dtype)
             c_at = around.ctypes.data + pad * around.itemsize
             compiled["mm"](a.ctypes.data, b.ctypes.data, c_at, scratch.ctypes.data, m, n, 23)
             assert np.isnan(around[:pad]).all() and np.isnan(around[-pad:]).all(), (m, n)
