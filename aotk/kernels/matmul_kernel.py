@@ -177,8 +177,10 @@ def _blocked(
         with _blocks(k, (0, k_hi), tiles.packed_kc) as k_range:
             if ops.a_t:
                 packed.pack_transposed_a(k, ops, tiles, scratch, (0, m_pack), k_range)
-            with _blocks(k, (0, n_main), _even_panels(k, n_main, tiles)) as cols:
-                packed.emit_packed(k, ops, tiles, scratch, (0, m_pack), (k_range, cols))
+            panel = _even_panels(k, n_main, tiles)
+            with _blocks(k, (0, n_main), panel) as cols:
+                blocks = (k_range, cols), (n_main, panel)
+                packed.emit_packed(k, ops, (tiles, scratch), (0, m_pack), blocks)
     m_tiled = m_pack
     _right_edge(k, ops, (tiles, scratch), (0, m_pack), (n_main, n))
     if not ops.b_t:

@@ -21,6 +21,7 @@ from xdsl.ir import SSAValue
 
 from aotk.kernels import library
 from aotk.kernels import matmul_microkernel as mk
+from aotk.kernels import matmul_prefetch as prefetch
 from aotk.kernels.heuristics import MatmulTiles
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
@@ -155,19 +156,18 @@ def _pack_transposed_b(
 def packed_tile(
     k: Kernel,
     ops: mk.Operands,
-    tiles: MatmulTiles,
-    scratch: Buf,
-    i0: DimV,
-    j: tuple[DimV, DimV],
-    k_range: Range,
+    plan: tuple[MatmulTiles, Buf],
+    corner: tuple[DimV, tuple[DimV, DimV]],
+    k_steps: tuple[Range, prefetch.Walk],
 ) -> None:
-    """C[i0:i0+mr, j0:j0+width] += A[rows, k-range] @ packed sliver starting at j0 - jb.
+    """C[i0:i0+mr, j0:j0+width] += A[rows, k-range] @ packed sliver starting at j0 - jb,
+    for corner = (i0, (j0, jb)); each k step also prefetches a line of the walk.
 
     A K block of full length gets a copy of the K loop with that constant trip count
     (the common case; LLVM schedules it better), the last, shorter one the general loop.
     """
+    (tiles, scratch), (i0, (j0, jb)), (k_range, walk) = plan, corner, k_steps
     lanes, vt, rows, nvec = tiles.lanes, ops.vt, tiles.mr, tiles.nr
-    j0, jb = j
     k0, k1 = k_range
     c_offs = [
         k.add(k.mul(k.add(i0, r), ops.n), k.add(j0, v * lanes))
@@ -185,6 +185,7 @@ def packed_tile(
 
     def step(kk: SSAValue, accs: Sequence[SSAValue]) -> list[SSAValue]:
         b_row = k.add(sliver, k.mul(kk, nvec * lanes))
+        prefetch.step(k, ops.b, walk, k.sub(kk, k0))
         return _tile_update(k, tiles, vt, (scratch, b_row), lambda r: a_value(r, kk), accs)
 
     def tile(k_end: DimV) -> None:
@@ -238,13 +239,14 @@ def _tile_update(
 def emit_packed(
     k: Kernel,
     ops: mk.Operands,
-    tiles: MatmulTiles,
-    scratch: Buf,
+    plan: tuple[MatmulTiles, Buf],
     rows: Range,
-    blocks: tuple[Range, Range],
+    blocks: tuple[tuple[Range, Range], Range],
 ) -> None:
     """C[rows, cols] += A[rows, k-block] @ B[k-block, cols] for one K block and a panel
-    of at most `panel_cols` columns.
+    of at most `panel_cols` columns; blocks = ((K range, cols), (columns of B in whole
+    slivers, columns a panel)), the second for the next panel's prefetch
+    (`matmul_prefetch`).
 
     The whole panel of B is packed first; then one parallel loop takes (column block,
     row tile) pairs, column block outermost, so a thread's share of B stays in its L2
@@ -255,18 +257,24 @@ def emit_packed(
     C, later ones add to it. The caller packs a transposed A for the K block
     (`pack_transposed_a`).
     """
+    tiles, scratch = plan
     width = tiles.nr * tiles.lanes
-    k_range, (jb, j_end) = blocks
+    (k_range, (jb, j_end)), panels = blocks
     pack_b(k, ops, tiles, scratch, k_range, (jb, j_end))
+    ahead = prefetch.next_panel(k, ops, tiles, (k_range, (jb, j_end)), panels)
     row_tiles = k.div(k.sub(rows[1], rows[0]), tiles.mr)
     col_blocks = k.div(k.add(k.sub(j_end, jb), tiles.packed_nc - 1), tiles.packed_nc)
     with k.loop(k.mul(col_blocks, row_tiles), parallel=True) as item:
         block = k.div(item, row_tiles)
-        i0 = k.add(rows[0], k.mul(k.sub(item, k.mul(block, row_tiles)), tiles.mr))
+        row_tile = k.sub(item, k.mul(block, row_tiles))
+        i0 = k.add(rows[0], k.mul(row_tile, tiles.mr))
         j_lo = k.add(jb, k.mul(block, tiles.packed_nc))
         j_hi = k.min(k.add(j_lo, tiles.packed_nc), j_end)
+        slivers = k.div(k.sub(j_hi, j_lo), width)
         with k.loop(j_hi, lb=j_lo, step=width, trips=tiles.packed_nc // width) as j0:
-            packed_tile(k, ops, tiles, scratch, i0, (j0, jb), k_range)
+            tile = k.add(k.mul(row_tile, slivers), k.div(k.sub(j0, j_lo), width))
+            walk = prefetch.tile_walk(k, ahead, tile, k.mul(row_tiles, slivers))
+            packed_tile(k, ops, (tiles, scratch), (i0, (j0, jb)), (k_range, walk))
 
 
 def whole_k_tile(

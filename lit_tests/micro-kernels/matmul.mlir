@@ -34,6 +34,13 @@
 // A tile's accumulators start at zero in the first K block, else from C.
 // LOOPS:         %[[C0:.*]] = vector.load %[[C]][%{{.*}}] : memref<?xf32>, vector<8xf32>
 // LOOPS-NEXT:    arith.select %{{.*}}, %{{.*}}, %[[C0]] : vector<8xf32>
+// Each k step first prefetches a line of B's next panel into L2 (a read, locality 2,
+// data) for the pack that follows this panel's tiles (`matmul_prefetch`).
+// LOOPS:         %[[LINE:.*]] = ptr_xdsl.ptradd
+// LOOPS-NEXT:    %[[READ:.*]] = llvm.mlir.constant(0 : i32) : i32
+// LOOPS-NEXT:    %[[INTO_L2:.*]] = llvm.mlir.constant(2 : i32) : i32
+// LOOPS-NEXT:    %[[DATA:.*]] = llvm.mlir.constant(1 : i32) : i32
+// LOOPS-NEXT:    llvm.call_intrinsic "llvm.prefetch.p0"(%[[LINE]], %[[READ]], %[[INTO_L2]], %[[DATA]])
 // LOOPS:         vector.fma
 // B's last columns (fewer than a sliver: N = 1024 leaves 16 on AVX-512) are copied,
 // all K rows, into scratch rows one sliver wide, zero-padded by masked loads; then
