@@ -1,10 +1,12 @@
 /* aotk thread pool (see aotk_pool_internal.h): plain C99 + pthreads, libc only.
  *
  * A loop of n iterations is cut into at most AOTK_CHUNKS_PER_THREAD chunks per thread,
- * by n and the pool's size alone. Thread t owns a contiguous run of chunks and runs them
- * first; a thread with none left takes the unstarted chunks of the others, so a thread
- * the OS has descheduled (a busy machine) delays a loop by one chunk, not by its share.
- * Which thread runs a chunk never changes what the chunk computes.
+ * by n and the pool's size alone: the iterations are shared out evenly among the
+ * threads, each thread's share evenly among its chunks. Thread t owns that contiguous
+ * run of chunks and runs them first; a thread with none left takes the unstarted chunks
+ * of the others, so a thread the OS has descheduled (a busy machine) delays a loop by
+ * one chunk, not by its share. Which thread runs a chunk never changes what the chunk
+ * computes.
  *
  * A loop is published under the pool's mutex with a new `generation`; chunks are claimed
  * from per-owner tickets tagged with it (so a late thread cannot claim from a newer
@@ -52,8 +54,8 @@ struct job {
   aotk_task_fn fn;
   void *ctx;
   int64_t n;
-  int chunks;    /* chunks in all */
-  int per_owner; /* chunks each thread owns (the last owners may have fewer) */
+  int chunks;    /* chunks in all, shared out among the threads as evenly as n */
+  int owners;    /* the pool's threads */
   uint64_t tag;  /* generation, in the high half of every ticket */
 };
 
@@ -146,18 +148,36 @@ static int spin_until_equal(const int *word, int value) {
 #endif
 }
 
-/* Chunk `i` of `chunks` over [0, n): sizes differ by at most one, larger ones first. */
+/* Part i of [0, n) cut into `parts` contiguous parts, the first n % parts one longer. */
+static void part(int64_t n, int64_t parts, int64_t i, int64_t *begin, int64_t *count) {
+  int64_t base = n / parts, extra = n % parts;
+  *begin = i * base + (i < extra ? i : extra);
+  *count = base + (i < extra ? 1 : 0);
+}
+
+/* The part of [0, n) cut as `part` does that holds x. */
+static int64_t part_of(int64_t n, int64_t parts, int64_t x) {
+  int64_t base = n / parts, extra = n % parts, long_end = extra * (base + 1);
+  return x < long_end ? x / (base + 1) : extra + (x - long_end) / base;
+}
+
+/* Chunk i: a part of its owner's share of the iterations. Chunks cut straight from
+ * [0, n) had given one thread's run 12 of 22 iterations and the other's 10. The shares
+ * hold at least as many iterations as chunks (chunks <= n), so no chunk is empty. */
 static void run_chunk(const struct job *job, int i) {
-  int64_t base = job->n / job->chunks, extra = job->n % job->chunks;
-  int64_t begin = i * base + (i < extra ? i : extra);
-  int64_t end = begin + base + (i < extra ? 1 : 0);
-  if (begin < end) job->fn(job->ctx, begin, end);
+  int64_t owner = part_of(job->chunks, job->owners, i);
+  int64_t first_chunk, own_chunks, first, share, begin, count;
+  part(job->chunks, job->owners, owner, &first_chunk, &own_chunks);
+  part(job->n, job->owners, owner, &first, &share);
+  part(share, own_chunks, i - first_chunk, &begin, &count);
+  job->fn(job->ctx, first + begin, first + begin + count);
 }
 
 /* The next unclaimed chunk of `owner`'s run in `job`, or -1. */
 static int claim(aotk_pool *pool, const struct job *job, int owner) {
-  int first = owner * job->per_owner;
-  int count = job->chunks - first < job->per_owner ? job->chunks - first : job->per_owner;
+  int64_t first64, count64;
+  part(job->chunks, job->owners, owner, &first64, &count64);
+  int first = (int)first64, count = (int)count64;
   uint64_t *ticket = &pool->tickets[owner];
 #if AOTK_ATOMICS
   uint64_t seen = LOAD(ticket);
@@ -365,7 +385,7 @@ static int try_start(aotk_pool *pool, aotk_task_fn fn, void *ctx, int64_t n, str
   job->ctx = ctx;
   job->n = n;
   job->chunks = n < most ? (int)n : most;
-  job->per_owner = (job->chunks + pool->n_threads - 1) / pool->n_threads;
+  job->owners = pool->n_threads;
   job->tag = (pool->generation + 1) & 0xffffffffu;
   for (int t = 0; t < pool->n_threads; t++) STORE(&pool->tickets[t], job->tag << 32);
   STORE(&pool->finished, 0);

@@ -55,6 +55,22 @@ static int64_t run_sum(int64_t n, struct sum_ctx *ctx) {
   return total;
 }
 
+/* Thread t's run of chunks tiles its even share of [0, n) (the first n % threads shares
+ * one longer), in its even share of the chunks. */
+static void check_shares(const struct sum_ctx *ctx, int64_t n, int threads) {
+  for (int t = 0; t < threads; t++) {
+    int64_t begin = t * (n / threads) + (t < n % threads ? t : n % threads);
+    int64_t end = begin + n / threads + (t < n % threads ? 1 : 0);
+    int in_share = 0;
+    for (int c = 0; c < ctx->chunks; c++) {
+      if (ctx->begins[c] < begin || ctx->begins[c] >= end) continue;
+      CHECK(ctx->ends[c] <= end);
+      in_share++;
+    }
+    CHECK(in_share == ctx->chunks / threads + (t < ctx->chunks % threads ? 1 : 0));
+  }
+}
+
 /* The chunks tile [0, n) contiguously, CHUNKS_PER_THREAD per thread at most, their sizes
  * differing by at most one: the split depends on n and the pool's size only. */
 static void check_split(const struct sum_ctx *ctx, int64_t n, int threads) {
@@ -76,6 +92,7 @@ static void check_split(const struct sum_ctx *ctx, int64_t n, int threads) {
   }
   CHECK(next == n);
   CHECK(n == 0 || largest - smallest <= 1);
+  if (threads > 1) check_shares(ctx, n, threads);
 }
 
 static void test_sums(void) {
