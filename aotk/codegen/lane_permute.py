@@ -5,42 +5,23 @@ variable index, once per lane, put together by `insertelement`. LLVM's x86 back 
 that pattern into one `vpermps` (AVX2 for 8 lanes of 32 bits, AVX-512 for 16) and into
 loads from the stack elsewhere. xDSL's llvm dialect has no `extractelement` op, so
 kernels call `llvm.aotk.lane_permute.<type>(table, index)`, an `llvm.call_intrinsic` (see
-`kernels.vecmath_lanes.permute`), and `expand` replaces each call with the pattern in
-the LLVM IR module that `llvm_ir.to_llvm_text` makes from the dialect. Indices must lie
-in [0, N): one out of range gives an undefined lane, as `extractelement` does.
+`kernels.vecmath_lanes.permute`), which `markers.expand` replaces with `build`'s pattern.
+Indices must lie in [0, N): one out of range gives an undefined lane, as
+`extractelement` does.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from llvmlite import ir
-from llvmlite.ir.instructions import CallInstr
 
-NAME = "llvm.aotk.lane_permute"  # the llvm dialect verifies the prefix; LLVM never sees it
-
-
-def expand(module: ir.Module) -> None:
-    """Replace every call of a lane permute in `module` by extracts and inserts, and drop
-    the permutes' declarations."""
-    permutes = [f for f in module.functions if f.name.startswith(NAME + ".")]
-    if not permutes:
-        return
-    for fn in module.functions:
-        calls = [
-            (block, instr)
-            for block in fn.blocks
-            for instr in block.instructions
-            if isinstance(instr, CallInstr) and instr.callee in permutes
-        ]
-        for block, call in calls:
-            _replace(fn, block, call)
-    for f in permutes:
-        del module.globals[f.name]
+NAME = "llvm.aotk.lane_permute"  # a marker (`markers`): LLVM never sees it
 
 
-def _replace(fn: ir.Function, block: ir.Block, call: CallInstr) -> None:
-    table, index = call.args
-    builder = ir.IRBuilder(block)
-    builder.position_before(call)
+def build(builder: ir.IRBuilder, table: Any, index: Any) -> ir.Value:
+    """The permute of `table` by `index` as extracts and inserts, at `builder` (llvmlite
+    values: its stubs give an `ir.Value` no type)."""
     lanes = table.type.count
     picked: ir.Value = ir.Constant(table.type, ir.Undefined)
     for lane in range(lanes):
@@ -48,7 +29,4 @@ def _replace(fn: ir.Function, block: ir.Block, call: CallInstr) -> None:
         picked = builder.insert_element(
             picked, builder.extract_element(table, at), ir.Constant(ir.IntType(32), lane)
         )
-    block.instructions.remove(call)
-    for other in fn.blocks:
-        for instr in other.instructions:
-            instr.replace_usage(call, picked)
+    return picked

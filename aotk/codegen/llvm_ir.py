@@ -19,7 +19,7 @@ from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp
 
-from aotk.codegen import lane_permute, packed_entry
+from aotk.codegen import markers, packed_entry
 
 VECTOR_INTERLEAVE = 4  # vectors of a vectorized loop in flight, see _initialize
 
@@ -112,12 +112,12 @@ def to_llvm_text(module: ModuleOp, tm: llvm_binding.TargetMachine) -> str:
 
     Private functions (outlined kernels and parallel tasks) are `noinline`: inlined back
     into their one caller, they made a model's entry as large as before outlining, and
-    LLVM's time with it. Lane permutes become extracts and inserts (`lane_permute`).
+    LLVM's time with it. Marker calls become the vector operations they name (`markers`).
     """
     ir_module = convert_module(
         module, fallback_target_triple=tm.triple, data_layout=str(tm.target_data)
     )
-    lane_permute.expand(ir_module)
+    markers.expand(ir_module)
     private = {
         op.sym_name.data
         for op in module.ops

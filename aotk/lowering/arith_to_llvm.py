@@ -24,8 +24,9 @@ from xdsl.dialects.builtin import (
     i1,
     i64,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 
+from aotk.codegen import markers
 from aotk.kernels.make import integer, make
 
 Build = Callable[[Operation], list[Operation]]
@@ -81,16 +82,37 @@ def _uitofp(op: Operation) -> list[Operation]:
 
 
 def _minmax_int(pred: str) -> Build:
-    predicate = integer(arith.CMPI_COMPARISON_OPERATIONS.index(pred), i64)
-
     def build(op: Operation) -> list[Operation]:
         lhs, rhs = op.operands
-        t = lhs.type
-        flag = VectorType(i1, t.get_shape()) if isinstance(t, VectorType) else i1
-        cmp = make(llvm.ICmpOp, [lhs, rhs], [flag], {"predicate": predicate})
-        return [cmp, make(llvm.SelectOp, [cmp.res, lhs, rhs], [lhs.type])]
+        cmp = _compare(llvm.ICmpOp, pred, (lhs, rhs))
+        return [cmp, _select(cmp.results[0], lhs, rhs)]
 
     return build
+
+
+def _compare(cls: type[Operation], pred: str, operands: tuple[SSAValue, SSAValue]) -> Operation:
+    """`cls` (llvm.fcmp or llvm.icmp) of `pred` on scalars; on vectors, the marker that
+    `codegen.markers` expands (the dialect verifies both ops on scalars only)."""
+    t = operands[0].type
+    if isinstance(t, VectorType):
+        kind = "fcmp" if cls is llvm.FCmpOp else "icmp"
+        flags = VectorType(i1, t.get_shape())
+        return llvm.CallIntrinsicOp(
+            markers.name(f"{kind}.{pred}", type_suffix(t)), operands, [flags]
+        )
+    table = (
+        arith.CMPF_COMPARISON_OPERATIONS if cls is llvm.FCmpOp else arith.CMPI_COMPARISON_OPERATIONS
+    )
+    return make(cls, list(operands), [i1], {"predicate": integer(table.index(pred), i64)})
+
+
+def _select(cond: SSAValue, a: SSAValue, b: SSAValue) -> Operation:
+    """llvm.select, or on a vector condition its marker (see `_compare`)."""
+    if isinstance(cond.type, VectorType):
+        return llvm.CallIntrinsicOp(
+            markers.name("select", type_suffix(a.type)), [cond, a, b], [a.type]
+        )
+    return make(llvm.SelectOp, [cond, a, b], [a.type])
 
 
 def _index_cast(op: Operation) -> list[Operation]:
@@ -148,12 +170,15 @@ def _cast(cls: type[Operation], properties: Mapping[str, Attribute] = {}) -> Bui
 
 
 def _cmp(cls: type[Operation]) -> Build:
-    # arith and llvm number their predicates in the same order
+    names = (
+        arith.CMPF_COMPARISON_OPERATIONS if cls is llvm.FCmpOp else arith.CMPI_COMPARISON_OPERATIONS
+    )
+
     def build(op: Operation) -> list[Operation]:
         predicate = op.properties["predicate"]
         assert isinstance(predicate, IntegerAttr)
-        result = op.results[0].type  # i1, or a vector of i1 like the operands
-        return [make(cls, op.operands, [result], {"predicate": integer(predicate.value.data, i64)})]
+        lhs, rhs = op.operands
+        return [_compare(cls, names[predicate.value.data], (lhs, rhs))]
 
     return build
 
@@ -180,7 +205,7 @@ BUILDERS: dict[type[Operation], Build] = {
     arith.ShRUIOp: _binary(llvm.LShrOp),
     arith.CmpiOp: _cmp(llvm.ICmpOp),
     arith.CmpfOp: _cmp(llvm.FCmpOp),
-    arith.SelectOp: lambda op: [make(llvm.SelectOp, op.operands, [op.operands[1].type])],
+    arith.SelectOp: lambda op: [_select(*op.operands)],
     arith.ExtFOp: _cast(llvm.FPExtOp),
     arith.TruncFOp: _cast(llvm.FPTruncOp),
     arith.ExtSIOp: _cast(llvm.SExtOp),

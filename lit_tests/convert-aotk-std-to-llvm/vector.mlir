@@ -95,3 +95,27 @@ func.func @trade_halves(%a: vector<4xf32>, %b: vector<4xf32>) -> vector<4xf32> {
   %s = vector.shuffle %a, %b [0, 1, 4, 5] : vector<4xf32>, vector<4xf32>
   func.return %s : vector<4xf32>
 }
+
+// -----
+
+// Compares and selects on vectors become marker calls (`codegen.markers`), which the
+// llvm dialect verifies (its llvm.fcmp, llvm.icmp and llvm.select take scalars only) and
+// the LLVM IR gets as fcmp, icmp and select on vectors; on scalars they stay llvm ops.
+// CHECK-LABEL: llvm.func @lane_choices(
+// CHECK-NEXT:    %[[LT:.*]] = llvm.call_intrinsic "llvm.aotk.fcmp.olt.v8f32"(%u, %v) : (vector<8xf32>, vector<8xf32>) -> vector<8xi1>
+// CHECK-NEXT:    %[[LOW:.*]] = llvm.call_intrinsic "llvm.aotk.select.v8f32"(%[[LT]], %u, %v) : (vector<8xi1>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK-NEXT:    %[[GT:.*]] = llvm.call_intrinsic "llvm.aotk.icmp.sgt.v8i32"(%i, %j) : (vector<8xi32>, vector<8xi32>) -> vector<8xi1>
+// CHECK-NEXT:    %[[TOP:.*]] = llvm.call_intrinsic "llvm.aotk.select.v8i32"(%[[GT]], %i, %j) : (vector<8xi1>, vector<8xi32>, vector<8xi32>) -> vector<8xi32>
+// CHECK-NEXT:    %[[SLT:.*]] = llvm.fcmp "olt" %a, %b : f32
+// CHECK-NEXT:    %{{.*}} = llvm.select %[[SLT]], %a, %b : i1, f32
+func.func @lane_choices(%u: vector<8xf32>, %v: vector<8xf32>, %i: vector<8xi32>, %j: vector<8xi32>, %a: f32, %b: f32, %out: !llvm.ptr) {
+  %lt = arith.cmpf olt, %u, %v : vector<8xf32>
+  %low = arith.select %lt, %u, %v : vector<8xf32>
+  %top = arith.maxsi %i, %j : vector<8xi32>
+  %slt = arith.cmpf olt, %a, %b : f32
+  %s = arith.select %slt, %a, %b : f32
+  llvm.store %low, %out : vector<8xf32>, !llvm.ptr
+  llvm.store %top, %out : vector<8xi32>, !llvm.ptr
+  llvm.store %s, %out : f32, !llvm.ptr
+  func.return
+}

@@ -1,4 +1,11 @@
 // RUN: aotk-opt %s --aotk-tile-for=avx2 -p convert-aotk-to-loops | filecheck %s
+// RUN: aotk-opt %s --aotk-tile-for=avx2 --aotk-stage=llvm | filecheck %s --check-prefix=LLVM
+
+// At the llvm stage the row maximum's vector compares and selects are marker calls
+// (`codegen.markers`): the llvm dialect verifies llvm.fcmp and llvm.select on scalars.
+// LLVM-LABEL: llvm.func @softmax_rows_k0_par0(
+// LLVM:         %[[GT:.*]] = llvm.call_intrinsic "llvm.aotk.fcmp.ogt.v8f32"
+// LLVM-NEXT:    llvm.call_intrinsic "llvm.aotk.select.v8f32"(%[[GT]],
 
 // The fused row softmax: one parallel loop over the rows, and in it three passes over a
 // row (which stays in cache): its maximum, exp(x - max) stored and summed, and a scale

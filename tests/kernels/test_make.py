@@ -159,12 +159,19 @@ def test_llvm_builders_are_what_the_constructors_build():
 def test_min_max_and_fma_are_what_the_constructors_build():
     b = block()
     x, y, u, v = b.args[:4]
-    vx = Block(arg_types=[VectorType(i64, [8])] * 2).args
-    for lhs, rhs in ((x, y), vx):
-        for source, pred in ((arith.MaxSIOp(lhs, rhs), 4), (arith.MinUIOp(lhs, rhs), 6)):
-            cmp, select = BUILDERS[type(source)](source)
-            same(cmp, llvm.ICmpOp(lhs, rhs, IntegerAttr(pred, 64)))
-            same(select, llvm.SelectOp(cmp.results[0], lhs, rhs))
+    for source, pred in ((arith.MaxSIOp(x, y), 4), (arith.MinUIOp(x, y), 6)):
+        cmp, select = BUILDERS[type(source)](source)
+        same(cmp, llvm.ICmpOp(x, y, IntegerAttr(pred, 64)))
+        same(select, llvm.SelectOp(cmp.results[0], x, y))
+    # on vectors, the markers that `codegen.markers` expands
+    vt = VectorType(i64, [8])
+    lhs, rhs = Block(arg_types=[vt] * 2).args
+    for source, pred in ((arith.MaxSIOp(lhs, rhs), "sgt"), (arith.MinUIOp(lhs, rhs), "ult")):
+        cmp, select = BUILDERS[type(source)](source)
+        flags = VectorType(i1, [8])
+        same(cmp, llvm.CallIntrinsicOp(f"llvm.aotk.icmp.{pred}.v8i64", [lhs, rhs], [flags]))
+        marker = "llvm.aotk.select.v8i64"
+        same(select, llvm.CallIntrinsicOp(marker, [cmp.results[0], lhs, rhs], [vt]))
     (fma,) = BUILDERS[math.FmaOp](math.FmaOp(u, v, u))
     same(fma, llvm.FMAOp(u, v, u))
 

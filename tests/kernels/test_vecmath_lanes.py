@@ -31,7 +31,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from aotk import runtime
-from aotk.codegen import jit, lane_permute
+from aotk.codegen import jit, lane_permute, markers
 from aotk.kernels import vecmath_lanes
 from aotk.lowering import pipeline
 
@@ -141,7 +141,7 @@ def test_expand_leaves_extracts_and_inserts_and_no_permute() -> None:
     b = ir.IRBuilder(fn.append_basic_block())
     picked = b.call(marker, fn.args)
     b.ret(b.fadd(picked, picked))
-    lane_permute.expand(module)
+    markers.expand(module)
     text = str(module)
     assert lane_permute.NAME not in text
     assert text.count("extractelement") == 16 and text.count("insertelement") == 8
