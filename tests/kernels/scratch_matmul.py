@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numpy as np
 from conftest import compile_kernel
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func
@@ -19,6 +20,8 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, MemRefType, VectorTy
 from xdsl.ir import Block
 from xdsl.rewriter import InsertPoint
 
+import aotk
+from aotk import runtime
 from aotk.kernels import heuristics, matmul_kernel
 from aotk.kernels.kernel import Buf, Kernel
 from aotk.kernels.matmul_microkernel import Operands
@@ -54,3 +57,27 @@ def scratch_count(dtype: str, m: int, n: int, kd: int, a_t: bool = False) -> int
     count = matmul_kernel.scratch_elems(k, ELEMS[dtype], (m, n, kd), a_t)
     assert isinstance(count, int)
     return count
+
+
+def run(
+    operands: tuple[np.ndarray, np.ndarray], threads: int, a_t: bool = False, b_t: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """(C, scratch after the call) for float32 C = A @ B by the dynamic-dims kernel on a
+    pool of `threads`, A passed as [K, M] with `a_t`, B as [N, K] with `b_t`. The
+    scratch starts as NaN, so what the kernel never wrote stays NaN."""
+    a, b = operands
+    (m, kd), n = a.shape, b.shape[1]
+    compiled = packed_kernel("float32", (None, None, None), b_t, a_t)
+    scratch = runtime.aligned_empty((scratch_count("float32", m, n, kd, a_t),), np.float32)
+    scratch[:] = np.nan
+    c = runtime.aligned_empty((m, n), np.float32)
+    stored_a = runtime.aligned_copy(np.ascontiguousarray(a.T) if a_t else a)
+    stored_b = runtime.aligned_copy(np.ascontiguousarray(b.T) if b_t else b)
+    before = aotk.get_num_threads()
+    aotk.set_num_threads(threads)
+    try:
+        args = [stored_a.ctypes.data, stored_b.ctypes.data, c.ctypes.data, scratch.ctypes.data]
+        compiled["mm"](*args, m, n, kd)
+    finally:
+        aotk.set_num_threads(before)
+    return c, scratch

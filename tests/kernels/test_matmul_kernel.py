@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scratch_matmul
 from conftest import (
     MATMUL_RTOL,
     assert_product_close,
@@ -37,7 +38,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block
 from xdsl.rewriter import InsertPoint
 
-import aotk
 from aotk import micro_kernels, runtime
 from aotk.codegen import native_runtime
 from aotk.dialect.linalg import MatMulOp
@@ -223,19 +223,7 @@ def test_whole_k_path(
     all of K; on one thread, or for a taller A, B is packed K block by K block."""
     m, kd, n = shape
     a, b = _inputs(rng, (m,), (kd, n), "float32")
-    compiled = packed_kernel("float32", (None, None, None), b_t)
-    stored = runtime.aligned_copy(np.ascontiguousarray(b.T) if b_t else b)
-    scratch = runtime.aligned_empty((scratch_count("float32", m, n, kd),), np.float32)
-    scratch[:] = np.nan
-    c = runtime.aligned_empty((m, n), np.float32)
-    a = runtime.aligned_copy(a)
-    before = aotk.get_num_threads()
-    aotk.set_num_threads(threads)
-    try:
-        args = [a.ctypes.data, stored.ctypes.data, c.ctypes.data, scratch.ctypes.data]
-        compiled["mm"](*args, m, n, kd)
-    finally:
-        aotk.set_num_threads(before)
+    c, scratch = scratch_matmul.run((a, b), threads, b_t=b_t)
     assert_product_close(c, a, b, f"{shape} on {threads} threads")
     tiles = heuristics.matmul_tiles(4, m, n, kd)
     width = tiles.nr * tiles.lanes

@@ -6,36 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scratch_matmul
 from conftest import assert_product_close
-from scratch_matmul import packed_kernel, scratch_count
 
-import aotk
-from aotk import runtime
 from aotk.kernels import heuristics
 from aotk.kernels import matmul_packed as packed
-
-
-def _run(
-    operands: tuple[np.ndarray, np.ndarray], threads: int, a_t: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    """(C, scratch after the call) for C = A @ B, A passed as [K, M] with `a_t`; the
-    scratch starts as NaN, so what the kernel never wrote stays NaN."""
-    a, b = operands
-    (m, kd), n = a.shape, b.shape[1]
-    compiled = packed_kernel("float32", (None, None, None), False, a_t)
-    scratch = runtime.aligned_empty((scratch_count("float32", m, n, kd, a_t),), np.float32)
-    scratch[:] = np.nan
-    c = runtime.aligned_empty((m, n), np.float32)
-    stored_a = runtime.aligned_copy(np.ascontiguousarray(a.T) if a_t else a)
-    stored_b = runtime.aligned_copy(b)
-    before = aotk.get_num_threads()
-    aotk.set_num_threads(threads)
-    try:
-        args = [stored_a.ctypes.data, stored_b.ctypes.data, c.ctypes.data, scratch.ctypes.data]
-        compiled["mm"](*args, m, n, kd)
-    finally:
-        aotk.set_num_threads(before)
-    return c, scratch
 
 
 def _inputs(rng: np.random.Generator, m: int, kd: int, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -57,7 +32,7 @@ def test_panel_width_follows_the_pool(rng: np.random.Generator, threads: int) ->
     n = 6 * width + 2
     m, kd = 2 * n + 20, kc + 44
     a, b = _inputs(rng, m, kd, n)
-    c, scratch = _run((a, b), threads)
+    c, scratch = scratch_matmul.run((a, b), threads)
     assert_product_close(c, a, b, f"{m}x{kd}x{n} on {threads} threads")
     limit = tiles.packed_nc if threads == 1 else packed.panel_cols(tiles)
     slivers = 6 if limit >= 6 * width else 3
@@ -71,7 +46,7 @@ def test_transposed_a_is_not_packed_for_narrow_b(rng: np.random.Generator, threa
     """A classifier's weight gradient, A^T (1000 x 64) @ B (64 x 10): B is narrower than a
     sliver, so its tiles read A and B in place and nothing lands in scratch."""
     a, b = _inputs(rng, 1000, 64, 10)
-    c, scratch = _run((a, b), threads, a_t=True)
+    c, scratch = scratch_matmul.run((a, b), threads, a_t=True)
     assert_product_close(c, a, b, f"A^T B on {threads} threads")
     assert np.isnan(scratch).all(), "scratch was written"
 
@@ -82,7 +57,7 @@ def test_transposed_a_is_packed_for_wide_b(rng: np.random.Generator) -> None:
     tiles = heuristics.matmul_tiles(4, None, None, None)
     width = tiles.nr * tiles.lanes
     a, b = _inputs(rng, 128, 64, width)
-    c, scratch = _run((a, b), 1, a_t=True)
+    c, scratch = scratch_matmul.run((a, b), 1, a_t=True)
     assert_product_close(c, a, b, "A^T B, one sliver")
     a_block = scratch[tiles.packed_kc * width :][: 64 * tiles.mr].reshape(64, tiles.mr)
     np.testing.assert_array_equal(a_block, a[: tiles.mr].T)
