@@ -100,10 +100,14 @@ def _compare(cls: type[Operation], pred: str, operands: tuple[SSAValue, SSAValue
         return llvm.CallIntrinsicOp(
             markers.name(f"{kind}.{pred}", type_suffix(t)), operands, [flags]
         )
-    table = (
-        arith.CMPF_COMPARISON_OPERATIONS if cls is llvm.FCmpOp else arith.CMPI_COMPARISON_OPERATIONS
-    )
-    return make(cls, list(operands), [i1], {"predicate": integer(table.index(pred), i64)})
+    index = _predicates(cls).index(pred)  # arith and llvm number them in the same order
+    return make(cls, list(operands), [i1], {"predicate": integer(index, i64)})
+
+
+def _predicates(cls: type[Operation]) -> list[str]:
+    if cls is llvm.FCmpOp:
+        return arith.CMPF_COMPARISON_OPERATIONS
+    return arith.CMPI_COMPARISON_OPERATIONS
 
 
 def _select(cond: SSAValue, a: SSAValue, b: SSAValue) -> Operation:
@@ -170,9 +174,7 @@ def _cast(cls: type[Operation], properties: Mapping[str, Attribute] = {}) -> Bui
 
 
 def _cmp(cls: type[Operation]) -> Build:
-    names = (
-        arith.CMPF_COMPARISON_OPERATIONS if cls is llvm.FCmpOp else arith.CMPI_COMPARISON_OPERATIONS
-    )
+    names = _predicates(cls)
 
     def build(op: Operation) -> list[Operation]:
         predicate = op.properties["predicate"]
