@@ -284,10 +284,12 @@ def whole_k_tile(
     corner: tuple[DimV, DimV],
     b_row: Callable[[SSAValue], DimV],
     init: Buf | None = None,
+    walk: tuple[Buf, prefetch.Walk] | None = None,
 ) -> None:
     """C[i0:i0+mr, j0:j0+width] = A[rows, :] @ B[:, cols], accumulators kept in registers
     over all of K; `b_row(kk)` is where the tile's part of B's row kk starts in `ops.b`.
-    With `init` (shaped as C), C = init + A @ B: the accumulators start from it."""
+    With `init` (shaped as C), C = init + A @ B: the accumulators start from it. With a
+    `walk` (and the buffer it reads), each k step prefetches a line of it."""
     lanes, vt, rows, nvec = tiles.lanes, ops.vt, tiles.mr, tiles.nr
     i0, j0 = corner
     c_at = [
@@ -297,6 +299,9 @@ def whole_k_tile(
     ]
 
     def step(kk: SSAValue, accs: Sequence[SSAValue]) -> list[SSAValue]:
+        if walk is not None:
+            prefetch.step(k, walk[0], walk[1], kk)
+
         def a_value(r: int) -> SSAValue:
             return k.load_flat(ops.a, ops.a_at(k, k.add(i0, r), kk))
 
