@@ -174,10 +174,10 @@ def _blocked(
         # classifier's weight gradient, 10 columns, had spent 60% of its time on that)
         area = k.mul(m_pack, n_main)
         k_hi = kdim if isinstance(area, int) else _select_if_positive(k, area, kdim)
+        panel = _even_panels(k, n_main, tiles)
         with _blocks(k, (0, k_hi), tiles.packed_kc) as k_range:
             if ops.a_t:
                 packed.pack_transposed_a(k, ops, tiles, scratch, (0, m_pack), k_range)
-            panel = _even_panels(k, n_main, tiles)
             with _blocks(k, (0, n_main), panel) as cols:
                 blocks = (k_range, cols), (n_main, panel)
                 packed.emit_packed(k, ops, (tiles, scratch), (0, m_pack), blocks)

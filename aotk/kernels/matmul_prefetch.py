@@ -98,9 +98,23 @@ def tile_walk(k: Kernel, region: Region, tile: DimV, tiles_in_block: DimV) -> Wa
     return Walk(start, k.select(late, region.stride, 0), k.max(k.sub(region.rows, 1), 0))
 
 
+def run_walk(k: Kernel, run: tuple[DimV, DimV], tile: DimV, steps: DimV, per_line: int) -> Walk:
+    """Tile number `tile`'s walk over a run of contiguous lines, run = (first element,
+    lines): `steps` lines a tile, so the first tiles cover the run; a tile past it names
+    the run's last line."""
+    start, lines = run
+    first = k.mul(tile, steps)
+    inside = _at_least(k, k.sub(lines, 1), first)
+    at = k.add(start, k.mul(k.min(first, k.sub(lines, 1)), per_line))
+    last = k.max(k.sub(k.min(steps, k.sub(lines, first)), 1), 0)
+    return Walk(at, k.select(inside, per_line, 0), last)
+
+
 def step(k: Kernel, buf: Buf, walk: Walk, steps_done: DimV) -> None:
-    """The prefetch of k step `steps_done` of a tile's walk."""
-    prefetch(k, buf, k.add(walk.start, k.mul(k.min(steps_done, walk.last), walk.stride)))
+    """The prefetch of k step `steps_done` of a tile's walk. The clamp is on the offset
+    (the stride is not negative), so steps_done * stride grows by an add a step."""
+    offset = k.min(k.mul(steps_done, walk.stride), k.mul(walk.last, walk.stride))
+    prefetch(k, buf, k.add(walk.start, offset))
 
 
 def _at_least(k: Kernel, a: DimV, b: DimV) -> SSAValue | bool:

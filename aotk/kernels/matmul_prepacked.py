@@ -260,47 +260,40 @@ def emit_whole_k(k: Kernel, ops: mk.Operands, scratch: Buf) -> None:
     # 2 and 1); two passes share (sliver, row tile) pairs
     enough = k.mul(library.parallel_width(k), SLIVERS_PER_THREAD)
     many = k.b.insert(arith.CmpiOp(k.index(slivers), k.index(enough), "sge")).result
-    k.if_else(many, lambda: _sliver_by_sliver(k, ops, scratch, (slivers, row_tiles)), in_two_passes)
+    plan = (ops, packed_ops)
+    k.if_else(many, lambda: _sliver_by_sliver(k, plan, (slivers, row_tiles)), in_two_passes)
 
 
-def _sliver_by_sliver(k: Kernel, ops: mk.Operands, scratch: Buf, counts: tuple[DimV, DimV]) -> None:
+def _sliver_by_sliver(
+    k: Kernel, plan: tuple[mk.Operands, mk.Operands], counts: tuple[DimV, DimV]
+) -> None:
     """`emit_whole_k` for a B stored [N, K], a sliver at a time (its pack, then its
-    tiles) in one parallel loop."""
+    tiles) in one parallel loop; plan = (the operands, the same on the packed B)."""
+    ops, packed_ops = plan
     tiles = _tiles(ops.c.elem)
     width = tiles.nr * tiles.lanes
-    packed_ops = dataclasses.replace(ops, b=scratch, b_t=False)
+    per_line = pf.LINE_BYTES // dtypes.byte_size(ops.c.elem)
     slivers, row_tiles = counts
     with k.loop(slivers, parallel=True) as s:
         j0 = k.mul(s, width)
         span = ((j0, k.add(j0, width)), (ops.n, ops.kdim))
-        _pack_column_range(k, tiles, (scratch, ops.b), span, parallel=False)
+        _pack_column_range(k, tiles, (packed_ops.b, ops.b), span, parallel=False)
         ahead = _next_sliver(k, ops, width, s)
         with k.loop(row_tiles) as t:
-            walk = _sliver_walk(k, ahead, t, ops.kdim)
+            walk = pf.run_walk(k, ahead, t, ops.kdim, per_line)
             _tile(k, packed_ops, tiles, (s, t), (None, (ops.b, walk)))
 
 
-def _next_sliver(k: Kernel, ops: mk.Operands, width: int, s: SSAValue) -> pf.Region:
-    """The stored rows of the sliver after s in a B stored [N, K] (of sliver s itself,
-    for the last), as one run of lines: they are contiguous."""
+def _next_sliver(k: Kernel, ops: mk.Operands, width: int, s: SSAValue) -> tuple[DimV, DimV]:
+    """(first element, lines) of the stored rows of the sliver after s in a B stored
+    [N, K] (of sliver s itself, for the last): they are contiguous."""
     n = ops.n
     j = k.mul(k.add(s, 1), width)
     more = k.b.insert(arith.CmpiOp(k.index(j), k.index(n), "slt")).result
     j = k.select(more, j, k.mul(s, width))
     per_line = pf.LINE_BYTES // dtypes.byte_size(ops.c.elem)
     elements = k.mul(k.sub(k.min(k.add(j, width), n), j), ops.kdim)
-    lines = k.div(k.add(elements, per_line - 1), per_line)
-    return pf.Region(k.mul(j, ops.kdim), per_line, 1, lines, per_line)
-
-
-def _sliver_walk(k: Kernel, ahead: pf.Region, t: DimV, kdim: DimV) -> pf.Walk:
-    """Row tile t's walk: lines [t K, (t + 1) K) of the next sliver's rows, a line a k
-    step (the first few tiles cover a sliver); a tile past them names one line."""
-    first = k.mul(t, kdim)
-    late = k.b.insert(arith.CmpiOp(k.index(first), k.index(ahead.lines), "slt")).result
-    at = k.add(ahead.start, k.mul(k.min(first, k.sub(ahead.lines, 1)), ahead.per_line))
-    last = k.max(k.sub(k.min(kdim, k.sub(ahead.lines, first)), 1), 0)
-    return pf.Walk(at, k.select(late, ahead.per_line, 0), last)
+    return k.mul(j, ops.kdim), k.div(k.add(elements, per_line - 1), per_line)
 
 
 def _spans(k: Kernel, span: Range, length: int) -> SSAValue:

@@ -70,3 +70,15 @@ def test_only_the_last_tiles_walk_down_columns_of_lines() -> None:
         (5000, 1024, 255),
         (5000 + 14 * 16, 1024, 255),
     ]
+
+
+def test_a_run_of_lines_is_walked_by_the_first_tiles() -> None:
+    """A sliver's stored rows (B stored [N, K]) are one run of lines: 100 here, 32 a tile.
+    Tiles 0-3 cover it (the fourth only its last 4 lines); tile 4 names the last line."""
+    k = Kernel(Builder(InsertPoint.at_end(Block())))
+    walks = [prefetch.run_walk(k, (1000, 100), t, 32, 16) for t in (0, 3, 4)]
+    assert [(w.start, w.stride, w.last) for w in walks] == [
+        (1000, 16, 31),
+        (1000 + 96 * 16, 16, 3),
+        (1000 + 99 * 16, 0, 0),
+    ]
