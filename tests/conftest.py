@@ -158,7 +158,9 @@ MATMUL_RTOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-13}
 def assert_product_close(got: np.ndarray, a: np.ndarray, b: np.ndarray, label: str) -> None:
     """`got` is a @ b (np.matmul's batching): a's dtype, the product's shape, integers
     exact, and each float element within MATMUL_RTOL of |a| @ |b| (the size of the terms
-    it sums) of the float64 product."""
+    it sums) of the float64 product, or equal to it (infinities), or NaN where it is NaN:
+    a NaN where the product is a number (an element never written to a NaN-filled
+    output) is off."""
     if a.dtype.kind != "f":
         want = np.matmul(a, b).astype(a.dtype)
         assert got.dtype == a.dtype and got.shape == want.shape, label
@@ -168,7 +170,9 @@ def assert_product_close(got: np.ndarray, a: np.ndarray, b: np.ndarray, label: s
     want = a64 @ b64
     assert got.dtype == a.dtype and got.shape == want.shape, label
     bound = MATMUL_RTOL[a.dtype.name] * (np.abs(a64) @ np.abs(b64) + 1e-30)
-    bad = np.argwhere(np.abs(got.astype(np.float64) - want) > bound)
+    got64 = got.astype(np.float64)
+    close = (np.abs(got64 - want) <= bound) | (got64 == want) | (np.isnan(got64) & np.isnan(want))
+    bad = np.argwhere(~close)
     assert bad.size == 0, f"{label}: {len(bad)} elements off, first at {bad[0]}"
 
 

@@ -63,14 +63,16 @@ def run(
     operands: tuple[np.ndarray, np.ndarray], threads: int, a_t: bool = False, b_t: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """(C, scratch after the call) for float32 C = A @ B by the dynamic-dims kernel on a
-    pool of `threads`, A passed as [K, M] with `a_t`, B as [N, K] with `b_t`. The
-    scratch starts as NaN, so what the kernel never wrote stays NaN."""
+    pool of `threads`, A passed as [K, M] with `a_t`, B as [N, K] with `b_t`. C and the
+    scratch start as NaN, so what the kernel never wrote stays NaN (a freed C of an
+    earlier call can hold the right product)."""
     a, b = operands
     (m, kd), n = a.shape, b.shape[1]
     compiled = packed_kernel("float32", (None, None, None), b_t, a_t)
     scratch = runtime.aligned_empty((scratch_count("float32", m, n, kd, a_t),), np.float32)
     scratch[:] = np.nan
     c = runtime.aligned_empty((m, n), np.float32)
+    c[:] = np.nan
     stored_a = runtime.aligned_copy(np.ascontiguousarray(a.T) if a_t else a)
     stored_b = runtime.aligned_copy(np.ascontiguousarray(b.T) if b_t else b)
     before = aotk.get_num_threads()

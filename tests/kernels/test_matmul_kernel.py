@@ -339,11 +339,13 @@ def test_prepacked_matmul(rng: np.random.Generator, dtype: str, b_t: bool, adden
 
 
 def _check_sum(got: np.ndarray, a: np.ndarray, b: np.ndarray, x: np.ndarray, label: str) -> None:
-    """`got` against X + A @ B, within the rounding of the sum of |X| and |A| @ |B|."""
+    """`got` against X + A @ B, within the rounding of the sum of |X| and |A| @ |B|
+    (inputs finite)."""
     a64, b64, x64 = a.astype(np.float64), b.astype(np.float64), x.astype(np.float64)
     scale = np.abs(a64) @ np.abs(b64) + np.abs(x64)
     err = np.abs(got.astype(np.float64) - (x64 + a64 @ b64))
-    bad = np.argwhere(err > MATMUL_RTOL[a.dtype.name] * (scale + 1e-30))
+    # not `err > bound`: a NaN (an element left unwritten) compares false
+    bad = np.argwhere(~(err <= MATMUL_RTOL[a.dtype.name] * (scale + 1e-30)))
     assert bad.size == 0, f"{label}: {len(bad)} elements off, first at {bad[0]}"
 
 
