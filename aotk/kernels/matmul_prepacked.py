@@ -246,40 +246,43 @@ def emit_whole_k(k: Kernel, ops: mk.Operands, scratch: Buf) -> None:
     for a B stored [K, N] the same gained nothing (a sliver is then 192-byte pieces of
     rows 4 KiB apart)."""
     packed_ops = dataclasses.replace(ops, b=scratch, b_t=False)
-
-    def in_two_passes() -> None:
+    if not ops.b_t:
         pack(k, (scratch, ops.b), (ops.n, ops.kdim), ops.b_t)
         emit(k, packed_ops)
-
-    if not ops.b_t:
-        in_two_passes()
         return
-    tiles = _tiles(ops.c.elem)
-    slivers, row_tiles = _counts(k, ops, tiles)
-    # a loop over slivers shares well only with several a thread (an LSTM step's 3 went
-    # 2 and 1); two passes share (sliver, row tile) pairs
-    enough = k.mul(library.parallel_width(k), SLIVERS_PER_THREAD)
-    many = k.b.insert(arith.CmpiOp(k.index(slivers), k.index(enough), "sge")).result
-    plan = (ops, packed_ops)
-    k.if_else(many, lambda: _sliver_by_sliver(k, plan, (slivers, row_tiles)), in_two_passes)
+    _sliver_by_sliver(k, (ops, packed_ops))
 
 
-def _sliver_by_sliver(
-    k: Kernel, plan: tuple[mk.Operands, mk.Operands], counts: tuple[DimV, DimV]
-) -> None:
-    """`emit_whole_k` for a B stored [N, K], a sliver at a time (its pack, then its
-    tiles) in one parallel loop; plan = (the operands, the same on the packed B)."""
+def _sliver_by_sliver(k: Kernel, plan: tuple[mk.Operands, mk.Operands]) -> None:
+    """`emit_whole_k` for a B stored [N, K], plan = (the operands, the same on the
+    packed B). With SLIVERS_PER_THREAD slivers a thread, threads share out slivers,
+    each packed (then its tiles run) by the thread that reads it. With fewer (an LSTM
+    step's 3 slivers went 2 and 1), B is packed in a pass of its own first and threads
+    share out (sliver, row tile) pairs. One loop runs both ways, its tile code emitted
+    once: a second copy made the micro-kernel's build 0.5 s longer."""
     ops, packed_ops = plan
     tiles = _tiles(ops.c.elem)
     width = tiles.nr * tiles.lanes
     per_line = pf.LINE_BYTES // dtypes.byte_size(ops.c.elem)
-    slivers, row_tiles = counts
-    with k.loop(slivers, parallel=True) as s:
+    slivers, row_tiles = _counts(k, ops, tiles)
+    enough = k.mul(library.parallel_width(k), SLIVERS_PER_THREAD)
+    many = k.compare("sge", slivers, enough)
+    bufs = (packed_ops.b, ops.b)
+    k.if_else(
+        k.compare("slt", slivers, enough), lambda: pack(k, bufs, (ops.n, ops.kdim), True), None
+    )
+    items = k.select(many, slivers, k.mul(slivers, row_tiles))
+    with k.loop(items, parallel=True) as item:
+        s = k.select(many, item, k.div(item, row_tiles))
+        first = k.select(many, 0, k.sub(item, k.mul(s, row_tiles)))
         j0 = k.mul(s, width)
         span = ((j0, k.add(j0, width)), (ops.n, ops.kdim))
-        _pack_column_range(k, tiles, (packed_ops.b, ops.b), span, parallel=False)
-        ahead = _next_sliver(k, ops, width, s)
-        with k.loop(row_tiles) as t:
+        k.if_else(many, lambda: _pack_column_range(k, tiles, bufs, span, False), None)
+        start, lines = _next_sliver(k, ops, width, s)
+        # packed already, B is read no more: every tile names one line, a cache hit
+        ahead = (start, k.select(many, lines, 1))
+        with k.loop(k.select(many, row_tiles, 1)) as step:
+            t = k.add(first, step)
             walk = pf.run_walk(k, ahead, t, ops.kdim, per_line)
             _tile(k, packed_ops, tiles, (s, t), (None, (ops.b, walk)))
 
