@@ -188,7 +188,7 @@ def map_fn(
     fn: Callable[[KTensor], KTensor], elems: Any, name: str | None = None, dtype: Any = None
 ) -> KTensor:
     """fn applied to each element of `elems` along its first axis, stacked."""
-    xs = as_tensor(elems, where="K.map_fn")
+    xs = _sequence(elems, "K.map_fn")
     _, (out,) = scan(
         lambda steps, carries: ([], [as_tensor(fn(steps[0]), where="K.map_fn")]),
         [xs],
@@ -198,6 +198,14 @@ def map_fn(
     return out if dtype is None else cast(out, dtype)
 
 
+def _sequence(elems: Any, where: str) -> KTensor:
+    """`elems` as a tensor whose first axis is steps."""
+    xs = as_tensor(elems, where=where)
+    if xs.ndim == 0:
+        raise ValueError(f"{where}: elems must have rank >= 1 (steps on axis 0), got a scalar")
+    return xs
+
+
 def _fold(
     fn: Callable[[KTensor, KTensor], KTensor],
     elems: Any,
@@ -205,7 +213,7 @@ def _fold(
     reverse: bool,
     where_name: str,
 ) -> KTensor:
-    xs = as_tensor(elems, where=where_name)
+    xs = _sequence(elems, where_name)
     if reverse:
         xs = xs[::-1]
     if initializer is None:

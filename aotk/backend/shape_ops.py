@@ -120,6 +120,8 @@ def squeeze(x: Any, axis: int) -> KTensor:
     """Remove the size-1 axis `axis` (one unknown while tracing is checked at the call,
     as Keras's sparse_categorical_accuracy squeezes targets of shape (None, None))."""
     t = as_tensor(x, where="K.squeeze")
+    if t.ndim == 0:
+        raise ValueError("K.squeeze: x is a scalar, it has no axis to remove")
     pos = _axis(axis, t.ndim, "K.squeeze")
     if t.shape[pos] is None:
         return drop_axis(t, pos)
@@ -148,6 +150,8 @@ def bias_add(x: Any, bias: Any, data_format: str | None = None) -> KTensor:
     """Add a bias vector (or a tensor of rank ndim(x) - 1) along the channels axis."""
     fmt = check_data_format(data_format, "K.bias_add")
     t, b = as_tensor(x, where="K.bias_add"), as_tensor(bias, where="K.bias_add")
+    if t.ndim == 0:
+        raise ValueError("K.bias_add: x is a scalar, it has no channels axis")
     if b.ndim != 1 and b.ndim != t.ndim - 1:
         raise ValueError(
             f"K.bias_add: bias must be a vector or of rank {t.ndim - 1}, "

@@ -37,11 +37,13 @@ def update(x: KVariable, new_x: Any) -> KUpdate:
 
 def update_add(x: KVariable, increment: Any) -> KUpdate:
     """Add `increment` to a variable."""
+    x = _target(x, "K.update_add")
     return make_update(x, add(x, as_tensor(increment, x.dtype, "K.update_add")), "K.update_add")
 
 
 def update_sub(x: KVariable, decrement: Any) -> KUpdate:
     """Subtract `decrement` from a variable."""
+    x = _target(x, "K.update_sub")
     return make_update(
         x, subtract(x, as_tensor(decrement, x.dtype, "K.update_sub")), "K.update_sub"
     )
@@ -49,15 +51,21 @@ def update_sub(x: KVariable, decrement: Any) -> KUpdate:
 
 def moving_average_update(x: KVariable, value: Any, momentum: float) -> KUpdate:
     """x <- x * momentum + value * (1 - momentum)."""
+    x = _target(x, "K.moving_average_update")
     value = as_tensor(value, x.dtype, "K.moving_average_update")
     new = add(multiply(x, float(momentum)), multiply(value, 1.0 - float(momentum)))
     return make_update(x, new, "K.moving_average_update")
 
 
-def make_update(x: Any, value: Any, where: str) -> KUpdate:
-    """Check that `value` fits variable `x` and pair them."""
+def _target(x: Any, where: str) -> KVariable:
     if not isinstance(x, KVariable):
         raise TypeError(f"{where}: the target must be a variable, got {x!r}")
+    return x
+
+
+def make_update(x: Any, value: Any, where: str) -> KUpdate:
+    """Check that `value` fits variable `x` and pair them."""
+    x = _target(x, where)
     value = as_tensor(value, x.dtype, where)
     if value.dtype != x.dtype:
         raise TypeError(

@@ -158,6 +158,11 @@ RANK: list[Misuse] = _expecting(
         ("l2_normalize", lambda: K.l2_normalize(K.constant(1.0), axis=0)),
         ("batch_flatten", lambda: K.batch_flatten(K.constant(1.0))),
         ("gather", lambda: K.gather(K.constant(1.0), K.constant([0], dtype="int32"))),
+        ("squeeze", lambda: K.squeeze(K.constant(1.0), 0)),
+        ("bias_add", lambda: K.bias_add(K.constant(1.0), w(2))),
+        ("foldl", lambda: K.foldl(lambda acc, x: acc + x, K.constant(1.0))),
+        ("foldr", lambda: K.foldr(lambda acc, x: acc + x, 5)),
+        ("map_fn", lambda: K.map_fn(lambda x: x, K.constant(1.0))),
     ],
 )
 
@@ -238,6 +243,9 @@ VALUE: list[Misuse] = [
     ("set_learning_phase", lambda: K.set_learning_phase(2), ("phase",)),
     ("set_floatx", lambda: K.set_floatx("float128"), ("floatx",)),
     ("set_image_data_format", lambda: K.set_image_data_format("nchw"), ("data_format",)),
+    ("update_add", lambda: K.update_add(5, x2()), ("variable",)),
+    ("update_sub", lambda: K.update_sub(x2(), 1.0), ("variable",)),
+    ("moving_average_update", lambda: K.moving_average_update(1.5, x2(), 0.9), ("variable",)),
 ]
 
 CATALOGUE: list[Misuse] = [*AXIS, *DATA_FORMAT, *PADDING, *RANK, *SHAPE, *DTYPE, *VALUE]
