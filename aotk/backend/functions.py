@@ -19,6 +19,13 @@ def function(
     """Compile `outputs` as a function of the placeholders `inputs`."""
     if kwargs:
         raise TypeError(f"K.function: unexpected keyword arguments {sorted(kwargs)}")
+    # checked before anything iterates them: a tensor would be iterated along its first axis
+    if not isinstance(inputs, list | tuple):
+        raise TypeError(f"K.function: inputs must be a list of placeholders, got {inputs!r}")
+    if not isinstance(outputs, list | tuple | trace.KTensor):
+        raise TypeError(f"K.function: outputs must be a tensor or a list, got {outputs!r}")
+    if updates is not None and not isinstance(updates, list | tuple):
+        raise TypeError(f"K.function: updates must be a list, got {updates!r}")
     return _function.Function(list(inputs), outputs, _updates(updates), name=name)
 
 

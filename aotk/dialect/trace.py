@@ -123,6 +123,11 @@ class KTensor:
             raise TypeError(f"len() of {self!r} is not known at trace time")
         return self.shape[0]
 
+    def __iter__(self) -> Iterator[KTensor]:
+        """The slices along the first axis, which must be of known size: Python's
+        fallback iteration (`__getitem__` until IndexError) never ends on an unknown one."""
+        return (self[i] for i in range(len(self)))
+
     if TYPE_CHECKING:  # installed by aotk.backend.operators
 
         def __getitem__(self, key: Any) -> KTensor: ...

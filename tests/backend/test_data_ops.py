@@ -846,3 +846,19 @@ def test_getitem_slicing(rng):
     calls = [arrays(rng, [(2, 3, 4), (3, 4, 2)], ["float32", "int32"])]
     calls.append(arrays(rng, [(2, 3, 4), (1, 4, 5)], ["float32", "int32"]))
     check([x, y], outs, expect, calls)
+
+
+def test_iterating_a_tensor_needs_its_first_axis_known(rng):
+    """A tensor iterates as its slices along axis 0, like an array; with that axis
+    unknown (or none) it is a TypeError, not Python's fallback loop over x[0], x[1], ...
+    which never meets an IndexError there."""
+    x = K.placeholder((2, 3))
+    parts = list(x)
+    assert [p.shape for p in parts] == [(3,), (3,)]
+    a = rng.normal(size=(2, 3)).astype("float32")
+    got = K.function([x], parts)([a])
+    np.testing.assert_array_equal(got[0], a[0])
+    np.testing.assert_array_equal(got[1], a[1])
+    for unknown in (K.placeholder((None, 3)), K.constant(1.0)):
+        with pytest.raises(TypeError, match="not known at trace time"):
+            iter(unknown)
