@@ -263,6 +263,12 @@ def test_a_function_without_inputs():
     assert out[0].shape == () and out[0].dtype == np.float64 and out[0] == 1.5
 
 
+def test_a_function_of_nothing_to_nothing_returns_no_outputs():
+    """Still compiled: its entry points (the workspace size one too) exist."""
+    assert Function([], [])([]) == []
+    assert Function([placeholder((2,), "float32", "x")], [])([np.ones(2, np.float32)]) == []
+
+
 def test_inputs_must_be_placeholders():
     x = placeholder((2,), "float32", "x")
     y = emit(un.NegOp, x)

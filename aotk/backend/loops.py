@@ -217,6 +217,8 @@ def _fold(
     if reverse:
         xs = xs[::-1]
     if initializer is None:
+        if xs.shape[0] == 0:
+            raise ValueError(f"{where_name}: elems is empty and there is no initializer")
         acc, xs = xs[0], xs[1:]
     else:
         acc = as_tensor(initializer, xs.dtype, where_name)

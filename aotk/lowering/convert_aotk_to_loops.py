@@ -373,9 +373,14 @@ class ConvertAotkToLoopsPass(ModulePass):
 
 
 def _on_tensors(fn: func.FuncOp) -> bool:
+    """Whether `fn` is aotk's to lower: it has tensors or aotk ops, or it is a traced
+    function (one of nothing to nothing, `K.function([], [])`, still gets its entry
+    points)."""
     types = [*fn.function_type.inputs, *fn.function_type.outputs]
-    return any(isinstance(t, TensorType) for t in types) or any(
-        is_registered(o) for o in ops_within(fn)
+    return (
+        metadata.ARG_NAMES in fn.attributes
+        or any(isinstance(t, TensorType) for t in types)
+        or any(is_registered(o) for o in ops_within(fn))
     )
 
 

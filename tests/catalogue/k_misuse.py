@@ -246,6 +246,7 @@ VALUE: list[Misuse] = [
     ("set_learning_phase", lambda: K.set_learning_phase(2), ("phase",)),
     ("set_floatx", lambda: K.set_floatx("float128"), ("floatx",)),
     ("set_image_data_format", lambda: K.set_image_data_format("nchw"), ("data_format",)),
+    ("foldl", lambda: K.foldl(lambda acc, x: acc + x, K.placeholder((0, 3))), ("empty",)),
     ("update_add", lambda: K.update_add(5, x2()), ("variable",)),
     ("update_sub", lambda: K.update_sub(x2(), 1.0), ("variable",)),
     ("moving_average_update", lambda: K.moving_average_update(1.5, x2(), 0.9), ("variable",)),
