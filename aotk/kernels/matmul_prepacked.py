@@ -259,18 +259,16 @@ def _sliver_by_sliver(k: Kernel, plan: tuple[mk.Operands, mk.Operands]) -> None:
     each packed (then its tiles run) by the thread that reads it. With fewer (an LSTM
     step's 3 slivers went 2 and 1), B is packed in a pass of its own first and threads
     share out (sliver, row tile) pairs. One loop runs both ways, its tile code emitted
-    once: a second copy made the micro-kernel's build 0.5 s longer."""
+    once: a second copy made the micro-kernel's build 0.3-0.4 s longer."""
     ops, packed_ops = plan
     tiles = _tiles(ops.c.elem)
     width = tiles.nr * tiles.lanes
     per_line = pf.LINE_BYTES // dtypes.byte_size(ops.c.elem)
     slivers, row_tiles = _counts(k, ops, tiles)
     enough = k.mul(library.parallel_width(k), SLIVERS_PER_THREAD)
-    many = k.compare("sge", slivers, enough)
+    many, few = k.compare("sge", slivers, enough), k.compare("slt", slivers, enough)
     bufs = (packed_ops.b, ops.b)
-    k.if_else(
-        k.compare("slt", slivers, enough), lambda: pack(k, bufs, (ops.n, ops.kdim), True), None
-    )
+    k.if_else(few, lambda: pack(k, bufs, (ops.n, ops.kdim), True), None)
     items = k.select(many, slivers, k.mul(slivers, row_tiles))
     with k.loop(items, parallel=True) as item:
         s = k.select(many, item, k.div(item, row_tiles))
