@@ -285,7 +285,7 @@ def _sliver_by_sliver(k: Kernel, plan: tuple[mk.Operands, mk.Operands]) -> None:
             _tile(k, packed_ops, tiles, (s, t), (None, (ops.b, walk)))
 
 
-def _next_sliver(k: Kernel, ops: mk.Operands, width: int, s: SSAValue) -> tuple[DimV, DimV]:
+def _next_sliver(k: Kernel, ops: mk.Operands, width: int, s: DimV) -> tuple[DimV, DimV]:
     """(first element, lines) of the stored rows of the sliver after s in a B stored
     [N, K] (of sliver s itself, for the last): they are contiguous."""
     n = ops.n
