@@ -276,7 +276,7 @@ def _sliver_by_sliver(k: Kernel, plan: tuple[mk.Operands, mk.Operands]) -> None:
         j0 = k.mul(s, width)
         span = ((j0, k.add(j0, width)), (ops.n, ops.kdim))
         k.if_else(many, lambda: _pack_column_range(k, tiles, bufs, span, False), None)
-        start, lines = _next_sliver(k, ops, width, s)
+        start, lines = _next_sliver(k, ops, (width, per_line), s)
         # packed already, B is read no more: every tile names one line, a cache hit
         ahead = (start, k.select(many, lines, 1))
         with k.loop(k.select(many, row_tiles, 1)) as step:
@@ -285,14 +285,14 @@ def _sliver_by_sliver(k: Kernel, plan: tuple[mk.Operands, mk.Operands]) -> None:
             _tile(k, packed_ops, tiles, (s, t), (None, (ops.b, walk)))
 
 
-def _next_sliver(k: Kernel, ops: mk.Operands, width: int, s: DimV) -> tuple[DimV, DimV]:
+def _next_sliver(k: Kernel, ops: mk.Operands, sizes: tuple[int, int], s: DimV) -> tuple[DimV, DimV]:
     """(first element, lines) of the stored rows of the sliver after s in a B stored
-    [N, K] (of sliver s itself, for the last): they are contiguous."""
-    n = ops.n
+    [N, K] (of sliver s itself, for the last): they are contiguous. sizes = (columns a
+    sliver, elements a cache line)."""
+    (width, per_line), n = sizes, ops.n
     j = k.mul(k.add(s, 1), width)
     more = k.b.insert(arith.CmpiOp(k.index(j), k.index(n), "slt")).result
     j = k.select(more, j, k.mul(s, width))
-    per_line = pf.LINE_BYTES // dtypes.byte_size(ops.c.elem)
     elements = k.mul(k.sub(k.min(k.add(j, width), n), j), ops.kdim)
     return k.mul(j, ops.kdim), k.div(k.add(elements, per_line - 1), per_line)
 
