@@ -54,7 +54,8 @@ def lower_scalar(k: Kernel, op: AotkOp, xs: list[SSAValue]) -> SSAValue:
     elems = [elem_of(v.type) for v in op.operands]
     rule = lookup(op).lower
     assert rule is not None, f"{op.name} has no scalar rule"
-    return rule(k.b, xs, elems, elem_of(op.results[0].type), **op.attrs())
+    out = elem_of(op.results[0].type)
+    return s.rounded(k.b, rule(k.b, xs, elems, out, **op.attrs()), out)
 
 
 def float_type(x: Attribute, **_: Any) -> Attribute:

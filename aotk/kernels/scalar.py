@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     IntegerType,
+    VectorType,
     f32,
     i1,
     i64,
@@ -40,6 +41,21 @@ def compute_type(elem: Attribute) -> Attribute:
     if isinstance(elem, IntegerType):
         return IntegerType(elem.width.data)
     return elem
+
+
+def rounded(b: Builder, value: SSAValue, elem: Attribute) -> SSAValue:
+    """`value`, an op's result computed in its compute type, rounded to `elem` where that
+    is narrower (float16): each op of a fused chain then rounds as NumPy's float16 ops
+    do, and the chain gives the oracle's results, not more precise ones (float16's
+    1 - clip(x, 1e-7, 1 - 1e-7) is 0 at x = 1, where float32 intermediates gave 1e-7 and
+    a binary cross-entropy then 16 where NumPy gives inf). LLVM drops the round trip
+    where the value is stored right after."""
+    if not isinstance(elem, Float16Type):
+        return value
+    wide = value.type
+    narrow = VectorType(elem, wide.get_shape()) if isinstance(wide, VectorType) else elem
+    half = insert(b, arith.TruncFOp(value, narrow))
+    return insert(b, arith.ExtFOp(half, wide))
 
 
 def storage_type(elem: Attribute) -> Attribute:
