@@ -9,6 +9,7 @@ and publishes its entry point, so every JIT module that calls it resolves it by 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,7 +21,16 @@ from xdsl.dialects.builtin import ModuleOp
 
 from aotk import gc_pause, micro_kernel_helper, timing
 from aotk.codegen import jit, llvm_ir, native_runtime
-from aotk.kernels import library
+from aotk.kernels import heuristics, library
+
+
+@dataclass(frozen=True)
+class Target:
+    """A CPU to compile for: LLVM's name and features, and `heuristics.isa_of` it."""
+
+    cpu: str
+    features: str
+    isa: str
 
 
 @dataclass(frozen=True)
@@ -45,20 +55,33 @@ def lowered_module(names: Iterable[str]) -> ModuleOp:
     return pipeline.lower_emitted_loops(library.module(sorted(names)))
 
 
-def generate(name: str, cpu: str | None = None, features: str | None = None) -> jit.NativeCode:
-    """Object code of one micro-kernel for `cpu`/`features` (default: this host)."""
-    with timing.stage(f"micro-kernel {name}"), gc_pause.paused():
+def generate(
+    name: str, cpu: str | None = None, features: str | None = None, isa: str | None = None
+) -> jit.NativeCode:
+    """Object code of one micro-kernel for `cpu`/`features` (default: this host), tiled
+    for the registers of `isa` (`heuristics.isa_of` the target; default the host's)."""
+    with (
+        timing.stage(f"micro-kernel {name}"),
+        gc_pause.paused(),
+        heuristics.tiled_for(isa or heuristics.host_isa()),
+    ):
         return jit.generate(lowered_module([name]), cpu, features, micro_kernel=True)
 
 
-def cached(name: str, cpu: str | None = None, features: str | None = None) -> jit.NativeCode:
+def cached(
+    name: str, cpu: str | None = None, features: str | None = None, isa: str | None = None
+) -> jit.NativeCode:
     """`generate`'s result through the on-disk cache (compiled only on a miss)."""
     global BUILT
     from aotk import compile_cache
 
-    cpu, features = cpu or llvm_ir.host_cpu(), features or llvm_ir.host_features()
+    cpu = llvm_ir.host_cpu() if cpu is None else cpu
+    features = llvm_ir.host_features() if features is None else features
+    isa = heuristics.host_isa() if isa is None else isa
     code, compiled = compile_cache.get_or_compile(
-        _key(name, cpu, features), lambda: generate(name, cpu, features), section=_SECTION
+        _key(name, cpu, features, isa),
+        lambda: generate(name, cpu, features, isa),
+        section=_SECTION,
     )
     BUILT += compiled
     return code
@@ -69,8 +92,8 @@ def uncached(names: Sequence[str]) -> list[str] | None:
     when there is no usable cache."""
     from aotk import compile_cache
 
-    cpu, features = llvm_ir.host_cpu(), llvm_ir.host_features()
-    found = [compile_cache.stored(_key(name, cpu, features), _SECTION) for name in names]
+    cpu, features, isa = llvm_ir.host_cpu(), llvm_ir.host_features(), heuristics.host_isa()
+    found = [compile_cache.stored(_key(name, cpu, features, isa), _SECTION) for name in names]
     if None in found:
         return None
     return [name for name, hit in zip(names, found, strict=True) if not hit]
@@ -95,10 +118,10 @@ def build_as_helper(names: Sequence[str]) -> int:
     return 0
 
 
-def _key(name: str, cpu: str, features: str) -> str:
+def _key(name: str, cpu: str, features: str, isa: str) -> str:
     from aotk import compile_cache
 
-    return compile_cache.entry_key(f"micro-kernel {name}", cpu, features)
+    return compile_cache.entry_key(f"micro-kernel {name} tiled for {isa}", cpu, features)
 
 
 def load(code: jit.NativeCode) -> jit.CompiledModule:
@@ -165,18 +188,20 @@ def _link(symbol: str, objects: tuple[bytes, ...]) -> None:
 
 
 def export_objects(
-    llvm_ir_text: str, cpu: str, features: str, prefix: str, also: Iterable[str] = ()
+    llvm_ir_text: str, target: Target, prefix: str, also: Iterable[str] = ()
 ) -> dict[str, bytes]:
     """Objects of the micro-kernels an exported module calls (and of the symbols `also`,
-    which its runtime calls), for `cpu`/`features`, their functions renamed
-    `<prefix><symbol>` and hidden as the module's own are."""
+    which its runtime calls), for `target`, their functions renamed `<prefix><symbol>`
+    and hidden as the module's own are."""
     objects = {}
-    tm = llvm_ir.target_machine(cpu, features, jit=False)
+    tm = llvm_ir.target_machine(target.cpu, target.features, jit=False)
     names = [library.lookup(s).name for s in sorted(library.called(llvm_ir_text) | set(also))]
-    with helped(names):
-        sources = [cached(name) for name in names]
+    if target.isa == heuristics.host_isa():
+        with helped(names):  # the host's LLVM IR serves
+            sources = [cached(name) for name in names]
+    else:
+        sources = [cached(name, *dataclasses.astuple(target)) for name in names]
     for name, source in zip(names, sources, strict=True):
-        # the host's LLVM IR, optimized again for the target
         objects[f"uk_{name}.o"] = jit.generate_from_ir(
             source.source_ir, source.signatures, tm, prefix, micro_kernel=True
         ).objects[0]

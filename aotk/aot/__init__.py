@@ -22,6 +22,7 @@ from aotk.aot.loader import load
 if TYPE_CHECKING:
     from aotk.weight_packs import Pack
 from aotk.dialect.base import shape_of
+from aotk.kernels import heuristics
 
 MAX_RANK = 8
 MAX_DYNAMIC_DIMS = 64
@@ -68,11 +69,18 @@ def export(
     key = None if signing_key is None else signing.check_key(signing_key, where)
     say = progress or (lambda _: None)
     cpu, features, needed = build.resolve_target(target_cpu, target_features, where)
-    say("analysing the signature")
-    spec, arrays = _spec(fn, name, weights, cpu, needed, max_dim, where)
-    say(f"lowering and generating code for {cpu}")
+    target = micro_kernels.Target(cpu, features, heuristics.isa_of(needed))
     prefix = f"aotk_{name}_"
-    code = _native_code(fn, cpu, features, prefix)
+    # tiled for the target's vector registers, which may be half as many and as wide as
+    # the host's (an AVX2 target's code tiled for AVX-512 spilled: 3-4x slower)
+    with heuristics.tiled_for(target.isa):
+        say("analysing the signature")
+        spec, arrays = _spec(fn, name, weights, cpu, needed, max_dim, where)
+        say(f"lowering and generating code for {cpu}")
+        code, packs = _native_code(fn, target, prefix)
+        spec = _with_packs(spec, packs, prefix)
+        packers = {p.packer.removeprefix(prefix) for p in spec.packs}
+        kernels = micro_kernels.export_objects(code.llvm_ir, target, prefix, packers)
     blob = layout.blob(spec.slots, arrays, spec.fingerprint)
     out = Path(out_dir)
     outputs = [f"lib{name}.so", f"lib{name}.a", f"{name}.h", "aotk_rt.h"]
@@ -80,8 +88,6 @@ def export(
         objects = [f"kernels{i}.o" for i in range(len(code.objects))]
         for file, obj in zip(objects, code.objects, strict=True):
             (stage / file).write_bytes(obj)
-        packers = {p.packer.removeprefix(prefix) for p in spec.packs}
-        kernels = micro_kernels.export_objects(code.llvm_ir, cpu, features, prefix, packers)
         for file, obj in kernels.items():
             (stage / file).write_bytes(obj)
             objects.append(file)
@@ -109,16 +115,22 @@ def export(
     )
 
 
-def _native_code(fn: Any, cpu: str, features: str, prefix: str) -> Any:
-    """The kernels for the target: re-optimized from the JIT's LLVM IR when it has it."""
+def _native_code(fn: Any, target: micro_kernels.Target, prefix: str) -> tuple[Any, list[Pack]]:
+    """The kernels for the target, and the packed weights they read: re-optimized from
+    the JIT's LLVM IR when it has it and the target's registers are the host's, else
+    lowered again from the traced module, its weights packed for the target's tiles (a
+    weight too narrow to pack for the host's may be wide enough for the target's)."""
+    from aotk import weight_packs
     from aotk.codegen import jit, llvm_ir
     from aotk.function import lower_to_native
 
     source = fn._compiled.code
-    if not source.source_ir:
-        return lower_to_native(fn.module, cpu, features, prefix)
-    tm = llvm_ir.target_machine(cpu, features, jit=False)
-    return jit.generate_from_ir(source.source_ir, source.signatures, tm, prefix)
+    if source.source_ir and target.isa == heuristics.host_isa():
+        tm = llvm_ir.target_machine(target.cpu, target.features, jit=False)
+        return jit.generate_from_ir(source.source_ir, source.signatures, tm, prefix), fn._packs
+    n_inputs = len(fn._inputs.names)
+    module, packs = weight_packs.plan(fn.module, n_inputs, fn.captures, fn._updated)
+    return lower_to_native(module, target.cpu, target.features, prefix), packs
 
 
 def _check_arguments(fn: Any, name: str, weights: str, max_dim: int, where: str) -> None:
@@ -186,7 +198,7 @@ def _spec(
         features=sorted(needed, key=lambda f: (f not in cgen.CHECKABLE_FEATURES, f)),
         loader_info=_loader_info(fn, name, slots),
     )
-    return _with_packs(spec, fn._packs, f"aotk_{name}_"), arrays
+    return spec, arrays
 
 
 def _with_packs(spec: cgen.ModelSpec, packs: list[Pack], prefix: str) -> cgen.ModelSpec:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from aotk.kernels.kernel import DimV
@@ -21,7 +24,9 @@ L2_BYTES = 1024 * 1024
 VECTOR_BYTES = 32
 # (bytes per vector register, registers) by instruction set
 VECTOR_SHAPES = {"avx2": (32, 16), "avx512": (64, 32)}
-_pinned: list[str] = []  # the instruction set kernels are tiled for, when not the host's
+# the instruction set kernels are tiled for, when not the host's: per thread, so an
+# export for another CPU does not change what a JIT compile on another thread tiles for
+_pinned: ContextVar[str | None] = ContextVar("aotk_tiled_for", default=None)
 
 
 def pin_vector_shape(isa: str | None) -> None:
@@ -31,7 +36,31 @@ def pin_vector_shape(isa: str | None) -> None:
     LLVM splits or merges vectors, but only the host's shape is fast."""
     if isa is not None and isa not in VECTOR_SHAPES:
         raise ValueError(f"tiles for {isa!r}: expected one of {', '.join(VECTOR_SHAPES)}")
-    _pinned[:] = [] if isa is None else [isa]
+    _pinned.set(isa)
+
+
+@contextmanager
+def tiled_for(isa: str) -> Iterator[None]:
+    """Kernels lowered in the block are tiled for `isa` (`isa_of` a target's features)."""
+    previous = _pinned.get()
+    pin_vector_shape(isa)
+    try:
+        yield
+    finally:
+        _pinned.set(previous)
+
+
+def isa_of(features: Iterable[str]) -> str:
+    """The key of VECTOR_SHAPES that code for a CPU with `features` (names without a
+    sign: "avx2") is tiled for."""
+    return "avx512" if {"avx512f", "avx512vl"} <= set(features) else "avx2"
+
+
+def host_isa() -> str:
+    """`isa_of` this host's features."""
+    from aotk.codegen import llvm_ir
+
+    return isa_of(f[1:] for f in llvm_ir.host_features().split(",") if f.startswith("+"))
 
 
 def vector_registers() -> int:
@@ -45,15 +74,12 @@ def vector_shape() -> tuple[int, int]:
     LLVM emits explicit 512-bit vector ops as zmm code on AVX-512 hosts (its own loop
     vectorizer stays at 256 bits there), which has 32 of them; AVX2 has 16 of 32 bytes.
     """
-    return VECTOR_SHAPES[_pinned[0]] if _pinned else _host_vector_shape()
+    return VECTOR_SHAPES[_pinned.get() or _host_isa()]
 
 
 @functools.cache
-def _host_vector_shape() -> tuple[int, int]:
-    from aotk.codegen import llvm_ir
-
-    features = set(llvm_ir.host_features().split(","))
-    return VECTOR_SHAPES["avx512" if {"+avx512f", "+avx512vl"} <= features else "avx2"]
+def _host_isa() -> str:
+    return host_isa()
 
 
 @dataclass(frozen=True)

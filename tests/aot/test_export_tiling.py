@@ -1,0 +1,86 @@
+"""An export for another CPU is tiled for that CPU's vector registers, not the host's."""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import assert_close
+from export_helpers import mlp
+
+import aotk
+from aotk import backend as K
+from aotk import shipping
+from aotk.aot import build
+from aotk.codegen import jit
+from aotk.kernels import heuristics
+
+pytestmark = pytest.mark.aot
+
+
+def _exported_ir(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The LLVM IR texts an export hands to LLVM (the model's and each micro-kernel's)."""
+    texts: list[str] = []
+    generate = jit.generate_from_ir
+
+    def recording(text: str, *args: Any, **kwargs: Any) -> jit.NativeCode:
+        texts.append(text)
+        return generate(text, *args, **kwargs)
+
+    monkeypatch.setattr(jit, "generate_from_ir", recording)
+    return texts
+
+
+def _float_lanes(texts: list[str]) -> set[int]:
+    return {int(n) for text in texts for n in re.findall(r"<(\d+) x float>", text)}
+
+
+def _cnn() -> Any:
+    x = K.placeholder((None, 12, 12, 8))
+    w = K.variable(np.random.default_rng(3).standard_normal((3, 3, 8, 16)).astype(np.float32))
+    y = K.relu(K.conv2d(x, w, padding="same"))
+    return K.function([x], [K.softmax(K.reshape(y, (-1, 12 * 12 * 16)))])
+
+
+@pytest.mark.parametrize("cpu, widest", [("x86-64-v3", 8), ("x86-64-v4", 16)])
+def test_an_export_is_tiled_for_its_targets_registers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpu: str, widest: int
+) -> None:
+    """AVX2 has 16 registers of 8 floats, AVX-512 32 of 16: the matmul's register tiles,
+    the conv's and the row reductions' vectors follow the target. Tiled for an AVX-512
+    host, an AVX2 library's vectors were split in two and its tiles spilled."""
+    rng = np.random.default_rng(0)
+    # the MLP's weights are packed once: 40 x 20 is narrower than an AVX-512 sliver (48
+    # floats), not than an AVX2 one (16)
+    functions = [mlp(rng, (40, 20, 96, 7)), _cnn()]
+    texts = _exported_ir(monkeypatch)
+    exported = [
+        aotk.export(f, tmp_path / str(i), f"m{i}", target_cpu=cpu) for i, f in enumerate(functions)
+    ]
+    assert len(texts) >= 4  # two models, and the micro-kernels they call
+    assert max(_float_lanes(texts)) == widest
+    if shipping.missing_features(",".join(f"+{f}" for f in build.X86_LEVELS[cpu])):
+        return  # the code cannot run here
+    inputs = [rng.standard_normal((5, 40)), rng.standard_normal((3, 12, 12, 8))]
+    for f, e, x in zip(functions, exported, inputs, strict=True):
+        x = x.astype(np.float32)
+        got, want = np.asarray(aotk.load(e.library)([x])), np.asarray(f([x]))
+        assert_close(got, want, msg=cpu)  # another tiling sums in another order
+
+
+def test_tiling_for_a_target_leaves_other_threads_tiling_for_the_host() -> None:
+    """An export pins the tiles on its own thread: a JIT compile elsewhere meanwhile
+    still tiles for the host."""
+    host = heuristics.vector_shape()
+    other = "avx2" if heuristics.host_isa() == "avx512" else "avx512"
+    seen: list[tuple[int, int]] = []
+    with heuristics.tiled_for(other):
+        assert heuristics.vector_shape() == heuristics.VECTOR_SHAPES[other] != host
+        thread = threading.Thread(target=lambda: seen.append(heuristics.vector_shape()))
+        thread.start()
+        thread.join()
+    assert seen == [host] and heuristics.vector_shape() == host
