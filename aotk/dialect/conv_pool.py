@@ -82,9 +82,8 @@ def check_tiled(conv: Attribute, kernel: Attribute, **attrs: Any) -> None:
     channels = shape_of(conv)[-1]
     assert channels is not None  # the kernel's shape is static
     if conv_tile.tile_shape(dtypes.byte_size(elem), channels)[2] == 0:  # no vector to tile
-        raise ValueError(
-            f"expected output channels of at least {heuristics.VECTOR_BYTES} bytes, got {channels}"
-        )
+        least = heuristics.narrow_vector_bytes()
+        raise ValueError(f"expected output channels of at least {least} bytes, got {channels}")
 
 
 def pooled_type(conv: Attribute, pool: dict[str, Any]) -> Attribute:

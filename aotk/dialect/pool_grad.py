@@ -249,7 +249,7 @@ def _channels(
         with k.loop(channels) as c:
             body(c, _Lanes(k, None, None, accumulate))
         return
-    vt = VectorType(elem, [heuristics.VECTOR_BYTES // dtypes.byte_size(elem)])
+    vt = VectorType(elem, [heuristics.narrow_vector_bytes() // dtypes.byte_size(elem)])
     mk.vector_loop(k, channels, vt, lambda c, mask: body(c, _Lanes(k, vt, mask, accumulate)))
 
 

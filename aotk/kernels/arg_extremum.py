@@ -62,7 +62,7 @@ def emit_rows(k: Kernel, out: Buf, x: Buf, rows: tuple[DimV, DimV], kind: str) -
 def emit_strided(k: Kernel, out: Buf, x: Buf, dims: tuple[DimV, DimV, DimV], kind: str) -> None:
     """out[o, j] = arg`kind` of x[o, :, j] for `dims` = (outer, n >= 1, inner)."""
     outer, n, inner = dims
-    vt = VectorType(x.elem, [heuristics.VECTOR_BYTES // dtypes.byte_size(x.elem)])
+    vt = VectorType(x.elem, [heuristics.narrow_vector_bytes() // dtypes.byte_size(x.elem)])
     width = WALK_VECTORS * vt.get_shape()[0]
     blocks = k.div(k.add(inner, width - 1), width)
     with k.loop(k.mul(outer, blocks), parallel=True) as item:

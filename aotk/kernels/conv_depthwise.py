@@ -73,7 +73,7 @@ def _channels(
 ) -> None:
     """Every channel of one output position: whole vectors, then one masked vector."""
     out, x, w = bufs
-    vt = VectorType(out.elem, [heuristics.VECTOR_BYTES // dtypes.byte_size(out.elem)])
+    vt = VectorType(out.elem, [heuristics.narrow_vector_bytes() // dtypes.byte_size(out.elem)])
 
     def accumulate(c: DimV, mask: SSAValue | None) -> None:
         acc = mk.splat(k, const(k.b, 0, out.elem), vt)
@@ -91,7 +91,7 @@ def emit_filter_grad(k: Kernel, dw: Buf, grad: Buf, x: Buf, g: Geometry) -> None
     x[n, p * strides + tap * dilation - pad, c] * grad[n, p, c], taps inside the input."""
     channels = dw.dims[-1]
     assert isinstance(channels, int)
-    lanes = heuristics.VECTOR_BYTES // dtypes.byte_size(dw.elem)
+    lanes = heuristics.narrow_vector_bytes() // dtypes.byte_size(dw.elem)
     vt = VectorType(dw.elem, [lanes])
     width = BLOCK_VECTORS * lanes
     zero = mk.splat(k, const(k.b, 0, dw.elem), vt)

@@ -86,7 +86,7 @@ def tile_shape(elem_bytes: int, n_out: int) -> tuple[int, int, int]:
     lanes = (
         widest // elem_bytes
         if n_out * elem_bytes >= widest
-        else heuristics.VECTOR_BYTES // elem_bytes
+        else heuristics.narrow_vector_bytes() // elem_bytes
     )
     # AVX2: 5 x 2 accumulators, 10 independent FMAs, enough to cover two FMA pipes' 5
     # cycles of latency; on a Zen 1 host W5's second conv took 76 ms with 4 rows, 72 with

@@ -23,7 +23,7 @@ L2_BYTES = 1024 * 1024
 # conv tiles' whose output channels do not fill a zmm.
 VECTOR_BYTES = 32
 # (bytes per vector register, registers) by instruction set
-VECTOR_SHAPES = {"avx2": (32, 16), "avx512": (64, 32)}
+VECTOR_SHAPES = {"sse": (16, 16), "avx2": (32, 16), "avx512": (64, 32)}
 # the instruction set kernels are tiled for, when not the host's: per thread, so an
 # export for another CPU does not change what a JIT compile on another thread tiles for
 _pinned: ContextVar[str | None] = ContextVar("aotk_tiled_for", default=None)
@@ -52,8 +52,11 @@ def tiled_for(isa: str) -> Iterator[None]:
 
 def isa_of(features: Iterable[str]) -> str:
     """The key of VECTOR_SHAPES that code for a CPU with `features` (names without a
-    sign: "avx2") is tiled for."""
-    return "avx512" if {"avx512f", "avx512vl"} <= set(features) else "avx2"
+    sign: "avx2") is tiled for: AVX without AVX2 has AVX2's float registers."""
+    have = set(features)
+    if {"avx512f", "avx512vl"} <= have:
+        return "avx512"
+    return "avx2" if "avx" in have else "sse"
 
 
 def host_isa() -> str:
@@ -63,8 +66,14 @@ def host_isa() -> str:
     return isa_of(f[1:] for f in llvm_ir.host_features().split(",") if f.startswith("+"))
 
 
+def narrow_vector_bytes() -> int:
+    """Bytes of the vectors of memory-bound kernels and of conv tiles whose output
+    channels do not fill the widest: VECTOR_BYTES, or the target's when narrower (SSE)."""
+    return min(VECTOR_BYTES, vector_shape()[0])
+
+
 def vector_registers() -> int:
-    """Vector registers of the target: AVX-512VL gives 32 (also as ymm), AVX2 16."""
+    """Vector registers of the target: AVX-512VL gives 32 (also as ymm), AVX2 and SSE 16."""
     return vector_shape()[1]
 
 

@@ -192,7 +192,7 @@ def row_extremum(k: Kernel, x: Buf, row: tuple[DimV, DimV], kind: str) -> SSAVal
         return _fold(
             k, width, lowest, lambda m, i: _keep(k, m, k.load_flat(x, k.add(start, i)), kind)
         )
-    vt = VectorType(x.elem, [heuristics.VECTOR_BYTES // dtypes.byte_size(x.elem)])
+    vt = VectorType(x.elem, [heuristics.narrow_vector_bytes() // dtypes.byte_size(x.elem)])
     chunk = ROW_MAX_ACCUMULATORS * vt.get_shape()[0]
     chunks = k.div(width, chunk)
     peak = _vector_extremum(k, x, (start, chunks), splat(k, lowest, vt), kind)

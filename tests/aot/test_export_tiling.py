@@ -46,13 +46,14 @@ def _cnn() -> Any:
     return K.function([x], [K.softmax(K.reshape(y, (-1, 12 * 12 * 16)))])
 
 
-@pytest.mark.parametrize("cpu, widest", [("x86-64-v3", 8), ("x86-64-v4", 16)])
+@pytest.mark.parametrize("cpu, widest", [("x86-64-v2", 4), ("x86-64-v3", 8), ("x86-64-v4", 16)])
 def test_an_export_is_tiled_for_its_targets_registers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpu: str, widest: int
 ) -> None:
-    """AVX2 has 16 registers of 8 floats, AVX-512 32 of 16: the matmul's register tiles,
-    the conv's and the row reductions' vectors follow the target. Tiled for an AVX-512
-    host, an AVX2 library's vectors were split in two and its tiles spilled."""
+    """SSE has 16 registers of 4 floats, AVX2 16 of 8, AVX-512 32 of 16: the matmul's
+    register tiles, the conv's and the row reductions' vectors follow the target. Tiled
+    for an AVX-512 host, an AVX2 library's vectors were split in two and its tiles
+    spilled."""
     rng = np.random.default_rng(0)
     # the MLP's weights are packed once: 40 x 20 is narrower than an AVX-512 sliver (48
     # floats), not than an AVX2 one (16)
@@ -84,3 +85,45 @@ def test_tiling_for_a_target_leaves_other_threads_tiling_for_the_host() -> None:
         thread.start()
         thread.join()
     assert seen == [host] and heuristics.vector_shape() == host
+
+
+def _kernel_families() -> tuple[Any, list[np.ndarray]]:
+    """One function through every kernel family whose vectors follow the tiling: matmul
+    (float32 and float64), conv tiles (wide and narrow channels, with an epilogue and a
+    max pool), depthwise conv, row reductions, arg max, and the gradients of a pool and
+    of a conv's weights; with its inputs. Every value is positive: tilings sum in their
+    own orders, and without cancellation each sum is then within the dtype's tolerance."""
+    rng = np.random.default_rng(5)
+
+    def positive(*shape: int, dtype: str = "float32") -> np.ndarray:
+        return rng.uniform(0.0, 0.25, shape).astype(dtype)
+
+    x = K.placeholder((2, 10, 10, 8))
+    m = K.placeholder((33, 70), dtype="float64")
+    w_wide, w_narrow = K.variable(positive(3, 3, 8, 24)), K.variable(positive(3, 3, 8, 4))
+    w_depth, w_dense = (
+        K.variable(positive(3, 3, 8, 1)),
+        K.variable(positive(70, 40, dtype="float64"), dtype="float64"),
+    )
+    wide = K.pool2d(K.relu(K.conv2d(x, w_wide, padding="same")), (2, 2))
+    narrow = K.conv2d(x, w_narrow)
+    depth = K.depthwise_conv2d(x, w_depth, padding="same")
+    rows = K.reshape(wide, (2, -1))
+    loss = K.sum(K.square(K.pool2d(x, (2, 2), pool_mode="avg"))) + K.sum(K.tanh(narrow))
+    outputs = [wide, narrow, depth, K.softmax(rows), K.logsumexp(rows, axis=1)]
+    outputs += [K.argmax(rows, axis=-1), K.dot(m, w_dense), *K.gradients(loss, [x, w_narrow])]
+    return K.function([x, m], outputs), [positive(2, 10, 10, 8), positive(33, 70, dtype="float64")]
+
+
+@pytest.mark.parametrize("cpu", ["x86-64-v2", "x86-64-v3"])
+def test_every_kernel_family_tiled_for_a_target_matches_the_jit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpu: str
+) -> None:
+    if shipping.missing_features(",".join(f"+{f}" for f in build.X86_LEVELS[cpu])):
+        pytest.skip(f"this CPU cannot run {cpu} code")
+    f, inputs = _kernel_families()
+    texts = _exported_ir(monkeypatch)
+    exported = aotk.load(aotk.export(f, tmp_path, "k", target_cpu=cpu).library)
+    assert max(_float_lanes(texts)) == {"x86-64-v2": 4, "x86-64-v3": 8}[cpu]
+    for i, (got, want) in enumerate(zip(exported(inputs), f(inputs), strict=True)):
+        assert_close(got, want, msg=f"{cpu} output {i}")
