@@ -65,7 +65,18 @@ def resolve_target(cpu: str | None, features: str | None, where: str) -> tuple[s
             )
     _check_features(features, where)
     needed = sorted(set(X86_LEVELS.get(cpu, ())) | set(required_features(features)))
+    if cpu != host and cpu not in X86_LEVELS:
+        features = _only_these(features)
     return cpu, features, needed
+
+
+def _only_these(features: str) -> str:
+    """`features` for a named CPU with every other feature switched off first (LLVM
+    applies the CPU's own features, then the string in order): the code then uses only
+    those the library checks. skylake-avx512 with '+avx2,+fma' had given code with
+    AVX-512's mask registers, for a library that checked AVX2 and FMA when it loaded."""
+    off = [f"-{name}" for name in llvm_ir.host_feature_map() if name not in X86_64_BASELINE]
+    return ",".join([*off, *filter(None, features.split(","))])
 
 
 def _checkable(feature: str) -> bool:

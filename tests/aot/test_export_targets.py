@@ -1,8 +1,11 @@
-"""An export for another CPU is tiled for that CPU's vector registers, not the host's."""
+"""An export for another CPU: tiled for that CPU's vector registers, not the host's, and
+using only the features the library checks when it loads."""
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -127,3 +130,21 @@ def test_every_kernel_family_tiled_for_a_target_matches_the_jit(
     assert max(_float_lanes(texts)) == {"x86-64-v2": 4, "x86-64-v3": 8}[cpu]
     for i, (got, want) in enumerate(zip(exported(inputs), f(inputs), strict=True)):
         assert_close(got, want, msg=f"{cpu} output {i}")
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="needs objdump")
+def test_a_named_cpu_uses_only_the_features_given(tmp_path: Path) -> None:
+    """skylake-avx512 has AVX-512, but with '+avx2,+fma' the library checks only those
+    when it loads: its code must not use AVX-512's zmm or mask registers."""
+    f = mlp(np.random.default_rng(1), (64, 256, 10))
+
+    def avx512_registers(features: str) -> int:
+        out = tmp_path / features.replace(",", "")
+        library = aotk.export(f, out, "s", target_cpu="skylake-avx512", target_features=features)
+        text = subprocess.run(
+            ["objdump", "-d", str(library.library)], capture_output=True, text=True, check=True
+        ).stdout
+        return len(re.findall(r"%zmm\d|%k[1-7]", text))
+
+    assert avx512_registers("+avx2,+fma") == 0
+    assert avx512_registers("+avx512f,+avx512vl,+avx2,+fma") > 0
