@@ -9,7 +9,6 @@ and publishes its entry point, so every JIT module that calls it resolves it by 
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -200,7 +199,7 @@ def export_objects(
         with helped(names):  # the host's LLVM IR serves
             sources = [cached(name) for name in names]
     else:
-        sources = [cached(name, *dataclasses.astuple(target)) for name in names]
+        sources = [cached(name, target.cpu, target.features, target.isa) for name in names]
     for name, source in zip(names, sources, strict=True):
         objects[f"uk_{name}.o"] = jit.generate_from_ir(
             source.source_ir, source.signatures, tm, prefix, micro_kernel=True

@@ -59,6 +59,7 @@ def isa_of(features: Iterable[str]) -> str:
     return "avx2" if "avx" in have else "sse"
 
 
+@functools.cache
 def host_isa() -> str:
     """`isa_of` this host's features."""
     from aotk.codegen import llvm_ir
@@ -83,12 +84,7 @@ def vector_shape() -> tuple[int, int]:
     LLVM emits explicit 512-bit vector ops as zmm code on AVX-512 hosts (its own loop
     vectorizer stays at 256 bits there), which has 32 of them; AVX2 has 16 of 32 bytes.
     """
-    return VECTOR_SHAPES[_pinned.get() or _host_isa()]
-
-
-@functools.cache
-def _host_isa() -> str:
-    return host_isa()
+    return VECTOR_SHAPES[_pinned.get() or host_isa()]
 
 
 @dataclass(frozen=True)
