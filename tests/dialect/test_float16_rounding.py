@@ -40,3 +40,16 @@ def test_a_float16_constant_is_rounded_where_it_is_used() -> None:
         got, want = _compiled_and_interpreted(x, K.binary_crossentropy(target, x), value)
     assert np.isnan(got[0]) and np.isnan(want[0])
     np.testing.assert_array_equal(got[1:], want[1:])
+
+
+def test_a_round_trip_through_float16_inside_a_chain_rounds() -> None:
+    """cast(cast(x, float16), float32) fused into a chain had been x itself: 70000 stayed
+    70000 (float16: inf) and 1/3 kept float32's bits."""
+    x = K.placeholder((4,))
+    value = np.array([0.1, 1 / 3, 1e-8, 70000.0], np.float32)
+    y = K.cast(K.cast(x, "float16"), "float32") * 2.0
+    with np.errstate(over="ignore"):  # 70000 is inf in float16
+        got, want = _compiled_and_interpreted(x, y, value)
+        expected = value.astype(np.float16).astype(np.float32) * 2
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(want, expected)
