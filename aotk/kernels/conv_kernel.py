@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from xdsl.dialects import math
 from xdsl.dialects.builtin import Float32Type, Float64Type
 from xdsl.ir import SSAValue
 
@@ -38,7 +37,7 @@ from aotk.kernels.conv_geometry import (
     tap_coords,
 )
 from aotk.kernels.kernel import Buf, DimV, Kernel
-from aotk.kernels.scalar import compute_type, const
+from aotk.kernels.scalar import compute_type, const, muladd
 
 
 def emit(
@@ -94,7 +93,7 @@ def _epilogue_pass(k: Kernel, out: Buf, epilogue: Epilogue) -> None:
 
 
 def _fma(k: Kernel, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
-    return k.b.insert(math.FmaOp(a, b, c)).result
+    return muladd(k.b, a, b, c)
 
 
 def _row_order(k: Kernel, out: Buf, x: Buf, w: Buf, g: Geometry, ranges: Sequence[Range]) -> None:

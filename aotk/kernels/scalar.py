@@ -58,6 +58,13 @@ def rounded(b: Builder, value: SSAValue, elem: Attribute) -> SSAValue:
     return insert(b, arith.ExtFOp(half, wide))
 
 
+def muladd(b: Builder, x: SSAValue, y: SSAValue, acc: SSAValue) -> SSAValue:
+    """x * y + acc for a sum or a polynomial: fused where the target has FMA, else a
+    multiply and an add (math.fma flagged `contract`, see `arith_to_llvm.muladd`)."""
+    contract = arith.FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT])
+    return insert(b, math.FmaOp(x, y, acc, fastmath=contract))
+
+
 def storage_type(elem: Attribute) -> Attribute:
     """The type a buffer holds: bool is one byte, as in NumPy."""
     if dtypes.is_bool(elem):

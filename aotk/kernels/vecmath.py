@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from aotk.kernels.scalar import muladd
 from aotk.kernels.vecmath_poly import (
     CONSTS,
     ERF_SMALL,
@@ -118,10 +119,11 @@ class _Emit:
         return self.op(arith.SelectOp(cond, a, b))
 
     def horner(self, t: SSAValue, coeffs: tuple[float, ...]) -> SSAValue:
-        """Evaluate sum(coeffs[i] * t**i) with one fma per degree."""
+        """Evaluate sum(coeffs[i] * t**i) with one multiply-add per degree (fused where
+        the target has FMA; the reductions' exact steps keep `fma`)."""
         acc = self.c(coeffs[-1])
         for coeff in reversed(coeffs[:-1]):
-            acc = self.fma(acc, t, self.c(coeff))
+            acc = muladd(self.b, acc, t, self.c(coeff))
         return acc
 
     # fptosi/sitofp are avoided: LLVM scalarizes fptosi.sat and, without AVX-512,

@@ -22,7 +22,7 @@ from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Operation
 
 from aotk.dialect.base import located
-from aotk.lowering.arith_to_llvm import type_suffix
+from aotk.lowering.arith_to_llvm import muladd, type_suffix
 
 # vector.reduction kinds aotk emits -> LLVM's horizontal reduction intrinsic
 _REDUCTIONS = {
@@ -49,9 +49,10 @@ def _broadcast(op: Operation) -> list[Operation]:
 
 
 def _fma(op: Operation) -> list[Operation]:
-    """vector.fma -> llvm.intr.fma on the vector type."""
+    """vector.fma (the kernels' accumulations: `mk.vfma`) -> `muladd`, fused where the
+    target has FMA."""
     assert isinstance(op, vector.FMAOp)
-    return [llvm.FMAOp(op.lhs, op.rhs, op.acc)]
+    return [muladd(op.lhs, op.rhs, op.acc)]
 
 
 def _reduction(op: Operation) -> list[Operation]:

@@ -46,13 +46,16 @@ func.func @fadd_loop(%x: !llvm.ptr, %out0: !llvm.ptr, %n: i64) {
 
 // -----
 
-// math ops become LLVM intrinsics; calls and returned values convert too.
+// math ops become LLVM intrinsics; calls and returned values convert too. An fma
+// flagged `contract` (a sum's or a polynomial's step) becomes llvm.fmuladd: fused only
+// where the target has FMA.
 // CHECK-LABEL: llvm.func @math_scalar(
 // CHECK-SAME:      %x: f32) -> f32
 // CHECK-NEXT:    %[[E:.*]] = llvm.intr.exp(%x) : (f32) -> f32
 // CHECK-NEXT:    %[[T:.*]] = llvm.call_intrinsic "llvm.tanh.f32"(%[[E]]) : (f32) -> f32
 // CHECK-NEXT:    %[[F:.*]] = llvm.intr.fma(%[[T]], %x, %x) : (f32, f32, f32) -> f32
-// CHECK-NEXT:    %[[M:.*]] = llvm.call_intrinsic "llvm.maximum.f32"(%[[F]], %x) : (f32, f32) -> f32
+// CHECK-NEXT:    %[[A:.*]] = llvm.call_intrinsic "llvm.fmuladd.f32"(%[[F]], %x, %x) : (f32, f32, f32) -> f32
+// CHECK-NEXT:    %[[M:.*]] = llvm.call_intrinsic "llvm.maximum.f32"(%[[A]], %x) : (f32, f32) -> f32
 // CHECK-NEXT:    llvm.return %[[M]] : f32
 // CHECK-LABEL: llvm.func @call_math(
 // CHECK-NEXT:    %[[R:.*]] = llvm.call @math_scalar(%{{.*}}) : (f32) -> f32
@@ -61,7 +64,8 @@ func.func @math_scalar(%x: f32) -> f32 {
   %e = math.exp %x : f32
   %t = math.tanh %e : f32
   %f = math.fma %t, %x, %x : f32
-  %m = arith.maximumf %f, %x : f32
+  %a = math.fma %f, %x, %x fastmath<contract> : f32
+  %m = arith.maximumf %a, %x : f32
   func.return %m : f32
 }
 func.func @call_math(%x: f32) -> f32 {

@@ -1,6 +1,7 @@
 // RUN: aotk-opt %s --split-input-file -p convert-aotk-std-to-llvm | filecheck %s
 
-// vector.broadcast becomes insertelement + a zero shuffle, vector.fma the llvm intrinsic,
+// vector.broadcast becomes insertelement + a zero shuffle, vector.fma (a sum's step)
+// llvm.fmuladd, fused where the target has FMA,
 // and vector loads/stores get element alignment (their address may be any element's).
 // CHECK-LABEL: llvm.func @axpy_vector(
 // CHECK:         %[[V:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<8xf32>
@@ -8,7 +9,7 @@
 // CHECK-NEXT:    %[[L0:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:    %[[I:.*]] = llvm.insertelement %a, %[[U]][%[[L0]] : i32] : vector<8xf32>
 // CHECK-NEXT:    %[[S:.*]] = llvm.shufflevector %[[I]], %[[U]] [0, 0, 0, 0, 0, 0, 0, 0] : vector<8xf32>
-// CHECK-NEXT:    %[[F:.*]] = llvm.intr.fma(%[[S]], %[[V]], %[[V]])
+// CHECK-NEXT:    %[[F:.*]] = llvm.call_intrinsic "llvm.fmuladd.v8f32"(%[[S]], %[[V]], %[[V]])
 // CHECK-NEXT:    llvm.store %[[F]], %{{.*}} {alignment = 4 : i64} : vector<8xf32>, !llvm.ptr
 // CHECK-NOT:     vector.
 func.func @axpy_vector(%x: !llvm.ptr, %out0: !llvm.ptr, %a: f32) {
