@@ -23,7 +23,12 @@ L2_BYTES = 1024 * 1024
 # conv tiles' whose output channels do not fill a zmm.
 VECTOR_BYTES = 32
 # (bytes per vector register, registers) by instruction set
-VECTOR_SHAPES = {"sse": (16, 16), "avx2": (32, 16), "avx512": (64, 32)}
+VECTOR_SHAPES = {"sse": (16, 16), "avx": (32, 16), "avx2": (32, 16), "avx512": (64, 32)}
+# the instruction sets whose CPUs multiply-add in one rounding (FMA3): "avx" is AVX
+# without them (Sandy Bridge, or a target given AVX but not FMA)
+WITH_FMA = ("avx2", "avx512")
+# features that imply others which decide the instruction set, as LLVM enables them
+IMPLIED = (("avx512f", ("avx2", "fma")), ("avx2", ("avx",)), ("fma", ("avx",)))
 # the instruction set kernels are tiled for, when not the host's: per thread, so an
 # export for another CPU does not change what a JIT compile on another thread tiles for
 _pinned: ContextVar[str | None] = ContextVar("aotk_tiled_for", default=None)
@@ -52,11 +57,22 @@ def tiled_for(isa: str) -> Iterator[None]:
 
 def isa_of(features: Iterable[str]) -> str:
     """The key of VECTOR_SHAPES that code for a CPU with `features` (names without a
-    sign: "avx2") is tiled for: AVX without AVX2 has AVX2's float registers."""
+    sign: "avx2") is compiled for."""
     have = set(features)
-    if {"avx512f", "avx512vl"} <= have:
+    for feature, implied in IMPLIED:  # in order: each may imply the next ones
+        if feature in have:
+            have.update(implied)
+    if {"avx512f", "avx512vl", "fma"} <= have:
         return "avx512"
-    return "avx2" if "avx" in have else "sse"
+    if {"avx2", "fma"} <= have:
+        return "avx2"
+    return "avx" if "avx" in have else "sse"
+
+
+def has_fma() -> bool:
+    """Whether the target multiplies and adds in one rounding (else `math.fma` on f32 is
+    computed in f64: `arith_to_llvm`)."""
+    return (_pinned.get() or host_isa()) in WITH_FMA
 
 
 @functools.cache

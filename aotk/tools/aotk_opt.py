@@ -9,7 +9,7 @@
 (from after `--aotk-input-stage`, default trace) to `-p`. Targets besides xDSL's `-t mlir`:
 `-t llvm` prints LLVM IR as aotk hands it to LLVM, `-t llvm-opt` after LLVM's O3 pipeline
 and `-t asm` assembly, all for the host CPU unless `{cpu=... features=...}` say otherwise;
-they expect the llvm dialect. `--aotk-tile-for=sse|avx2|avx512` tiles the kernels for that
+they expect the llvm dialect. `--aotk-tile-for=sse|avx|avx2|avx512` tiles the kernels for that
 instruction set's registers instead of the host's, so the IR printed is the same on any
 machine. Bad input (syntax, verifier, pass failure, missing file) prints a
 diagnostic, with file:line:column where the op came from the input, and exits with 1.

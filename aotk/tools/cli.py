@@ -84,7 +84,7 @@ def _parser() -> _Parser:
     )
     kernels.add_argument(
         "--tile-for",
-        choices=("host", "sse", "avx2", "avx512"),
+        choices=("host", "sse", "avx", "avx2", "avx512"),
         default="host",
         help="with --print: tile for this instruction set's registers (default: the host's)",
     )

@@ -167,3 +167,18 @@ def test_sums_use_fma_only_where_the_target_has_it(tmp_path: Path) -> None:
         text = _disassembly(aotk.export(f, tmp_path / cpu, "d", target_cpu=cpu).library)
         assert not re.search(r"call.*<fmaf?@plt>", text), cpu
         assert ("vfmadd" in text) == fused, cpu
+
+
+@pytest.mark.parametrize(
+    "features, isa",
+    [
+        (["avx512f", "avx512vl"], "avx512"),  # AVX-512F implies AVX2 and FMA
+        (["avx2", "fma"], "avx2"),
+        (["avx2"], "avx"),  # no FMA given: the code may not use it
+        (["avx", "fma"], "avx"),
+        (["sse4.2", "popcnt"], "sse"),
+        ([], "sse"),
+    ],
+)
+def test_the_instruction_set_a_target_is_compiled_for(features: list[str], isa: str) -> None:
+    assert heuristics.isa_of(features) == isa
