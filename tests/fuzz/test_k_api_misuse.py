@@ -36,7 +36,7 @@ OPTIONALS = 5  # optional arguments varied, each alone
 SECONDS_A_CALL = 20  # a call this long is taken for a hang
 
 
-def _values() -> list[Any]:
+def odd_values() -> list[Any]:
     """Fresh odd arguments (placeholders belong to the test's graph)."""
     tensors = [K.placeholder(s) for s in [(2, 3), (None, 3), (4,), (0, 3), (2, 4, 3)]]
     tensors += [K.placeholder((2, 5, 5, 3)), K.placeholder((2, 3), dtype="int32")]
@@ -47,7 +47,7 @@ def _values() -> list[Any]:
     return [*tensors, *scalars, *others, np.ones((2, 3), dtype=np.int64)]
 
 
-def _calls(fn: Callable[..., Any], values: list[Any]) -> Iterator[tuple[tuple, dict]]:
+def calls(fn: Callable[..., Any], values: list[Any]) -> Iterator[tuple[tuple, dict]]:
     """(args, kwargs) combinations for `fn`."""
     params = inspect.signature(fn).parameters.values()
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -77,7 +77,7 @@ def test_misuse_is_a_value_or_type_error(name: str) -> None:
     wrong: list[str] = []
     previous = signal.signal(signal.SIGALRM, _raise_hang)
     try:
-        for args, kwargs in _calls(fn, _values()):
+        for args, kwargs in calls(fn, odd_values()):
             signal.alarm(SECONDS_A_CALL)
             try:
                 fn(*args, **kwargs)
