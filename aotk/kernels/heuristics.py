@@ -29,8 +29,8 @@ VECTOR_SHAPES = {"sse": (16, 16), "avx": (32, 16), "avx2": (32, 16), "avx512": (
 WITH_FMA = ("avx2", "avx512")
 # features that imply others which decide the instruction set, as LLVM enables them
 IMPLIED = (("avx512f", ("avx2", "fma")), ("avx2", ("avx",)), ("fma", ("avx",)))
-# the instruction set kernels are tiled for, when not the host's: per thread, so an
-# export for another CPU does not change what a JIT compile on another thread tiles for
+# the instruction set kernels are compiled for, when not the host's: per thread, so an
+# export for another CPU does not change what a JIT compile on another thread does
 _pinned: ContextVar[str | None] = ContextVar("aotk_tiled_for", default=None)
 
 
@@ -46,7 +46,8 @@ def pin_vector_shape(isa: str | None) -> None:
 
 @contextmanager
 def tiled_for(isa: str) -> Iterator[None]:
-    """Kernels lowered in the block are tiled for `isa` (`isa_of` a target's features)."""
+    """Kernels lowered in the block are compiled for `isa` (`isa_of` a target's features):
+    tiled for its vector registers, and multiply-adds fused only where it has FMA."""
     previous = _pinned.get()
     pin_vector_shape(isa)
     try:
@@ -90,7 +91,7 @@ def narrow_vector_bytes() -> int:
 
 
 def vector_registers() -> int:
-    """Vector registers of the target: AVX-512VL gives 32 (also as ymm), AVX2 and SSE 16."""
+    """Vector registers of the target: AVX-512VL gives 32 (also as ymm), AVX and SSE 16."""
     return vector_shape()[1]
 
 
