@@ -103,16 +103,25 @@ def _check_step(problem: Problem, step: Callable[[], Any], variables: list[Any])
     check_step(problem.name, before, (loss, got), want)  # type: ignore[arg-type]
 
 
+def inference_functions() -> dict[str, Any]:
+    """The compiled aotk functions of the inference workloads, by row name (W3's MLP
+    under its batch-256 name)."""
+    return {
+        W1: _placeholder_function([(None,)], bench_elementwise.aotk_chain),
+        W2: _placeholder_function([(GEMM, GEMM)] * 2, _dot),
+        W3_256: _mlp_function(problems()[W3_1].params),
+        W5: _function(workloads.w5_cnn)[0],
+        W6: _function(workloads.w6_lstm)[0],
+        W7: _placeholder_function([(None, 1024)], _softmax),
+    }
+
+
 def cases(with_aotk: bool = True) -> list[Case]:
     """Every workload: NumPy and, with `with_aotk`, the compiled aotk function."""
     p = problems()
     on = with_aotk
-    w1 = _placeholder_function([(None,)], bench_elementwise.aotk_chain) if on else None
-    w2 = _placeholder_function([(GEMM, GEMM)] * 2, _dot) if on else None
-    mlp = _mlp_function(p[W3_1].params) if on else None
-    w5 = _function(workloads.w5_cnn)[0] if on else None
-    w6 = _function(workloads.w6_lstm)[0] if on else None
-    w7 = _placeholder_function([(None, 1024)], _softmax) if on else None
+    fns = inference_functions() if on else {}
+    w1, w2, mlp, w5, w6, w7 = (fns.get(name) for name in (W1, W2, W3_256, W5, W6, W7))
     b, t, d, h = workloads.LSTM_B, workloads.LSTM_T, workloads.LSTM_D, workloads.LSTM_H
     pixels = 64 * 32 * 32
     forward = sum(2.0 * bench_training.BATCH * a * b for a, b in itertools.pairwise(workloads.MLP))

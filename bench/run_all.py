@@ -2,11 +2,12 @@
 
 First the run-time table (aotk against NumPy), then the seven workloads at one and two
 threads with the machine's limits (`bench.bench_workloads`), then the cold compile times
-(`bench.compile_time`) and, with Keras installed, the Keras programs' first epochs
+(`bench.compile_time`), the exported libraries for other CPUs
+(`bench.bench_export_targets`) and, with Keras installed, the Keras programs' first epochs
 (`bench.keras_first_epoch`); the Keras LSTM steps join the first table then
 (`bench.bench_keras_rnn`). `--no-1thread` skips the single-threaded NumPy subprocess of
 the first table, `--no-workloads` the workloads, `--quick` gives those fewer repeats,
-`--no-compile` skips both compile-time parts, `--no-keras` the Keras ones.
+`--no-compile` skips both compile-time parts and the exports, `--no-keras` the Keras ones.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 
-from bench import bench_workloads, compile_time, keras_first_epoch
+from bench import bench_export_targets, bench_workloads, compile_time, keras_first_epoch
 from bench.common import run
 
 MODULES = [
@@ -36,5 +37,7 @@ if __name__ == "__main__":
         bench_workloads.run(quick="--quick" in sys.argv[1:])
     if "--no-compile" not in sys.argv[1:]:
         compile_time.run()
+        print()
+        bench_export_targets.run(quick="--quick" in sys.argv[1:])
         if with_keras:
             keras_first_epoch.run(list(keras_first_epoch.PROGRAMS))
