@@ -75,9 +75,7 @@ class CallPath:
         self._plans: dict[tuple[Shape, ...], Plan] = {}
         self._workspace_sizes: dict[tuple[int, ...], int] = {}
         self._workspace = runtime.Workspace()
-        self._pool: list[np.ndarray | None] = [None] * signature.n_outputs
-        self._pool_at = [0] * signature.n_outputs
-        self._pool_lock = threading.Lock()
+        self._outputs = OutputPool(signature.out_dtypes[: signature.n_outputs]).take
         self._call_lock = threading.Lock() if locked else None
         self._packs = packs  # `weight_packs.Packs`: copies of weights, after the captures
 
@@ -205,14 +203,24 @@ class CallPath:
             self._workspace_sizes[key] = size
         return size
 
-    def _outputs(self, shapes: list[Shape]) -> tuple[list[np.ndarray], list[int]]:
-        """Output arrays and their addresses: last call's when the caller has dropped
-        them, else fresh ones."""
+
+class OutputPool:
+    """The output arrays of a compiled function's calls: last call's when the caller has
+    dropped them, else fresh ones."""
+
+    def __init__(self, dtypes: Sequence[np.dtype]) -> None:
+        self._dtypes = list(dtypes)
+        self._arrays: list[np.ndarray | None] = [None] * len(dtypes)
+        self._addresses = [0] * len(dtypes)
+        self._lock = threading.Lock()
+
+    def take(self, shapes: Sequence[Shape]) -> tuple[list[np.ndarray], list[int]]:
+        """Arrays of `shapes` for a call, and their addresses."""
         # A fresh 16 MiB array costs thousands of page faults per call. Reusing a released
         # one is safe because nothing else can observe it: neither the array nor its memory
         # (which views of it would share through `.base`) is referenced outside the pool.
-        pool, pool_at = self._pool, self._pool_at
-        self._pool_lock.acquire()  # not `with`, which costs twice as much, every call
+        pool, pool_at = self._arrays, self._addresses
+        self._lock.acquire()  # not `with`, which costs twice as much, every call
         try:
             for i, shape in enumerate(shapes):
                 old = pool[i]
@@ -224,11 +232,11 @@ class CallPath:
                     or not (_refcount(old) == 3 and _refcount(old.base) == 2)
                 ):
                     del old
-                    pool[i] = new = runtime.aligned_empty(shape, self.sig.out_dtypes[i])
+                    pool[i] = new = runtime.aligned_empty(shape, self._dtypes[i])
                     pool_at[i] = runtime.address(new)
             return pool[:], pool_at[:]  # type: ignore[return-value]
         finally:
-            self._pool_lock.release()
+            self._lock.release()
 
 
 # bound once: a small call spends a tenth of its time finding these by attribute

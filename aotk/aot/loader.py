@@ -21,6 +21,7 @@ import aotk
 from aotk import runtime, signing
 from aotk.aot import elf_check
 from aotk.call_check import coerce_input
+from aotk.call_path import OutputPool
 from aotk.dialect import trace
 
 DTYPE_CODES = {
@@ -89,6 +90,7 @@ class LoadedModel:
         except OSError as err:
             raise ValueError(f"{where}: cannot open the library: {err}") from None
         self.info = self._read_info()
+        self._outputs = OutputPool([np.dtype(d) for d in self.info["output_dtypes"]])
         self._model = ctypes.c_void_p()
         options = Options(n_threads, None if weights is None else os.fsencode(weights))
         create = getattr(self._lib, f"{self.name}_create")
@@ -156,11 +158,10 @@ class LoadedModel:
         n_out = len(self.info["output_dtypes"])
         outs = (Tensor * max(n_out, 1))()
         self._check(self._lib.aotk_model_output_shapes(self._model, ins, len(arrays), outs, n_out))
-        results = []
-        for t, dtype in zip(outs, self.info["output_dtypes"], strict=False):
-            out = runtime.aligned_empty(tuple(t.dims[: t.rank]), dtype)
-            t.data, t.capacity = out.ctypes.data, out.nbytes
-            results.append(out)
+        # released outputs of the last call are reused: no page faults for fresh memory
+        results, addresses = self._outputs.take([tuple(t.dims[: t.rank]) for t in outs[:n_out]])
+        for t, out, address in zip(outs, results, addresses, strict=False):
+            t.data, t.capacity = address, out.nbytes
         self._check(self._lib.aotk_model_run(self._model, ins, len(arrays), outs, n_out))
         return results[0] if self.info["single"] else results
 
