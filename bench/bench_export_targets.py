@@ -53,11 +53,9 @@ def _time(name: str, library: Any, problem: Problem, repeat: int) -> list[float]
 
 
 def _runnable(target: str) -> bool:
-    from aotk import shipping
-    from aotk.aot.build import X86_LEVELS
+    from aotk.aot.build import runs_here
 
-    levels = X86_LEVELS.get(target, ())
-    return not shipping.missing_features(",".join(f"+{f}" for f in levels))
+    return target == "host" or runs_here(target)
 
 
 def run(quick: bool = False) -> None:

@@ -20,7 +20,7 @@ import llvmlite.binding as llvm_binding
 from aotk import paths, timing
 from aotk.aot.cgen import CHECKABLE_FEATURES, CPUID_FEATURES, X86_64_BASELINE
 from aotk.codegen import llvm_ir
-from aotk.shipping import required_features
+from aotk.shipping import missing_features, required_features
 
 RUNTIME_SOURCES = ("aotk_rt.c", "aotk_model.c", "aotk_run.c", "aotk_pool.c", "aotk_print.c")
 RUNTIME_HEADERS = (
@@ -68,6 +68,11 @@ def resolve_target(cpu: str | None, features: str | None, where: str) -> tuple[s
     if cpu != host and cpu not in X86_LEVELS:
         features = _only_these(features)
     return cpu, features, needed
+
+
+def runs_here(level: str) -> bool:
+    """Whether this CPU has every feature of the x86-64 `level` (a key of X86_LEVELS)."""
+    return not missing_features(",".join(f"+{f}" for f in X86_LEVELS[level]))
 
 
 def _only_these(features: str) -> str:

@@ -80,8 +80,9 @@ def has_fma() -> bool:
 def host_isa() -> str:
     """`isa_of` this host's features."""
     from aotk.codegen import llvm_ir
+    from aotk.shipping import required_features
 
-    return isa_of(f[1:] for f in llvm_ir.host_features().split(",") if f.startswith("+"))
+    return isa_of(required_features(llvm_ir.host_features()))
 
 
 def narrow_vector_bytes() -> int:

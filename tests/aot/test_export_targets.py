@@ -17,7 +17,6 @@ from export_helpers import mlp
 
 import aotk
 from aotk import backend as K
-from aotk import shipping
 from aotk.aot import build
 from aotk.codegen import jit
 from aotk.kernels import heuristics
@@ -67,7 +66,7 @@ def test_an_export_is_tiled_for_its_targets_registers(
     ]
     assert len(texts) >= 4  # two models, and the micro-kernels they call
     assert max(_float_lanes(texts)) == widest
-    if shipping.missing_features(",".join(f"+{f}" for f in build.X86_LEVELS[cpu])):
+    if not build.runs_here(cpu):
         return  # the code cannot run here
     inputs = [rng.standard_normal((5, 40)), rng.standard_normal((3, 12, 12, 8))]
     for f, e, x in zip(functions, exported, inputs, strict=True):
@@ -122,7 +121,7 @@ def _kernel_families() -> tuple[Any, list[np.ndarray]]:
 def test_every_kernel_family_tiled_for_a_target_matches_the_jit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpu: str
 ) -> None:
-    if shipping.missing_features(",".join(f"+{f}" for f in build.X86_LEVELS[cpu])):
+    if not build.runs_here(cpu):
         pytest.skip(f"this CPU cannot run {cpu} code")
     f, inputs = _kernel_families()
     texts = _exported_ir(monkeypatch)
