@@ -15,12 +15,8 @@ from typing import Any
 import aotk
 from aotk import compile_cache, micro_kernels
 from aotk.codegen import jit, llvm_ir
+from aotk.codegen.llvm_ir import required_features
 from aotk.kernels import library
-
-
-def required_features(features: str) -> list[str]:
-    """The features a code generation string ("+avx2,-avx512f,...") switches on."""
-    return sorted(f[1:] for f in features.split(",") if f.startswith("+"))
 
 
 def missing_features(features: str) -> list[str]:

@@ -20,7 +20,8 @@ import llvmlite.binding as llvm_binding
 from aotk import paths, timing
 from aotk.aot.cgen import CHECKABLE_FEATURES, CPUID_FEATURES, X86_64_BASELINE
 from aotk.codegen import llvm_ir
-from aotk.shipping import missing_features, required_features
+from aotk.codegen.llvm_ir import required_features
+from aotk.shipping import missing_features
 
 RUNTIME_SOURCES = ("aotk_rt.c", "aotk_model.c", "aotk_run.c", "aotk_pool.c", "aotk_print.c")
 RUNTIME_HEADERS = (

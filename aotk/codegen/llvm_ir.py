@@ -67,6 +67,11 @@ def host_features() -> str:
     return llvm_binding.get_host_cpu_features().flatten()
 
 
+def required_features(features: str) -> list[str]:
+    """The features a code generation string ("+avx2,-avx512f,...") switches on."""
+    return sorted(f[1:] for f in features.split(",") if f.startswith("+"))
+
+
 def host_feature_map() -> dict[str, bool]:
     """Every CPU feature LLVM knows for this architecture, and whether this host has it."""
     _initialize()

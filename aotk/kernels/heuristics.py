@@ -80,9 +80,8 @@ def has_fma() -> bool:
 def host_isa() -> str:
     """`isa_of` this host's features."""
     from aotk.codegen import llvm_ir
-    from aotk.shipping import required_features
 
-    return isa_of(required_features(llvm_ir.host_features()))
+    return isa_of(llvm_ir.required_features(llvm_ir.host_features()))
 
 
 def narrow_vector_bytes() -> int:
