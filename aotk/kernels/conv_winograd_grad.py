@@ -25,12 +25,12 @@ from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
-from aotk.kernels import conv_tile, conv_winograd, heuristics
+from aotk.kernels import conv_tile, conv_winograd, heuristics, winograd_block
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.conv_geometry import Geometry, Values
-from aotk.kernels.conv_winograd import Block, Shapes, block_tiles, m_at, positions, v_at
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
+from aotk.kernels.winograd_block import Block, Shapes, block_tiles, m_at, positions, v_at
 from aotk.kernels.winograd_tile import GT, POINTS, A, sandwich
 
 SLOTS = 4  # runs of blocks, each with its own sums: a few per thread, to even out
@@ -95,12 +95,12 @@ def emit(
                     (dy, x), g, (grid[0], grid[1]), None, scratch, v_base, m_base, t0, block()
                 )
                 count = k.min(block(), k.sub(tiles, t0))
-                conv_winograd.input_transform(k, at, shapes, count)
+                winograd_block.input_transform(k, at, shapes, count)
                 _gradient_transform(k, at, shapes, count)
                 _accumulate(k, at, shapes, (sums, count))
         _finish(k, (dw, scratch), shapes, slots)
 
-    conv_winograd.choose(k, (dy.dims[0], grid[0], grid[1]), winograd, direct)
+    conv_winograd.choose(k, (dy.dims[0], grid[0], grid[1]), (winograd, direct))
 
 
 def _gradient_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:

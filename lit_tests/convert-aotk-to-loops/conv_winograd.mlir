@@ -1,36 +1,36 @@
 // RUN: aotk-opt %s --aotk-tile-for=avx2 -p convert-aotk-to-loops | filecheck %s
 
-// A 'same' 3x3 conv of 32 channels into 64 on 15x17 images, by Winograd's F(2x2, 3x3):
-// the outputs in 2x2 tiles, 8 rows x 9 columns of them per image (at least 48 tiles a
-// call, so no direct conv is built), the last row and column of tiles overhanging the
-// output by one. U = G g G^T first; then threads split the blocks of up to 15 tiles (in
-// order, across rows and images) in at most 8 runs: per block, the input transform (16
-// masked loads a tile and vector of channels), 16 products in register tiles of 5 tiles
-// x 2 vectors, then the output transform, whose four vectors each go through a mask:
-// none of an output past the image's edge is stored.
+// A 'same' 3x3 conv of 32 channels into 64 on 15x17 images, by Winograd's F(4x4, 3x3):
+// the outputs in 4x4 tiles, 4 rows x 5 columns of them per image (at least 12 tiles a
+// call, as many outputs as F(2x2, 3x3)'s 48, so no direct conv is built), the last row
+// and column of tiles overhanging the output by one and by three. U = G g G^T first (36
+// values a channel pair); then threads split the blocks of up to 15 tiles (in order,
+// across rows and images) in at most 8 runs: per block, the input transform (36 masked
+// loads a tile and vector of channels), 36 products in register tiles of 5 tiles x 2
+// vectors, then the output transform, whose 16 vectors each go through a mask: none of
+// an output past the image's edge is stored.
 // CHECK-LABEL: func.func @winograd(
-// CHECK-DAG:     %[[EIGHT:.*]] = arith.constant 8 : index
-// CHECK-DAG:     %[[TILE_COLUMNS:.*]] = arith.constant 9 : index
+// CHECK-DAG:     %[[FOUR:.*]] = arith.constant 4 : index
+// CHECK-DAG:     %[[TILE_COLUMNS:.*]] = arith.constant 5 : index
 // CHECK:         %[[SCRATCH:.*]] = ptr_xdsl.from_ptr %{{.*}} : !ptr_xdsl.ptr -> memref<?xf32>
 // CHECK-NOT:     scf.if
-// CHECK-COUNT-16:  vector.store %{{.*}}, %[[SCRATCH]][
-// CHECK:         %[[ROWS:.*]] = arith.muli %{{.*}}, %[[EIGHT]] : index
+// CHECK-COUNT-36:  vector.store %{{.*}}, %[[SCRATCH]][
+// CHECK:         %[[ROWS:.*]] = arith.muli %{{.*}}, %[[FOUR]] : index
 // CHECK-NEXT:    %[[TILES:.*]] = arith.muli %[[ROWS]], %[[TILE_COLUMNS]] : index
-// CHECK:         %[[SLOTS:.*]] = arith.minsi %{{.*}}, %[[EIGHT]] : index
-// CHECK:         scf.for %{{.*}} = %{{.*}} to %[[SLOTS]] step
-// CHECK-COUNT-16:  vector.maskedload %x[
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step
+// CHECK-COUNT-36:  vector.maskedload %x[
 // CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){9}vector<8xf32>}}) {
 // CHECK-COUNT-10:    vector.fma
-// CHECK-COUNT-4:   vector.create_mask
-// CHECK-COUNT-16:  vector.load %[[SCRATCH]][
-// CHECK-COUNT-4:   vector.maskedstore %out0[
+// CHECK-COUNT-16:  vector.create_mask
+// CHECK-COUNT-36:  vector.load %[[SCRATCH]][
+// CHECK-COUNT-16:  vector.maskedstore %out0[
 // CHECK:         } {aotk.parallel = 2 : i64}
 // CHECK-NOT:     aotk.parallel
 // CHECK:         func.return
 // CHECK-LABEL: func.func @winograd_workspace_size(
-// CHECK:         arith.constant 870400 : index
+// CHECK:         arith.constant 1961984 : index
 
-// The same conv on images of any size: a call of fewer than 48 tiles (U is made in
+// The same conv on images of any size: a call of fewer than 12 tiles (U is made in
 // every call, and few blocks leave threads idle) runs the direct conv's register tiles.
 // CHECK-LABEL: func.func @few_tiles(
 // CHECK:         %[[FEW:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : index
@@ -38,7 +38,21 @@
 // CHECK-NOT:       vector.maskedload
 // CHECK:             vector.fma
 // CHECK:         } else {
+// CHECK-COUNT-36:  vector.maskedload %x[
+// CHECK:         func.return
+
+// 400 channels into 400: F(4x4, 3x3)'s V and M of a block of 10 tiles would take more than
+// L2 (36 x 10 x 800 floats), so F(2x2, 3x3)'s (16 x 15 x 800) do: 2x2 tiles, 16 masked
+// loads a tile, 16 products, four masked stores.
+// CHECK-LABEL: func.func @wide(
+// CHECK-COUNT-16:  vector.store %{{.*}}, %{{.*}}[
+// CHECK:           scf.for
 // CHECK-COUNT-16:  vector.maskedload %x[
+// CHECK-NOT:       vector.maskedload %x[
+// CHECK-COUNT-4:   vector.create_mask
+// CHECK-COUNT-16:  vector.load
+// CHECK-COUNT-4:   vector.maskedstore %out0[
+// CHECK-NOT:       vector.maskedstore %out0[
 // CHECK:         func.return
 func.func @winograd(%x: tensor<?x15x17x32xf32>, %w: tensor<3x3x32x64xf32>) -> tensor<?x15x17x64xf32> {
   %y = aotk.conv %x, %w strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 : (tensor<?x15x17x32xf32>, tensor<3x3x32x64xf32>) -> tensor<?x15x17x64xf32>
@@ -48,4 +62,9 @@ func.func @winograd(%x: tensor<?x15x17x32xf32>, %w: tensor<3x3x32x64xf32>) -> te
 func.func @few_tiles(%x: tensor<?x?x?x32xf32>, %w: tensor<3x3x32x64xf32>) -> tensor<?x?x?x64xf32> {
   %y = aotk.conv %x, %w strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 : (tensor<?x?x?x32xf32>, tensor<3x3x32x64xf32>) -> tensor<?x?x?x64xf32>
   func.return %y : tensor<?x?x?x64xf32>
+}
+
+func.func @wide(%x: tensor<?x15x17x400xf32>, %w: tensor<3x3x400x400xf32>) -> tensor<?x15x17x400xf32> {
+  %y = aotk.conv %x, %w strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 : (tensor<?x15x17x400xf32>, tensor<3x3x400x400xf32>) -> tensor<?x15x17x400xf32>
+  func.return %y : tensor<?x15x17x400xf32>
 }

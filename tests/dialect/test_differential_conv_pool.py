@@ -28,7 +28,7 @@ from aotk.dialect.conv_pool import ConvPoolOp
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.pool import PoolOp
 from aotk.dialect.unary import TanhOp
-from aotk.kernels import conv_winograd
+from aotk.kernels import conv_winograd, winograd_tile
 from aotk.kernels.dim_arith import STATIC
 from aotk.kernels.window import Window
 from aotk.lowering import pipeline
@@ -90,7 +90,8 @@ CASES = [
 ]  # fmt: skip
 FLOAT64_CASES = ["same_bias_relu", "explicit_pads_avg", "channel_parts"]
 
-# 3 x 3, stride 1, 2 x 2 windows, a vector of channels in and out: Winograd's F(2x2, 3x3)
+# 3 x 3, stride 1, 2 x 2 windows, a vector of channels in and out: Winograd's F(4x4, 3x3),
+# whose tile holds 2 x 2 windows (masked where it overhangs the pooled output)
 WINOGRAD_CASES = [
     # W5's second conv, small, and a batch of 0 (no tiles: the direct conv)
     _case("w_same_bias_relu", (None, 8, 10, 32), (3, 3, 32, 64), [(3, 8, 10, 32), (0, 8, 10, 32)],
@@ -109,6 +110,13 @@ WINOGRAD_CASES = [
     _case("w_dynamic_spatial", (None, None, None, 16), (3, 3, 16, 32),
           [(3, 9, 10, 16), (1, 2, 3, 16)], (2, 2), activation="relu"),
 ]  # fmt: skip
+# channels whose F4 blocks overflow L2: F(2x2, 3x3), one window a tile; odd channels
+WIDE_CASES = {
+    "float32": _case("w_wide", (None, 9, 8, 330), (3, 3, 330, 300), [(3, 9, 8, 330)] * 2, (2, 2),
+                     mode="avg"),
+    "float64": _case("w_wide", (None, 9, 8, 170), (3, 3, 170, 150), [(3, 9, 8, 170)] * 2, (2, 2),
+                     activation="relu"),
+}  # fmt: skip
 
 
 def _graph(case: Case, i: int, dtype: str) -> tuple[list[Any], Any]:
@@ -139,14 +147,20 @@ def test_conv_pool_compiled_matches_interpreted(dtype: str) -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_winograd_convs_match_interpreted(dtype: str) -> None:
     elem = {"float32": Float32Type(), "float64": Float64Type()}[dtype]
-    for c in WINOGRAD_CASES:
+    cases = [*WINOGRAD_CASES, WIDE_CASES[dtype]]
+    for c in cases:
         attrs = {name: value for name, value in c.conv.items() if name != "rank"}
         win = Window.of_conv(c.w[:2], **attrs)
         assert conv_winograd.applies(elem, c.w, win, c.window)
+        plan = conv_winograd.plan_for(elem, c.w)
+        assert plan is not None
+        tf = plan[0]
+        assert tf is (winograd_tile.F2 if c is cases[-1] else winograd_tile.F4), c.name
         conv = win.out_dims(STATIC, c.calls[0][1:3])
-        windows = c.calls[0][0] * (conv[0] // 2) * (conv[1] // 2)
-        assert windows >= conv_winograd.MIN_TILES, f"{c.name}: the first call takes Winograd"
-    _check(WINOGRAD_CASES, dtype, np.random.default_rng(7))
+        side = tf.m // 2  # windows along a tile's side
+        tiles = c.calls[0][0] * -(-(conv[0] // 2) // side) * -(-(conv[1] // 2) // side)
+        assert tiles >= conv_winograd.min_tiles(tf), f"{c.name}: the first call takes Winograd"
+    _check(cases, dtype, np.random.default_rng(7))
 
 
 def _check(cases: list[Case], dtype: str, rng: np.random.Generator) -> None:

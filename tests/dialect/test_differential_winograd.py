@@ -1,7 +1,8 @@
 """Compiled == interpreted for the 3 x 3 convs `kernels.conv_winograd` computes, as
-`aotk.conv` and as `aotk.conv_fused` (an epilogue on vectors, and one element by element);
-the pooled ones are in `test_differential_conv_pool`; their kernel gradients
-(`kernels.conv_winograd_grad`). Also which convs take the paths.
+`aotk.conv` and as `aotk.conv_fused` (an epilogue on vectors, and one element by element),
+by F(4 x 4, 3 x 3) and, with more channels, F(2 x 2, 3 x 3); the pooled ones are in
+`test_differential_conv_pool`; their kernel gradients (`kernels.conv_winograd_grad`).
+Also which convs take the paths, and the transforms' matrices.
 
 The cases reach the kernel's edges: tiles that overhang an odd output (masked stores),
 channels that are no multiple of a vector (shifted vectors), more tiles than a block
@@ -11,6 +12,7 @@ of 0.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -55,13 +57,27 @@ CASES = [
           [(2, 9, 10, 16), (1, 3, 4, 16)], padding="same"),
 ]  # fmt: skip
 FLOAT64_CASES = ["odd_width_uneven", "many_tiles", "one_output"]
+# Channels whose F4 blocks overflow L2 take F2 (in float64, half as many): odd outputs,
+# channels no multiple of a vector, and a second call of fewer tiles than F2 takes.
+WIDE_CASES = {
+    "float32": _case("wide", (None, 7, 8, 330), (3, 3, 330, 300),
+                     [(4, 7, 8, 330), (2, 7, 8, 330)], padding="same"),
+    "float64": _case("wide", (None, 7, 8, 170), (3, 3, 170, 150),
+                     [(4, 7, 8, 170), (2, 7, 8, 170)], padding="same"),
+}  # fmt: skip
 
 
-def _tiles(case: Case, call: int) -> int:
-    """Winograd tiles of the case's conv in call `call`."""
+def _tiles(case: Case, call: int, m: int = 2) -> int:
+    """F(m x m, 3 x 3) tiles of the case's conv in call `call`."""
     _, _, w, shapes, attrs = case
     out = np_conv(np.zeros(shapes[call]), np.zeros(w), **attrs).shape
-    return out[0] * -(-out[1] // 2) * -(-out[2] // 2)
+    return out[0] * -(-out[1] // m) * -(-out[2] // m)
+
+
+def _transform(case: Case, dtype: str) -> winograd_tile.Transform:
+    plan = conv_winograd.plan_for(ELEMS[dtype], case[2])
+    assert plan is not None
+    return plan[0]
 
 
 def _scale(case: Case) -> float:
@@ -105,16 +121,23 @@ ELEMS = {"float16": Float16Type(), "float32": Float32Type(), "float64": Float64T
 
 def _applies(case: Case, dtype: str) -> bool:
     """Whether Winograd computes the case, in its first call at least."""
-    if case[3] and _tiles(case, 0) < conv_winograd.MIN_TILES:
-        return False
     attrs = {name: v for name, v in case[4].items() if name != "rank"}
-    return conv_winograd.applies(ELEMS[dtype], case[2], Window.of_conv(case[2][:2], **attrs), None)
+    win = Window.of_conv(case[2][:2], **attrs)
+    if not conv_winograd.applies(ELEMS[dtype], case[2], win, None):
+        return False
+    tf = _transform(case, dtype)
+    return not case[3] or _tiles(case, 0, tf.m) >= conv_winograd.min_tiles(tf)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_winograd_convs_match_interpreted(dtype: str) -> None:
     cases = CASES if dtype == "float32" else [c for c in CASES if c[0] in FLOAT64_CASES]
+    cases = [*cases, WIDE_CASES[dtype]]
     assert all(_applies(c, dtype) for c in cases)
+    transforms = [_transform(c, dtype) for c in cases]
+    assert transforms == [winograd_tile.F4] * (len(cases) - 1) + [winograd_tile.F2]
+    wide = cases[-1]
+    assert _tiles(wide, 1) < conv_winograd.MIN_TILES <= _tiles(wide, 0)
     _check(cases, dtype, [None] * len(cases))
 
 
@@ -204,6 +227,35 @@ def test_other_convs_keep_the_direct_kernels(why: str, dtype: str, kernel: Any, 
     assert not _applies(case, dtype)
     assert _applies(_case(why, (1, 8, 8, 16), (3, 3, 16, 16), []), "float32")
     assert _applies(_case(why, (1, 8, 8, 256), (3, 3, 256, 256), []), "float32")
+
+
+@pytest.mark.parametrize("name", ["F2", "F4"])
+def test_each_transform_is_a_correlation(name: str) -> None:
+    """A tile's m x m outputs are the 3 x 3 correlation of its (m + 2)-square patch, in
+    float64 to rounding."""
+    tf = getattr(winograd_tile, name)
+    bt, g_mat, at = (np.array(m, float) for m in (tf.bt, tf.g, tf.at))
+    assert bt.shape == (tf.tile, tf.tile) and g_mat.shape == (tf.tile, 3)
+    rng = np.random.default_rng(1)
+    d, g = rng.normal(size=(tf.tile, tf.tile)), rng.normal(size=(3, 3))
+    y = at @ ((g_mat @ g @ g_mat.T) * (bt @ d @ bt.T)) @ at.T
+    m = tf.m
+    direct = np.array([[np.sum(d[i : i + 3, j : j + 3] * g) for j in range(m)] for i in range(m)])
+    np.testing.assert_allclose(y, direct, rtol=1e-12, atol=1e-12)
+
+
+def test_toom_cook_gives_the_usual_f4_matrices_for_its_usual_points() -> None:
+    """From 0, 1, -1, 2, -2 and infinity, the F(4, 3) matrices as published (Lavin and
+    Gray's), written out by hand here."""
+    tf = winograd_tile.toom_cook([Fraction(p) for p in (0, 1, -1, 2, -2)])
+    bt = [[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0],
+          [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]]  # fmt: skip
+    g = [[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
+         [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]]  # fmt: skip
+    at = [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]
+    np.testing.assert_array_equal(np.array(tf.bt), bt)
+    np.testing.assert_array_equal(np.array(tf.g), g)
+    np.testing.assert_array_equal(np.array(tf.at), at)
 
 
 def test_transforms_are_a_correlation_and_its_kernel_gradient() -> None:

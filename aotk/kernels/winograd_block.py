@@ -1,0 +1,133 @@
+"""The blocks of tiles of the Winograd convs (`conv_winograd`) and their kernel gradients
+(`conv_winograd_grad`): shapes, where a block's V and M live in the scratch, the input
+transform V = B^T d B, and the masked positions of a tile's patch or outputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import VectorType
+from xdsl.ir import SSAValue
+
+from aotk.kernels import conv_tile
+from aotk.kernels import matmul_microkernel as mk
+from aotk.kernels.conv_geometry import Geometry
+from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.scalar import const
+from aotk.kernels.winograd_tile import F2, Transform, sandwich
+
+
+def block_tiles() -> int:
+    """Tiles transformed and multiplied together: three register tiles of rows."""
+    return 3 * conv_tile.tile_shape(4, 1)[1]
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """The vector type, the register tile (rows x nvec vectors), the channels and the
+    transform."""
+
+    vt: VectorType
+    rows: int
+    nvec: int
+    cin: int
+    cout: int
+    tf: Transform = F2
+    block: int = field(default_factory=lambda: block_tiles())  # tiles of a block
+
+    @property
+    def lanes(self) -> int:
+        return self.vt.get_shape()[0]
+
+    def vectors(self, count: int) -> int:
+        """Vectors covering `count` channels (the last shifted back, `shifted`)."""
+        return -(-count // self.lanes)
+
+
+@dataclass(frozen=True)
+class Block:
+    """A block of tiles from tile t0 (of the grid: images x tile rows x tile columns),
+    its buffers, pooling mode (None: none), and the slot's V and M in the scratch."""
+
+    bufs: tuple[Buf, Buf]  # out (or the output's gradient), x
+    g: Geometry
+    grid: tuple[DimV, DimV]  # tile rows, tile columns
+    mode: str | None
+    scratch: Buf
+    v_base: DimV
+    m_base: DimV
+    t0: DimV
+    capacity: int  # tiles V and M have room for: their stride from one point to the next
+
+    def tile(self, k: Kernel, t: DimV) -> tuple[DimV, DimV, DimV]:
+        """(image, tile row, tile column) of the block's tile t."""
+        flat = k.add(self.t0, t)
+        rest = k.div(flat, self.grid[1])
+        return k.div(rest, self.grid[0]), k.rem(rest, self.grid[0]), k.rem(flat, self.grid[1])
+
+
+def shifted(k: Kernel, j: DimV, width: int, count: int) -> DimV:
+    """Start of the j-th block of `width` of `count` channels, the last ending at count."""
+    return k.min(k.mul(j, width), count - width)
+
+
+def v_at(k: Kernel, at: Block, shapes: Shapes, point: DimV, tile: DimV) -> DimV:
+    """Offset of V[point, tile, 0] in the scratch."""
+    return k.add(at.v_base, k.mul(k.add(k.mul(point, at.capacity), tile), shapes.cin))
+
+
+def m_at(k: Kernel, at: Block, shapes: Shapes, point: DimV, tile: DimV) -> DimV:
+    """Offset of M[point, tile, 0] in the scratch."""
+    return k.add(at.m_base, k.mul(k.add(k.mul(point, at.capacity), tile), shapes.cout))
+
+
+def input_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
+    """V[xi, t] = (B^T d B)[xi] for the patch d under each tile t of the block."""
+    x, tf = at.bufs[1], shapes.tf
+    zero = mk.splat(k, const(k.b, 0.0, shapes.vt.element_type), shapes.vt)
+    with k.loop(count) as t:
+        n, ty, tx = at.tile(k, t)
+        top = k.sub(k.mul(ty, tf.m), at.g.pad_before[0])
+        left = k.sub(k.mul(tx, tf.m), at.g.pad_before[1])
+        patch = positions(k, x, (n, top, left), tf.tile, shapes.vt)
+        with k.loop(shapes.vectors(shapes.cin)) as j:
+            c = shifted(k, j, shapes.lanes, shapes.cin)
+            v_row, v_point = k.add(v_at(k, at, shapes, 0, t), c), at.capacity * shapes.cin
+            d = [
+                [mk.vload_masked(k, x, k.add(offset, c), mask, zero) for offset, mask in line]
+                for line in patch
+            ]
+            for xi, value in enumerate(sandwich(k, tf.bt, d)):
+                mk.vstore(k, at.scratch, k.add(v_row, xi * v_point), value)
+
+
+def positions(
+    k: Kernel, buf: Buf, corner: tuple[DimV, DimV, DimV], size: int, vt: VectorType
+) -> list[list[tuple[DimV, SSAValue]]]:
+    """The size x size positions from buf[n, top, left]: for each, the offset of its
+    channel 0 (clamped into the image) and the lanes to load or store there, all inside
+    the image, none outside it (padding, or an output past an odd edge). Rows and
+    columns are checked once each."""
+    n, top, left = corner
+    strides = k.strides(buf.dims)
+    rows = [_clamped(k, k.add(top, r), buf.dims[1], strides[1]) for r in range(size)]
+    columns = [_clamped(k, k.add(left, c), buf.dims[2], strides[2]) for c in range(size)]
+    image = k.mul(n, strides[0])
+    lanes = vt.get_shape()[0]
+    grid = []
+    for row, row_inside in rows:
+        line = []
+        for column, column_inside in columns:
+            inside = k.b.insert(arith.AndIOp(row_inside, column_inside)).result
+            offset = k.add(k.add(image, row), column)
+            line.append((offset, mk.lane_mask(k, k.select(inside, lanes, 0), vt)))
+        grid.append(line)
+    return grid
+
+
+def _clamped(k: Kernel, v: DimV, size: DimV, stride: DimV) -> tuple[DimV, SSAValue]:
+    """v clamped into [0, size) times `stride`, and whether v was inside."""
+    inside = k.both(k.compare("sge", v, 0), k.compare("slt", v, size))
+    return k.mul(k.max(k.min(v, k.sub(size, 1)), 0), stride), inside
