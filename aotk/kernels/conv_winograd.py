@@ -25,10 +25,11 @@ of the output transform: one a tile for F2, four for F4.
 
 A call of fewer tiles than `min_tiles` runs the direct conv instead (`choose`). Rounding
 differs from the direct sum: the transforms add and subtract scaled inputs before the
-products. F2's error is a few units in the last place of the terms' magnitude; F4's,
-with its points 0, +-1, 2 and -1/2, about 7 times F2's (measured on random data; below
-one unit in the last place of the sum of the terms' magnitudes, where a plain sum's bound
-is the number of terms).
+products. Measured in float32 against float64 on random convs of 32 to 256 channels, the
+root-mean-square error was 0.6-0.7 times the direct kernels' for F2 and 2.4-2.9 times
+for F4 (with its points 0, +-1, 2, -1/2: 1.2-2.7 x 10^-6 on outputs of magnitude 1.4);
+the largest error, in units in the last place of the sum of the terms' magnitudes,
+1.2-1.5 for F2, 2.2-3.1 for the direct kernels and 8-17 for F4.
 """
 
 from __future__ import annotations
