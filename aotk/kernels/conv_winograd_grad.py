@@ -1,4 +1,5 @@
-"""The kernel gradient of a 3 x 3 stride-1 convolution by Winograd's F(2 x 2, 3 x 3).
+"""The kernel gradient of a 3 x 3 stride-1 convolution by Winograd's F(4 x 4, 3 x 3) or
+F(2 x 2, 3 x 3).
 
 The forward tile is y = A^T [(G g G^T) * (B^T d B)] A, linear in the kernel g, so the
 gradient of sum(y * e) over a tile's output gradient e is G^T [(B^T d B) * (A e A^T)] G,
@@ -6,13 +7,14 @@ and over the whole conv, per (input, output) channel pair,
 
     dg = G^T [sum over tiles of V[t] * Q[t]] G,  V = B^T d B, Q = A e A^T.
 
-The sum is 16 matrix products C x tiles times tiles x K, with 2.25 times fewer
-multiply-adds than the direct gradient's. Tiles overhanging an odd output read e as 0
-there. Threads split the blocks of `block()` tiles in `SLOTS` runs; a run's blocks add
-their products to its own 16 x C x K sums (register tiles of `rows` input channels by
-`nvec` vectors of output channels, loaded, summed over the block's tiles, stored); then
-every channel pair adds the runs' sums and takes G^T S G. A call of fewer than
-`conv_winograd.MIN_TILES` tiles runs the direct gradient instead.
+The sum is one matrix product C x tiles times tiles x K a point (36 for F4's 4 x 4 tiles,
+16 for F2's 2 x 2), with 4 or 2.25 times fewer multiply-adds than the direct gradient's.
+Tiles overhanging the output read e as 0 there. Threads split the blocks of `block()`
+tiles in `SLOTS` runs; a run's blocks add their products to its own points x C x K sums
+(register tiles of `rows` input channels by `nvec` vectors of output channels, loaded,
+summed over the block's tiles, stored); then every channel pair adds the runs' sums and
+takes G^T S G. A call of fewer than `conv_winograd.min_tiles` tiles runs the direct
+gradient instead.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from aotk.kernels.conv_geometry import Geometry, Values
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 from aotk.kernels.winograd_block import Block, Shapes, block_tiles, m_at, positions, v_at
-from aotk.kernels.winograd_tile import GT, POINTS, A, sandwich
+from aotk.kernels.winograd_tile import F2, F4, Transform, sandwich
 
 SLOTS = 4  # runs of blocks, each with its own sums: a few per thread, to even out
 SUMS_L2 = 4  # a run's sums up to 4 L2s (256 x 256 channels: 4 MiB a run)
@@ -53,16 +55,23 @@ def scratch_elems(elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any])
         return 0
     cin, cout = kernel[2], kernel[3]
     assert isinstance(cin, int) and isinstance(cout, int)
-    size = dtypes.byte_size(elem)
-    lanes = conv_tile.tile_shape(size, cout)[0]
-    if cout % lanes or POINTS * cin * cout * size > SUMS_L2 * heuristics.L2_BYTES:
+    tf = transform_for(elem, kernel)
+    if tf is None or cout % conv_tile.tile_shape(dtypes.byte_size(elem), cout)[0]:
         return 0
-    return SLOTS * _slot_elems(cin, cout)
+    return SLOTS * _slot_elems(tf, cin, cout)
 
 
-def _slot_elems(cin: int, cout: int) -> int:
+def transform_for(elem: Attribute, kernel: Sequence[DimV]) -> Transform | None:
+    """F4 where a run's sums fit SUMS_L2 L2s, else F2 where they do, else None."""
+    cin, cout = kernel[2], kernel[3]
+    assert isinstance(cin, int) and isinstance(cout, int)
+    sums = cin * cout * dtypes.byte_size(elem)
+    return next((tf for tf in (F4, F2) if tf.points * sums <= SUMS_L2 * heuristics.L2_BYTES), None)
+
+
+def _slot_elems(tf: Transform, cin: int, cout: int) -> int:
     """A run's V and Q of a block, then its sums."""
-    return POINTS * block() * (cin + cout) + POINTS * cin * cout
+    return tf.points * block() * (cin + cout) + tf.points * cin * cout
 
 
 def emit(
@@ -75,19 +84,23 @@ def emit(
     cin, cout = dw.dims[2], dw.dims[3]
     assert isinstance(cin, int) and isinstance(cout, int)
     lanes, rows, most = conv_tile.tile_shape(dtypes.byte_size(dw.elem), cout)  # type: ignore[arg-type]
-    shapes = Shapes(VectorType(dw.elem, [lanes]), rows, min(most, cout // lanes), cin, cout)
-    grid = [k.div(k.add(d, 1), 2) for d in dy.dims[1:3]]
+    tf = transform_for(dw.elem, dw.dims)
+    assert tf is not None
+    vt = VectorType(dw.elem, [lanes])
+    shapes = Shapes(vt, rows, min(most, cout // lanes), cin, cout, tf, block())
+    grid = [k.div(k.add(d, tf.m - 1), tf.m) for d in dy.dims[1:3]]
+    points = tf.points
 
     def winograd() -> None:
         tiles = k.product([dy.dims[0], *grid])
         blocks = k.div(k.add(tiles, block() - 1), block())
         slots = k.min(blocks, SLOTS)
         with k.loop(slots, parallel=True) as s:
-            v_base = k.mul(s, _slot_elems(cin, cout))
-            m_base = k.add(v_base, POINTS * block() * cin)
-            sums = k.add(m_base, POINTS * block() * cout)
-            zero = mk.splat(k, const(k.b, 0.0, shapes.vt.element_type), shapes.vt)
-            mk.fill(k, scratch, (sums, POINTS * cin * cout), zero)
+            v_base = k.mul(s, _slot_elems(tf, cin, cout))
+            m_base = k.add(v_base, points * block() * cin)
+            sums = k.add(m_base, points * block() * cout)
+            zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
+            mk.fill(k, scratch, (sums, points * cin * cout), zero)
             first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
             with k.loop(last, lb=first) as b:
                 t0 = k.mul(b, block())
@@ -100,23 +113,24 @@ def emit(
                 _accumulate(k, at, shapes, (sums, count))
         _finish(k, (dw, scratch), shapes, slots)
 
-    conv_winograd.choose(k, (dy.dims[0], grid[0], grid[1]), (winograd, direct))
+    least = conv_winograd.min_tiles(tf)
+    conv_winograd.choose(k, (dy.dims[0], grid[0], grid[1]), (winograd, direct), least)
 
 
 def _gradient_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
-    """Q[xi, t] = (A e A^T)[xi] for the output gradient's 2 x 2 tile e under each tile t
+    """Q[xi, t] = (A e A^T)[xi] for the output gradient's m x m tile e under each tile t
     (0 past the output's edge), in the scratch where the forward keeps M."""
-    dy, vt = at.bufs[0], shapes.vt
+    dy, vt, tf = at.bufs[0], shapes.vt, shapes.tf
     zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
     with k.loop(count) as t:
         n, ty, tx = at.tile(k, t)
-        tile = positions(k, dy, (n, k.mul(ty, 2), k.mul(tx, 2)), 2, vt)
+        tile = positions(k, dy, (n, k.mul(ty, tf.m), k.mul(tx, tf.m)), tf.m, vt)
         with k.loop(shapes.cout // shapes.lanes) as j:
             o = k.mul(j, shapes.lanes)
             e = [[mk.vload_masked(k, dy, k.add(at_, o), mask, zero) for at_, mask in line]
                  for line in tile]  # fmt: skip
             q_row, q_point = k.add(m_at(k, at, shapes, 0, t), o), block() * shapes.cout
-            for xi, value in enumerate(sandwich(k, A, e)):
+            for xi, value in enumerate(sandwich(k, tf.a, e)):
                 mk.vstore(k, at.scratch, k.add(q_row, xi * q_point), value)
 
 
@@ -128,7 +142,7 @@ def _accumulate(k: Kernel, at: Block, shapes: Shapes, where: tuple[DimV, DimV]) 
     vectors = shapes.cout // shapes.lanes
     row_parts = [(rows, cin // rows, 0), (cin % rows, 1, cin // rows * rows)]
     vector_parts = [(nvec, vectors // nvec, 0), (vectors % nvec, 1, vectors // nvec * nvec)]
-    with k.loop(POINTS) as xi:
+    with k.loop(shapes.tf.points) as xi:
         for r, r_trips, r_start in row_parts:
             for v, v_trips, v_start in vector_parts:
                 if r == 0 or v == 0:
@@ -168,15 +182,15 @@ def _sum_tile(
 def _finish(k: Kernel, where: tuple[Buf, Buf], shapes: Shapes, slots: DimV) -> None:
     """dw[:, :, c, o] = G^T (the runs' sums) G."""
     dw, scratch = where
-    vt, lanes, cin, cout = shapes.vt, shapes.lanes, shapes.cin, shapes.cout
-    first_sums = POINTS * block() * (cin + cout)
+    vt, lanes, cin, cout, tf = shapes.vt, shapes.lanes, shapes.cin, shapes.cout, shapes.tf
+    first_sums = tf.points * block() * (cin + cout)
     with k.loop(cin, parallel=True) as c:
         with k.loop(cout // lanes) as j:
             o = k.mul(j, lanes)
             at = k.add(k.mul(c, cout), o)
 
             def add_run(s: SSAValue, totals: Values) -> list[SSAValue]:
-                run = k.add(k.add(first_sums, k.mul(s, _slot_elems(cin, cout))), at)
+                run = k.add(k.add(first_sums, k.mul(s, _slot_elems(tf, cin, cout))), at)
                 return [
                     k.b.insert(
                         arith.AddfOp(total, mk.vload(k, scratch, k.add(run, xi * cin * cout), vt))
@@ -185,7 +199,7 @@ def _finish(k: Kernel, where: tuple[Buf, Buf], shapes: Shapes, slots: DimV) -> N
                 ]
 
             zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
-            totals = k.fold_loop(slots, [zero] * POINTS, add_run)
-            grid = [totals[r * 4 : (r + 1) * 4] for r in range(4)]
-            for tap, value in enumerate(sandwich(k, GT, grid)):
+            totals = k.fold_loop(slots, [zero] * tf.points, add_run)
+            grid = [totals[r * tf.tile : (r + 1) * tf.tile] for r in range(tf.tile)]
+            for tap, value in enumerate(sandwich(k, tf.gt, grid)):
                 mk.vstore(k, dw, k.add(k.mul(k.add(tap * cin, c), cout), o), value)

@@ -60,6 +60,16 @@ class Transform:
         """Products per tile and channel pair: one matrix product each."""
         return self.tile * self.tile
 
+    @property
+    def a(self) -> Matrix:
+        """A (tile x m): the kernel gradient's transform of a tile of the output's."""
+        return tuple(zip(*self.at, strict=True))
+
+    @property
+    def gt(self) -> Matrix:
+        """G^T (3 x tile): the kernel gradient's last transform."""
+        return tuple(zip(*self.g, strict=True))
+
 
 def toom_cook(points: Sequence[Fraction]) -> Transform:
     """F(m, 3) from m + 1 distinct finite points and infinity, exactly: A^T evaluates the

@@ -1,17 +1,17 @@
 // RUN: aotk-opt %s --aotk-tile-for=avx2 -p convert-aotk-to-loops | filecheck %s
 
 // The kernel gradient of a 'same' 3x3 conv of 32 channels into 64, by Winograd's
-// F(2x2, 3x3): threads split the blocks of 45 tiles in at most 4 runs, each with its own
-// 16 x 32 x 64 sums, zeroed first. Per block: the input transform V (16 masked loads of
-// x a tile and vector of channels), the gradient's transform Q = A e A^T (4 masked loads
-// of g), then per point the sums += V^T Q in register tiles of 5 input channels x 2
-// vectors (10 FMAs a tile), and for the 2 channels left over, tiles of 2 x 2 (4 FMAs):
-// the tiles add, so none overlaps another. Last, per channel pair, the runs' 16 sums are
+// F(4x4, 3x3): threads split the blocks of 45 tiles in at most 4 runs, each with its own
+// 36 x 32 x 64 sums, zeroed first. Per block: the input transform V (36 masked loads of
+// x a tile and vector of channels), the gradient's transform Q = A e A^T (16 masked
+// loads of g), then per point the sums += V^T Q in register tiles of 5 input channels x
+// 2 vectors (10 FMAs a tile), and for the 2 channels left over, tiles of 2 x 2 (4 FMAs):
+// the tiles add, so none overlaps another. Last, per channel pair, the runs' 36 sums are
 // added and G^T S G stores the 9 taps.
 // CHECK-LABEL: func.func @winograd_grad(
 // CHECK-DAG:     %[[RUNS:.*]] = arith.constant 4 : index
 // CHECK-DAG:     %[[BLOCK:.*]] = arith.constant 45 : index
-// CHECK-DAG:     %[[SUMS:.*]] = arith.constant 32768 : index
+// CHECK-DAG:     %[[SUMS:.*]] = arith.constant 73728 : index
 // CHECK:         %[[SCRATCH:.*]] = ptr_xdsl.from_ptr %{{.*}} : !ptr_xdsl.ptr -> memref<?xf32>
 // CHECK:         %[[SLOTS:.*]] = arith.minsi %{{.*}}, %[[RUNS]] : index
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %[[SLOTS]] step
@@ -19,8 +19,8 @@
 // CHECK-NEXT:        arith.addi
 // CHECK-NEXT:        vector.store %{{.*}}, %[[SCRATCH]][
 // CHECK:           arith.muli %{{.*}}, %[[BLOCK]] : index
-// CHECK-COUNT-16:  vector.maskedload %x[
-// CHECK-COUNT-4:   vector.maskedload %g[
+// CHECK-COUNT-36:  vector.maskedload %x[
+// CHECK-COUNT-16:  vector.maskedload %g[
 // CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){9}vector<8xf32>}}) {
 // CHECK-COUNT-10:    vector.fma
 // CHECK-NOT:         vector.fma
@@ -29,14 +29,29 @@
 // CHECK-NOT:         vector.fma
 // CHECK:         } {aotk.parallel = 2 : i64}
 // CHECK:         scf.for
-// CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){15}vector<8xf32>}}) {
+// CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){35}vector<8xf32>}}) {
 // CHECK-COUNT-9:   vector.store %{{.*}}, %out0[
 // CHECK:         } {aotk.parallel = {{[0-9]+}} : i64}
 // CHECK:         func.return
-// 4 runs x (V and Q of 45 tiles: 16 x 45 x (32 + 64), and sums of 16 x 32 x 64), 4 bytes
+// 4 runs x (V and Q of 45 tiles: 36 x 45 x (32 + 64), and sums of 36 x 32 x 64), 4 bytes
 // CHECK-LABEL: func.func @winograd_grad_workspace_size(
-// CHECK:         arith.constant 1630208 : index
+// CHECK:         arith.constant 3667968 : index
+
+// 160 channels into 192: F(4x4, 3x3)'s sums (36 x 160 x 192 floats a run) would pass 4
+// L2s, F(2x2, 3x3)'s (16 x ...) do not: 16 masked loads of x, 4 of g, 16 sums.
+// CHECK-LABEL: func.func @wide(
+// CHECK-COUNT-16:  vector.maskedload %x[
+// CHECK-NOT:       vector.maskedload %x[
+// CHECK-COUNT-4:   vector.maskedload %g[
+// CHECK-NOT:       vector.maskedload %g[
+// CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){15}vector<8xf32>}}) {
+// CHECK:         func.return
 func.func @winograd_grad(%g: tensor<?x16x16x64xf32>, %x: tensor<?x16x16x32xf32>, %w: tensor<3x3x32x64xf32>) -> tensor<3x3x32x64xf32> {
   %dw = aotk.conv_backprop %g, %x, %w wrt kernel strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 : (tensor<?x16x16x64xf32>, tensor<?x16x16x32xf32>, tensor<3x3x32x64xf32>) -> tensor<3x3x32x64xf32>
   func.return %dw : tensor<3x3x32x64xf32>
+}
+
+func.func @wide(%g: tensor<?x16x16x192xf32>, %x: tensor<?x16x16x160xf32>, %w: tensor<3x3x160x192xf32>) -> tensor<3x3x160x192xf32> {
+  %dw = aotk.conv_backprop %g, %x, %w wrt kernel strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 : (tensor<?x16x16x192xf32>, tensor<?x16x16x160xf32>, tensor<3x3x160x192xf32>) -> tensor<3x3x160x192xf32>
+  func.return %dw : tensor<3x3x160x192xf32>
 }

@@ -166,6 +166,13 @@ GRAD_CASES = [
     _case("dynamic_spatial", (None, None, None, 16), (3, 3, 16, 32),
           [(2, 9, 10, 16), (1, 3, 4, 16)], padding="same"),
 ]  # fmt: skip
+# channels whose F4 sums (36 C K) would overflow the runs' budget take F2 (16 C K)
+WIDE_GRAD_CASES = {
+    "float32": _case("wide", (None, 7, 8, 160), (3, 3, 160, 192),
+                     [(4, 7, 8, 160), (2, 7, 8, 160)], padding="same"),
+    "float64": _case("wide", (None, 7, 8, 128), (3, 3, 128, 128),
+                     [(4, 7, 8, 128), (2, 7, 8, 128)], padding="same"),
+}  # fmt: skip
 
 
 def _grad_scratch(case: Case, dtype: str) -> int:
@@ -175,9 +182,13 @@ def _grad_scratch(case: Case, dtype: str) -> int:
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_winograd_kernel_gradients_match_interpreted(dtype: str) -> None:
-    assert all(_grad_scratch(c, dtype) for c in GRAD_CASES)
-    assert all(_tiles(c, 0) >= conv_winograd.MIN_TILES for c in GRAD_CASES)
-    _check_gradients(GRAD_CASES, dtype, np.random.default_rng(4))
+    cases = [*GRAD_CASES, WIDE_GRAD_CASES[dtype]]
+    assert all(_grad_scratch(c, dtype) for c in cases)
+    transforms = [conv_winograd_grad.transform_for(ELEMS[dtype], c[2]) for c in cases]
+    assert transforms == [winograd_tile.F4] * len(GRAD_CASES) + [winograd_tile.F2]
+    for case, tf in zip(cases, transforms, strict=True):
+        assert tf is not None and _tiles(case, 0, tf.m) >= conv_winograd.min_tiles(tf)
+    _check_gradients(cases, dtype, np.random.default_rng(4))
 
 
 def _check_gradients(cases: list[Case], dtype: str, rng: np.random.Generator) -> None:
