@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import SSAValue
 
@@ -112,22 +111,24 @@ def positions(
     columns are checked once each."""
     n, top, left = corner
     strides = k.strides(buf.dims)
-    rows = [_clamped(k, k.add(top, r), buf.dims[1], strides[1]) for r in range(size)]
-    columns = [_clamped(k, k.add(left, c), buf.dims[2], strides[2]) for c in range(size)]
-    image = k.mul(n, strides[0])
     lanes = vt.get_shape()[0]
+    rows = [_clamped(k, k.add(top, r), buf.dims[1], (strides[1], lanes)) for r in range(size)]
+    columns = [_clamped(k, k.add(left, c), buf.dims[2], (strides[2], lanes)) for c in range(size)]
+    image = k.mul(n, strides[0])
     grid = []
-    for row, row_inside in rows:
+    for row, row_lanes in rows:
+        start = k.add(image, row)
         line = []
-        for column, column_inside in columns:
-            inside = k.b.insert(arith.AndIOp(row_inside, column_inside)).result
-            offset = k.add(k.add(image, row), column)
-            line.append((offset, mk.lane_mask(k, k.select(inside, lanes, 0), vt)))
+        for column, column_lanes in columns:
+            mask = mk.lane_mask(k, k.min(row_lanes, column_lanes), vt)
+            line.append((k.add(start, column), mask))
         grid.append(line)
     return grid
 
 
-def _clamped(k: Kernel, v: DimV, size: DimV, stride: DimV) -> tuple[DimV, SSAValue]:
-    """v clamped into [0, size) times `stride`, and whether v was inside."""
+def _clamped(k: Kernel, v: DimV, size: DimV, scales: tuple[DimV, int]) -> tuple[DimV, DimV]:
+    """v clamped into [0, size) times `stride`, and `lanes` if v was inside, else 0, for
+    scales = (stride, lanes)."""
+    stride, lanes = scales
     inside = k.both(k.compare("sge", v, 0), k.compare("slt", v, size))
-    return k.mul(k.max(k.min(v, k.sub(size, 1)), 0), stride), inside
+    return k.mul(k.max(k.min(v, k.sub(size, 1)), 0), stride), k.select(inside, lanes, 0)

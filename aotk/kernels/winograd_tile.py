@@ -116,25 +116,41 @@ def sandwich(
 
 
 def combine(k: Kernel, coeffs: Sequence[float], values: Sequence[SSAValue]) -> SSAValue:
-    """sum(c * v): the terms of each magnitude added or subtracted, then scaled once."""
-    total: SSAValue | None = None
+    """sum(c * v): the terms of each magnitude added or subtracted, then scaled once,
+    into the total by a multiply-add; signs go into the adds and the scales, so that no
+    negation is needed unless every coefficient is negative."""
+    parts = []  # (factor, the sum it scales)
     for scale in sorted({abs(c) for c in coeffs if c != 0}):
-        part = _signed_sum(
-            k, [(c, v) for c, v in zip(coeffs, values, strict=True) if abs(c) == scale]
-        )
-        part = part if scale == 1 else scaled(k, part, scale)
-        total = part if total is None else k.b.insert(arith.AddfOp(total, part)).result
-    assert total is not None, "a row of zeros"
+        terms = [(c, v) for c, v in zip(coeffs, values, strict=True) if abs(c) == scale]
+        part, negated = _signed_sum(k, terms)
+        parts.append((-scale if negated else scale, part))
+    assert parts, "a row of zeros"
+    first = next((i for i, (factor, _) in enumerate(parts) if factor > 0), 0)
+    factor, total = parts.pop(first)
+    if factor == -1:
+        total = k.b.insert(arith.NegfOp(total)).result
+    elif factor != 1:
+        total = scaled(k, total, factor)
+    for factor, part in parts:
+        if abs(factor) == 1:
+            total = k.b.insert((arith.AddfOp if factor > 0 else arith.SubfOp)(total, part)).result
+        else:
+            total = mk.vfma(k, part, splat_like(k, factor, part), total)
     return total
 
 
-def _signed_sum(k: Kernel, terms: Sequence[tuple[float, SSAValue]]) -> SSAValue:
-    (c0, total), rest = terms[0], terms[1:]
-    if c0 < 0:
-        total = k.b.insert(arith.NegfOp(total)).result
+def _signed_sum(k: Kernel, terms: Sequence[tuple[float, SSAValue]]) -> tuple[SSAValue, bool]:
+    """sum(sign(c) v), or its negation and True when every c is negative."""
+    if all(c < 0 for c, _ in terms):
+        terms = [(-c, v) for c, v in terms]
+        negated = True
+    else:
+        terms = sorted(terms, key=lambda term: term[0] < 0)  # a positive term first
+        negated = False
+    (_, total), rest = terms[0], terms[1:]
     for c, v in rest:
         total = k.b.insert((arith.AddfOp if c > 0 else arith.SubfOp)(total, v)).result
-    return total
+    return total, negated
 
 
 def pool(k: Kernel, ys: Sequence[SSAValue], mode: str) -> SSAValue:
