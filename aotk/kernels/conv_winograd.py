@@ -59,7 +59,7 @@ from aotk.kernels.winograd_block import (
 )
 from aotk.kernels.winograd_tile import F2, F4, Transform, pool, sandwich
 
-SLOTS = 8  # runs of blocks, each with its own scratch (~110 KiB for W5's second conv)
+SLOTS = 8  # runs of blocks, each with its own scratch (~250 KiB for W5's second conv)
 _LANES = 16  # the most lanes of a vector (64 bytes of float32)
 # Fewer F2 tiles in a call run the direct conv: U is made in every call (16 C K values),
 # and few blocks keep threads idle. Measured at batch 1: 7 x 7 images (16 tiles) took
@@ -96,7 +96,7 @@ def plan_for(elem: Attribute, kernel: Sequence[DimV]) -> tuple[Transform, int] |
     rows or two, whichever first has V and M within L2, else F2 in blocks of three; None
     when neither fits. A block of one register tile's rows reads all of U (36 C K values)
     for 6 tiles: 384 channels in and out took 1.7-2.1 times F2's time that way, 256 in
-    blocks of two 0.72-0.92."""
+    blocks of two 0.72-1.02."""
     cin, cout = kernel[2], kernel[3]
     assert isinstance(cin, int) and isinstance(cout, int)
     rows = block_tiles() // 3
