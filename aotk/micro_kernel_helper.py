@@ -1,10 +1,12 @@
 """A second process that builds missing micro-kernels beside this one.
 
-A graph's first compile on a machine builds the micro-kernels it calls: one to two
-seconds each, most of it in xDSL's passes, which run in Python on one core. When two or
-more are missing from the cache and the host has two cores or more, `helping` starts
-a process (`python -c`, importing this very aotk, `micro_kernels.build_as_helper`) that
-builds them from the last while the caller builds them from the first. The cache's
+A graph's first compile on a machine builds the micro-kernels it calls, and its first
+export for another instruction set builds them for that one: one to two seconds each,
+most of it in xDSL's passes, which run in Python on one core. When two or more are
+missing from the cache and the host has two cores or more, `helping` starts a process
+(`python -c`, importing this very aotk, `micro_kernels.build_as_helper`) that builds
+them, for the same target, from the last while the caller builds them from the first.
+The cache's
 per-entry lock makes either one wait for a kernel the other is building and then read
 it, so each is built once and the two meet in the middle. The helper writes only cache
 entries, in the private cache directory this process would write them to
@@ -27,6 +29,7 @@ from aotk import timing
 
 BUILT = 0  # micro-kernels helpers have reported building for this process
 REPORT = "built "  # the helper's line for each micro-kernel it compiled
+TARGET = "--target"  # then LLVM's CPU, its features and the tiling: not this host's
 REPORT_GRACE_SECONDS = 0.5  # the helper has only cache reads left: it ends in a blink
 _running = threading.Semaphore(1)  # one helper at a time: two cores are the common case
 _CHILD = (
@@ -38,15 +41,15 @@ _CHILD = (
 
 
 @contextmanager
-def helping(missing: Sequence[str] | None) -> Iterator[None]:
+def helping(missing: Sequence[str] | None, target: Sequence[str] = ()) -> Iterator[None]:
     """Run the caller's builds, with a helper building `missing` (the ones the cache lacks,
     in the order the caller builds them; None: no usable cache) in the reverse order,
-    when that can pay."""
+    when that can pay; for `target` = (cpu, features, isa), or this host when empty."""
     if not _running.acquire(blocking=False):  # another thread's compile has one
         yield
         return
     try:
-        started, helper = time.perf_counter(), _start(missing)
+        started, helper = time.perf_counter(), _start(missing, target)
         try:
             yield
         finally:
@@ -59,7 +62,9 @@ def helping(missing: Sequence[str] | None) -> Iterator[None]:
         _running.release()
 
 
-def _start(missing: Sequence[str] | None) -> subprocess.Popen[str] | None:
+def _start(
+    missing: Sequence[str] | None, target: Sequence[str] = ()
+) -> subprocess.Popen[str] | None:
     if os.environ.get("AOTK_BUILD_HELPER", "1") == "0" or _cores() < 2 or not sys.executable:
         return None
     if missing is None or len(missing) < 2:
@@ -67,7 +72,7 @@ def _start(missing: Sequence[str] | None) -> subprocess.Popen[str] | None:
     source_root = str(Path(__file__).resolve().parent.parent)
     try:
         return subprocess.Popen(
-            [sys.executable, "-c", _CHILD, source_root, *reversed(missing)],
+            [sys.executable, "-c", _CHILD, source_root, *_target_args(target), *reversed(missing)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -75,6 +80,10 @@ def _start(missing: Sequence[str] | None) -> subprocess.Popen[str] | None:
         )
     except OSError:
         return None
+
+
+def _target_args(target: Sequence[str]) -> list[str]:
+    return [TARGET, *target] if target else []
 
 
 def _stop(helper: subprocess.Popen[str]) -> int:

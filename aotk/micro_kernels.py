@@ -86,12 +86,12 @@ def cached(
     return code
 
 
-def uncached(names: Sequence[str]) -> list[str] | None:
-    """Those of `names` whose code for this host the on-disk cache lacks, in order; None
-    when there is no usable cache."""
+def uncached(names: Sequence[str], target: Target | None = None) -> list[str] | None:
+    """Those of `names` whose code for `target` (None: this host) the on-disk cache
+    lacks, in order; None when there is no usable cache."""
     from aotk import compile_cache
 
-    cpu, features, isa = llvm_ir.host_cpu(), llvm_ir.host_features(), heuristics.host_isa()
+    cpu, features, isa = _or_host(target)
     found = [compile_cache.stored(_key(name, cpu, features, isa), _SECTION) for name in names]
     if None in found:
         return None
@@ -99,22 +99,37 @@ def uncached(names: Sequence[str]) -> list[str] | None:
 
 
 @contextmanager
-def helped(names: Sequence[str]) -> Iterator[None]:
-    """Build `names` (in this order, in the block) with a helper process building those
-    the cache lacks from the last (`aotk.micro_kernel_helper`)."""
-    with micro_kernel_helper.helping(uncached(names) if len(names) >= 2 else None):
+def helped(names: Sequence[str], target: Target | None = None) -> Iterator[None]:
+    """Build `names` (in this order, in the block) for `target` (None: this host) with a
+    helper process building those the cache lacks from the last
+    (`aotk.micro_kernel_helper`)."""
+    missing = uncached(names, target) if len(names) >= 2 else None
+    for_target = () if target is None else (target.cpu, target.features, target.isa)
+    with micro_kernel_helper.helping(missing, for_target):
         yield
 
 
-def build_as_helper(names: Sequence[str]) -> int:
+def build_as_helper(args: Sequence[str]) -> int:
     """The helper process's work: build each named micro-kernel into the cache unless it
-    is there, reporting each one compiled here (`micro_kernel_helper.REPORT`)."""
-    for name in names:
+    is there, reporting each one compiled here (`micro_kernel_helper.REPORT`). `args`
+    are the names, after `--target CPU FEATURES ISA` when they are for another target
+    than this host."""
+    target = None
+    if args[:1] == [micro_kernel_helper.TARGET]:
+        target, args = Target(*args[1:4]), args[4:]
+    for name in args:
         before = BUILT
-        cached(name)
+        cached(name, *_or_host(target))
         if BUILT > before:
             print(f"{micro_kernel_helper.REPORT}{name}", flush=True)
     return 0
+
+
+def _or_host(target: Target | None) -> tuple[str, str, str]:
+    """(cpu, features, isa) of `target`, or of this host for None."""
+    if target is None:
+        return llvm_ir.host_cpu(), llvm_ir.host_features(), heuristics.host_isa()
+    return target.cpu, target.features, target.isa
 
 
 def _key(name: str, cpu: str, features: str, isa: str) -> str:
@@ -195,13 +210,15 @@ def export_objects(
     objects = {}
     tm = llvm_ir.target_machine(target.cpu, target.features, jit=False)
     names = [library.lookup(s).name for s in sorted(library.called(llvm_ir_text) | set(also))]
-    if target.isa == heuristics.host_isa():
-        with helped(names):  # the host's LLVM IR serves
-            sources = [cached(name) for name in names]
-    else:
-        sources = [cached(name, target.cpu, target.features, target.isa) for name in names]
+    built_for = None if target.isa == heuristics.host_isa() else target  # host's IR serves
+    with helped(names, built_for):
+        sources = [cached(name, *_or_host(built_for)) for name in names]
+    # code optimized for this very CPU and features needs only its functions renamed;
+    # the host's, for another CPU of its instruction set, is optimized again for it
+    ready = _or_host(built_for)[:2] == (target.cpu, target.features)
     for name, source in zip(names, sources, strict=True):
+        text = source.llvm_ir if ready else source.source_ir
         objects[f"uk_{name}.o"] = jit.generate_from_ir(
-            source.source_ir, source.signatures, tm, prefix, micro_kernel=True
+            text, source.signatures, tm, prefix, micro_kernel=True, optimized=ready
         ).objects[0]
     return objects

@@ -90,6 +90,25 @@ def test_the_helper_builds_into_the_cache_the_caller_reads(empty_cache):
 
 
 @pytest.mark.skipif(_cores() < 2, reason="the helper needs two cores")
+def test_the_helper_builds_for_the_target_it_is_given(empty_cache):
+    """An export for another instruction set has its micro-kernels built by a helper
+    too: for that target's CPU, features and tiling, none for the host."""
+    target = micro_kernels.Target("x86-64-v3", "", "avx2")
+    names = CHEAP[:2]
+    helper = micro_kernel_helper._start(names, (target.cpu, target.features, target.isa))
+    assert helper is not None
+    out, _ = helper.communicate(timeout=300)
+    assert helper.returncode == 0
+    assert out.split("\n")[:2] == [f"built {names[1]}", f"built {names[0]}"]
+    assert micro_kernels.uncached(names, target) == []
+    assert micro_kernels.uncached(names) == names
+    before = micro_kernels.BUILT
+    for name in names:
+        assert micro_kernels.cached(name, target.cpu, target.features, target.isa).signatures
+    assert micro_kernels.BUILT == before
+
+
+@pytest.mark.skipif(_cores() < 2, reason="the helper needs two cores")
 def test_timing_reports_the_helper_and_what_it_built(empty_cache):
     helped = micro_kernel_helper.BUILT
     with timing.collect() as records:
@@ -119,8 +138,8 @@ def test_no_helper_for_one_kernel_a_warm_cache_or_when_turned_off(empty_cache, m
     started = []
     real_start = micro_kernel_helper._start
 
-    def start(missing):
-        helper = real_start(missing)
+    def start(missing, target=()):
+        helper = real_start(missing, target)
         started.append((missing, helper is not None))
         return helper
 
@@ -162,7 +181,11 @@ def test_stored_tells_an_entry_apart_from_a_miss(empty_cache):
 
 def test_one_helper_at_a_time(empty_cache, monkeypatch):
     started = []
-    monkeypatch.setattr(micro_kernel_helper, "_start", lambda names: started.append(names))
+
+    def start(names, target=()):
+        started.append(names)
+
+    monkeypatch.setattr(micro_kernel_helper, "_start", start)
     with micro_kernel_helper.helping(CHEAP[:2]), micro_kernel_helper.helping(CHEAP[1:]):
         pass  # the inner one (another thread's compile, say) starts none
     with micro_kernel_helper.helping(CHEAP[1:]):

@@ -106,11 +106,17 @@ def generate_from_ir(
     tm: llvm_binding.TargetMachine,
     prefix: str = "",
     micro_kernel: bool = False,
+    optimized: bool = False,
 ) -> NativeCode:
-    """Optimize LLVM IR text (stage 4) for `tm` and emit an object, renaming as `generate`."""
+    """Optimize LLVM IR text (stage 4) for `tm` and emit an object, renaming as `generate`;
+    `optimized`: the text was optimized for this very `tm` already, emit it as it is."""
     timing.count_compile("llvm")
-    with timing.stage("llvm optimize"):
-        mod = llvm_ir.optimize(text, tm, prefix, slp=micro_kernel)
+    if optimized:
+        with timing.stage("llvm parse"):
+            mod = llvm_ir.parsed(text, tm, prefix)
+    else:
+        with timing.stage("llvm optimize"):
+            mod = llvm_ir.optimize(text, tm, prefix, slp=micro_kernel)
     named = {prefix + name: sig for name, sig in sigs.items()}
     with llvm_ir.code_generation(micro_kernel), timing.stage("llvm emit object"):
         obj = tm.emit_object(mod)

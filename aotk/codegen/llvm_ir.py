@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -158,19 +159,9 @@ def optimize(
 
     `context`: the LLVM context to parse into (one per thread; default the global one).
     In a context of its own the pipeline runs outside llvmlite's lock (`unlocked`).
-    With a `prefix`, every defined function is renamed `<prefix><name>` and hidden, so a
-    library can hold the kernels of several models (and a program its own `main`).
+    `prefix`: as `parsed`'s.
     """
-    mod = llvm_binding.parse_assembly(llvm_text, context=context)
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
-    if prefix:
-        for fn in mod.functions:
-            # micro-kernels are renamed too: the library links its own copy of each
-            if not fn.is_declaration or fn.name.startswith("aotk_uk_"):
-                fn.name = prefix + fn.name
-                fn.visibility = "hidden"
-    mod.verify()
+    mod = parsed(llvm_text, tm, prefix, context)
     options = llvm_binding.PipelineTuningOptions(speed_level=3)
     options.loop_vectorization = True
     options.slp_vectorization = slp
@@ -184,6 +175,40 @@ def optimize(
             mpm.run(mod, builder)
         else:
             unlocked("LLVMPY_RunNewModulePassManager")(mpm, mod, builder)
+    return mod
+
+
+_MODULE_START = re.compile(r"(?m)^(?=; ModuleID = )")  # where a printed module begins
+
+
+def parsed(
+    llvm_text: str,
+    tm: llvm_binding.TargetMachine,
+    prefix: str = "",
+    context: llvm_binding.ContextRef | None = None,
+) -> llvm_binding.ModuleRef:
+    """LLVM IR text parsed and verified for `tm`, not optimized: one printed module, or
+    several one after another (a split module's optimized parts, `llvm_split`), linked
+    into one. With a `prefix`, every defined function is renamed `<prefix><name>` and
+    hidden, so a library can hold the kernels of several models (and a program its own
+    `main`)."""
+    first, *others = (
+        llvm_binding.parse_assembly(text, context=context)
+        for text in _MODULE_START.split(llvm_text)
+        if text.strip()
+    )
+    for other in others:
+        first.link_in(other)
+    mod = first
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    if prefix:
+        for fn in mod.functions:
+            # micro-kernels are renamed too: the library links its own copy of each
+            if not fn.is_declaration or fn.name.startswith("aotk_uk_"):
+                fn.name = prefix + fn.name
+                fn.visibility = "hidden"
+    mod.verify()
     return mod
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import llvmlite.binding as llvm_binding
 import numpy as np
 import pytest
 
 from aotk import backend as K
-from aotk.codegen import llvm_split
+from aotk.codegen import llvm_ir, llvm_split
 from aotk.function import clear_cache
 
 TEXT = """\
@@ -81,3 +83,18 @@ def test_a_function_compiled_in_parts_computes_the_same_bits(monkeypatch) -> Non
     assert len(parts._compiled.code.objects) == 3
     for got, want in zip(parts([x]), whole([x]), strict=True):
         np.testing.assert_array_equal(got, want, strict=True)
+
+
+def test_the_optimized_parts_read_back_as_one_renamed_module() -> None:
+    """A split module's optimized IR (its parts printed one after another, as the cache
+    keeps it) parses into one module again: each function defined once, renamed and
+    hidden with the prefix, the call from one part into the other linked."""
+    tm = llvm_ir.target_machine(jit=False)
+    parts = llvm_split.compile_parts(llvm_split.split(TEXT, 3), None, None)
+    joined = "\n".join(part.ir for part in parts)
+    assert joined.count("; ModuleID") == 3  # a function a part: a's call to b crosses
+    module = llvm_ir.parsed(joined, tm, "lib_")
+    defined = {f.name: f.visibility.name for f in module.functions if not f.is_declaration}
+    assert defined == {"lib_a": "hidden", "lib_b": "hidden", "lib_c": "hidden"}
+    assert re.search(r"call void @lib_b\(", str(module))
+    assert {f.name for f in module.functions if f.is_declaration} == {"ext"}
