@@ -6,10 +6,9 @@ most of it in xDSL's passes, which run in Python on one core. When two or more a
 missing from the cache and the host has two cores or more, `helping` starts a process
 (`python -c`, importing this very aotk, `micro_kernels.build_as_helper`) that builds
 them, for the same target, from the last while the caller builds them from the first.
-The cache's
-per-entry lock makes either one wait for a kernel the other is building and then read
-it, so each is built once and the two meet in the middle. The helper writes only cache
-entries, in the private cache directory this process would write them to
+The cache's per-entry lock makes either one wait for a kernel the other is building and
+then read it, so each is built once and the two meet in the middle. The helper writes
+only cache entries, in the private cache directory this process would write them to
 (`aotk.paths`); if it cannot start or fails, the caller builds what it finds missing, as
 it would have alone. `AOTK_BUILD_HELPER=0` keeps every build in the calling process.
 """

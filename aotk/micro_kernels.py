@@ -214,7 +214,8 @@ def export_objects(
     with helped(names, built_for):
         sources = [cached(name, *_or_host(built_for)) for name in names]
     # code optimized for this very CPU and features needs only its functions renamed;
-    # the host's, for another CPU of its instruction set, is optimized again for it
+    # the host's is optimized again for another CPU of its instruction set, and for the
+    # host itself, whose library uses only the features it checks (`build.resolve_target`)
     ready = _or_host(built_for)[:2] == (target.cpu, target.features)
     for name, source in zip(names, sources, strict=True):
         text = source.llvm_ir if ready else source.source_ir
