@@ -57,7 +57,7 @@ from aotk.kernels.winograd_block import (
     shifted,
     v_at,
 )
-from aotk.kernels.winograd_tile import F2, F4, Transform, pool, sandwich
+from aotk.kernels.winograd_tile import F2, F4, Slots, Transform, pool, sandwich, sandwich_into
 
 SLOTS = 8  # runs of blocks, each with its own scratch (~250 KiB for W5's second conv)
 _LANES = 16  # the most lanes of a vector (64 bytes of float32)
@@ -225,13 +225,13 @@ def _transform_kernel(k: Kernel, where: tuple[Buf, Buf], shapes: Shapes) -> None
         with k.loop(shapes.vectors(cout)) as j:
             o = shifted(k, j, shapes.lanes, cout)
             at = k.add(k.mul(c, cout), o)  # of w[0, 0, c, o] and U[0, c, o]
-            g = [
-                [mk.vload(k, w, k.add(at, (r * 3 + s) * cin * cout), shapes.vt)
-                 for s in range(3)]
-                for r in range(3)
-            ]  # fmt: skip
-            for xi, value in enumerate(sandwich(k, shapes.tf.g, g)):
-                mk.vstore(k, scratch, k.add(at, xi * cin * cout), value)
+
+            def row(r: DimV, at: DimV = at) -> list[SSAValue]:
+                start = k.add(at, k.mul(r, 3 * cin * cout))
+                return [mk.vload(k, w, k.add(start, s * cin * cout), shapes.vt) for s in range(3)]
+
+            u = Slots(scratch, at, cin * cout)
+            sandwich_into(k, shapes.tf.g, row, (u, shapes.vt))
 
 
 def _products(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:

@@ -32,8 +32,16 @@ from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.conv_geometry import Geometry, Values
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
-from aotk.kernels.winograd_block import Block, Shapes, block_tiles, m_at, positions, v_at
-from aotk.kernels.winograd_tile import F2, F4, Transform, sandwich
+from aotk.kernels.winograd_block import (
+    Block,
+    Patch,
+    Shapes,
+    block_tiles,
+    columns,
+    m_at,
+    v_at,
+)
+from aotk.kernels.winograd_tile import F2, F4, Slots, Transform, sandwich, sandwich_into
 
 SLOTS = 4  # runs of blocks, each with its own sums: a few per thread, to even out
 SUMS_L2 = 4  # a run's sums up to 4 L2s (256 x 256 channels: 4 MiB a run)
@@ -121,17 +129,13 @@ def _gradient_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> No
     """Q[xi, t] = (A e A^T)[xi] for the output gradient's m x m tile e under each tile t
     (0 past the output's edge), in the scratch where the forward keeps M."""
     dy, vt, tf = at.bufs[0], shapes.vt, shapes.tf
-    zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
     with k.loop(count) as t:
         n, ty, tx = at.tile(k, t)
-        tile = positions(k, dy, (n, k.mul(ty, tf.m), k.mul(tx, tf.m)), tf.m, vt)
+        tile = Patch(dy, n, k.mul(ty, tf.m), columns(k, dy, k.mul(tx, tf.m), tf.m, vt))
         with k.loop(shapes.cout // shapes.lanes) as j:
             o = k.mul(j, shapes.lanes)
-            e = [[mk.vload_masked(k, dy, k.add(at_, o), mask, zero) for at_, mask in line]
-                 for line in tile]  # fmt: skip
-            q_row, q_point = k.add(m_at(k, at, shapes, 0, t), o), block() * shapes.cout
-            for xi, value in enumerate(sandwich(k, tf.a, e)):
-                mk.vstore(k, at.scratch, k.add(q_row, xi * q_point), value)
+            q = Slots(at.scratch, k.add(m_at(k, at, shapes, 0, t), o), block() * shapes.cout)
+            sandwich_into(k, tf.a, lambda r, o=o, tile=tile: tile.row(k, r, o, vt), (q, vt))
 
 
 def _accumulate(k: Kernel, at: Block, shapes: Shapes, where: tuple[DimV, DimV]) -> None:

@@ -15,7 +15,7 @@ from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.conv_geometry import Geometry
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
-from aotk.kernels.winograd_tile import F2, Transform, sandwich
+from aotk.kernels.winograd_tile import F2, Slots, Transform, sandwich_into
 
 
 def block_tiles() -> int:
@@ -85,21 +85,46 @@ def m_at(k: Kernel, at: Block, shapes: Shapes, point: DimV, tile: DimV) -> DimV:
 def input_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
     """V[xi, t] = (B^T d B)[xi] for the patch d under each tile t of the block."""
     x, tf = at.bufs[1], shapes.tf
-    zero = mk.splat(k, const(k.b, 0.0, shapes.vt.element_type), shapes.vt)
     with k.loop(count) as t:
         n, ty, tx = at.tile(k, t)
         top = k.sub(k.mul(ty, tf.m), at.g.pad_before[0])
         left = k.sub(k.mul(tx, tf.m), at.g.pad_before[1])
-        patch = positions(k, x, (n, top, left), tf.tile, shapes.vt)
+        patch = Patch(x, n, top, columns(k, x, left, tf.tile, shapes.vt))
         with k.loop(shapes.vectors(shapes.cin)) as j:
             c = shifted(k, j, shapes.lanes, shapes.cin)
-            v_row, v_point = k.add(v_at(k, at, shapes, 0, t), c), at.capacity * shapes.cin
-            d = [
-                [mk.vload_masked(k, x, k.add(offset, c), mask, zero) for offset, mask in line]
-                for line in patch
-            ]
-            for xi, value in enumerate(sandwich(k, tf.bt, d)):
-                mk.vstore(k, at.scratch, k.add(v_row, xi * v_point), value)
+            v = Slots(at.scratch, k.add(v_at(k, at, shapes, 0, t), c), at.capacity * shapes.cin)
+            sandwich_into(k, tf.bt, lambda r: patch.row(k, r, c, shapes.vt), (v, shapes.vt))
+
+
+@dataclass(frozen=True)
+class Patch:
+    """Rows from `top` of image n of `buf`, at the positions `columns` gives."""
+
+    buf: Buf
+    n: DimV
+    top: DimV
+    columns: list[tuple[DimV, DimV]]  # offset of each column, and its lanes
+
+    def row(self, k: Kernel, r: DimV, c: DimV, vt: VectorType) -> list[SSAValue]:
+        """Row r's vectors of channels from c, 0 in lanes outside the image."""
+        strides = k.strides(self.buf.dims)
+        lanes = vt.get_shape()[0]
+        row, row_lanes = _clamped(k, k.add(self.top, r), self.buf.dims[1], (strides[1], lanes))
+        start = k.add(k.add(k.mul(self.n, strides[0]), row), c)
+        zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
+        return [
+            mk.vload_masked(
+                k, self.buf, k.add(start, offset), mk.lane_mask(k, k.min(row_lanes, n), vt), zero
+            )
+            for offset, n in self.columns
+        ]
+
+
+def columns(k: Kernel, buf: Buf, left: DimV, size: int, vt: VectorType) -> list[tuple[DimV, DimV]]:
+    """The offsets of `size` columns of `buf` from `left` (clamped into the image), and
+    the lanes to read at each: all inside the image, none outside."""
+    stride, lanes = k.strides(buf.dims)[2], vt.get_shape()[0]
+    return [_clamped(k, k.add(left, c), buf.dims[2], (stride, lanes)) for c in range(size)]
 
 
 def positions(

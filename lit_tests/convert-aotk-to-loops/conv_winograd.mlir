@@ -4,21 +4,38 @@
 // the outputs in 4x4 tiles, 4 rows x 5 columns of them per image (at least 12 tiles a
 // call, as many outputs as F(2x2, 3x3)'s 48, so no direct conv is built), the last row
 // and column of tiles overhanging the output by one and by three. U = G g G^T first (36
-// values a channel pair); then threads split the blocks of up to 15 tiles (in order,
-// across rows and images) in at most 8 runs: per block, the input transform (36 masked
-// loads a tile and vector of channels), 36 products in register tiles of 5 tiles x 2
-// vectors, then the output transform, whose 16 vectors each go through a mask: none of
-// an output past the image's edge is stored.
+// values a channel pair, the input channels split across threads): a loop over the
+// kernel's 3 rows (3 loads, 6 stores of g G^T each), then one over the 6 columns of
+// that, in place (3 loads, 6 stores each). Then threads split the blocks of up to 15
+// tiles (in order, across rows and images) in at most 8 runs: per block, the input
+// transform, a loop over the patch's 6 rows (6 masked loads, 6 stores each) and one
+// over the 6 columns (6 loads, 6 stores each); 36 products in register tiles of 5 tiles
+// x 2 vectors; then the output transform, whose 16 vectors each go through a mask: none
+// of an output past the image's edge is stored.
 // CHECK-LABEL: func.func @winograd(
 // CHECK-DAG:     %[[FOUR:.*]] = arith.constant 4 : index
 // CHECK-DAG:     %[[TILE_COLUMNS:.*]] = arith.constant 5 : index
 // CHECK:         %[[SCRATCH:.*]] = ptr_xdsl.from_ptr %{{.*}} : !ptr_xdsl.ptr -> memref<?xf32>
 // CHECK-NOT:     scf.if
-// CHECK-COUNT-36:  vector.store %{{.*}}, %[[SCRATCH]][
+// CHECK:               scf.for
+// CHECK-COUNT-3:         vector.load %w[
+// CHECK-NOT:             vector.load
+// CHECK-COUNT-6:         vector.store %{{.*}}, %[[SCRATCH]][
+// CHECK-NEXT:          }
+// CHECK-NEXT:          scf.for
+// CHECK-COUNT-3:         vector.load %[[SCRATCH]][
+// CHECK-COUNT-6:         vector.store %{{.*}}, %[[SCRATCH]][
+// CHECK:         } {aotk.parallel =
 // CHECK:         %[[ROWS:.*]] = arith.muli %{{.*}}, %[[FOUR]] : index
 // CHECK-NEXT:    %[[TILES:.*]] = arith.muli %[[ROWS]], %[[TILE_COLUMNS]] : index
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step
-// CHECK-COUNT-36:  vector.maskedload %x[
+// CHECK-COUNT-6:   vector.maskedload %x[
+// CHECK-NOT:       vector.maskedload %x[
+// CHECK-COUNT-6:   vector.store %{{.*}}, %[[SCRATCH]][
+// CHECK-NEXT:    }
+// CHECK-NEXT:    scf.for
+// CHECK-COUNT-6:   vector.load %[[SCRATCH]][
+// CHECK-COUNT-6:   vector.store %{{.*}}, %[[SCRATCH]][
 // CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){9}vector<8xf32>}}) {
 // CHECK-COUNT-10:    vector.fma
 // CHECK-COUNT-16:  vector.create_mask
@@ -38,17 +55,22 @@
 // CHECK-NOT:       vector.maskedload
 // CHECK:             vector.fma
 // CHECK:         } else {
-// CHECK-COUNT-36:  vector.maskedload %x[
+// CHECK-COUNT-6:   vector.maskedload %x[
 // CHECK:         func.return
 
 // 400 channels into 400: F(4x4, 3x3)'s V and M of a block of 10 tiles would take more than
-// L2 (36 x 10 x 800 floats), so F(2x2, 3x3)'s (16 x 15 x 800) do: 2x2 tiles, 16 masked
-// loads a tile, 16 products, four masked stores.
+// L2 (36 x 10 x 800 floats), so F(2x2, 3x3)'s (16 x 15 x 800) do: 2x2 tiles, 4 masked
+// loads a row of a tile's patch, 16 products, four masked stores.
 // CHECK-LABEL: func.func @wide(
-// CHECK-COUNT-16:  vector.store %{{.*}}, %{{.*}}[
-// CHECK:           scf.for
-// CHECK-COUNT-16:  vector.maskedload %x[
+// CHECK:         } {aotk.parallel =
+// CHECK-COUNT-4:   vector.maskedload %x[
 // CHECK-NOT:       vector.maskedload %x[
+// CHECK-COUNT-4:   vector.store
+// CHECK-NEXT:    }
+// CHECK-NEXT:    scf.for
+// CHECK-COUNT-4:   vector.load
+// CHECK-COUNT-4:   vector.store
+// CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){9}vector<8xf32>}}) {
 // CHECK-COUNT-4:   vector.create_mask
 // CHECK-COUNT-16:  vector.load
 // CHECK-COUNT-4:   vector.maskedstore %out0[

@@ -2,9 +2,10 @@
 
 // The kernel gradient of a 'same' 3x3 conv of 32 channels into 64, by Winograd's
 // F(4x4, 3x3): threads split the blocks of 45 tiles in at most 4 runs, each with its own
-// 36 x 32 x 64 sums, zeroed first. Per block: the input transform V (36 masked loads of
-// x a tile and vector of channels), the gradient's transform Q = A e A^T (16 masked
-// loads of g), then per point the sums += V^T Q in register tiles of 5 input channels x
+// 36 x 32 x 64 sums, zeroed first. Per block: the input transform V (a loop over the
+// patch's 6 rows of 6 masked loads of x, then one over the 6 columns), the gradient's
+// transform Q = A e A^T (a loop over the 4 rows of 4 masked loads of g, then one over
+// the 6 columns), then per point the sums += V^T Q in register tiles of 5 input channels x
 // 2 vectors (10 FMAs a tile), and for the 2 channels left over, tiles of 2 x 2 (4 FMAs):
 // the tiles add, so none overlaps another. Last, per channel pair, the runs' 36 sums are
 // added and G^T S G stores the 9 taps.
@@ -19,8 +20,15 @@
 // CHECK-NEXT:        arith.addi
 // CHECK-NEXT:        vector.store %{{.*}}, %[[SCRATCH]][
 // CHECK:           arith.muli %{{.*}}, %[[BLOCK]] : index
-// CHECK-COUNT-36:  vector.maskedload %x[
-// CHECK-COUNT-16:  vector.maskedload %g[
+// CHECK-COUNT-6:   vector.maskedload %x[
+// CHECK-NOT:       vector.maskedload %x[
+// CHECK:           scf.for
+// CHECK-COUNT-6:     vector.load %[[SCRATCH]][
+// CHECK:           scf.for
+// CHECK-COUNT-4:     vector.maskedload %g[
+// CHECK-NOT:         vector.maskedload %g[
+// CHECK:           scf.for
+// CHECK-COUNT-4:     vector.load %[[SCRATCH]][
 // CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){9}vector<8xf32>}}) {
 // CHECK-COUNT-10:    vector.fma
 // CHECK-NOT:         vector.fma
@@ -38,11 +46,12 @@
 // CHECK:         arith.constant 3667968 : index
 
 // 160 channels into 192: F(4x4, 3x3)'s sums (36 x 160 x 192 floats a run) would pass 4
-// L2s, F(2x2, 3x3)'s (16 x ...) do not: 16 masked loads of x, 4 of g, 16 sums.
+// L2s, F(2x2, 3x3)'s (16 x ...) do not: 4 masked loads of x a row of a tile's patch, 2
+// of g a row of its output gradient's tile, 16 sums.
 // CHECK-LABEL: func.func @wide(
-// CHECK-COUNT-16:  vector.maskedload %x[
+// CHECK-COUNT-4:   vector.maskedload %x[
 // CHECK-NOT:       vector.maskedload %x[
-// CHECK-COUNT-4:   vector.maskedload %g[
+// CHECK-COUNT-2:   vector.maskedload %g[
 // CHECK-NOT:       vector.maskedload %g[
 // CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){15}vector<8xf32>}}) {
 // CHECK:         func.return
