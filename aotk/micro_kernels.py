@@ -218,8 +218,24 @@ def export_objects(
     # host itself, whose library uses only the features it checks (`build.resolve_target`)
     ready = _or_host(built_for)[:2] == (target.cpu, target.features)
     for name, source in zip(names, sources, strict=True):
-        text = source.llvm_ir if ready else source.source_ir
+        code = source if ready else _optimized_for(name, source, target, tm)
         objects[f"uk_{name}.o"] = jit.generate_from_ir(
-            text, source.signatures, tm, prefix, micro_kernel=True, optimized=ready
+            code.llvm_ir, code.signatures, tm, prefix, micro_kernel=True, optimized=True
         ).objects[0]
     return objects
+
+
+def _optimized_for(
+    name: str, source: jit.NativeCode, target: Target, tm: llvm_binding.TargetMachine
+) -> jit.NativeCode:
+    """The host's micro-kernel `source` optimized again for `target` (of the host's
+    instruction set), through the on-disk cache: once per target, not once per export."""
+    from aotk import compile_cache
+
+    what = f"micro-kernel {name} tiled for {target.isa}, optimized for an export"
+    code, _ = compile_cache.get_or_compile(
+        compile_cache.entry_key(what, target.cpu, target.features),
+        lambda: jit.optimize_only(source.source_ir, source.signatures, tm, micro_kernel=True),
+        section=_SECTION,
+    )
+    return code

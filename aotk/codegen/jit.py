@@ -123,6 +123,17 @@ def generate_from_ir(
     return NativeCode((obj,), named, str(mod), text if not prefix else "")
 
 
+def optimize_only(
+    text: str, sigs: dict[str, str], tm: llvm_binding.TargetMachine, micro_kernel: bool = False
+) -> NativeCode:
+    """LLVM IR text (stage 4) optimized for `tm`, without an object: code to emit later
+    under other names (`generate_from_ir`'s `optimized`)."""
+    timing.count_compile("llvm")
+    with timing.stage("llvm optimize"):
+        mod = llvm_ir.optimize(text, tm, slp=micro_kernel)
+    return NativeCode((), dict(sigs), str(mod), text)
+
+
 def load(code: NativeCode) -> CompiledModule:
     """Link object code made for this host into the process; return callables by name.
 
