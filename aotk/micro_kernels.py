@@ -67,16 +67,13 @@ def generate(
         return jit.generate(lowered_module([name]), cpu, features, micro_kernel=True)
 
 
-def cached(
-    name: str, cpu: str | None = None, features: str | None = None, isa: str | None = None
-) -> jit.NativeCode:
-    """`generate`'s result through the on-disk cache (compiled only on a miss)."""
+def cached(name: str, target: Target | None = None) -> jit.NativeCode:
+    """`generate`'s result for `target` (None: this host) through the on-disk cache
+    (compiled only on a miss)."""
     global BUILT
     from aotk import compile_cache
 
-    cpu = llvm_ir.host_cpu() if cpu is None else cpu
-    features = llvm_ir.host_features() if features is None else features
-    isa = heuristics.host_isa() if isa is None else isa
+    cpu, features, isa = _or_host(target)
     code, compiled = compile_cache.get_or_compile(
         _key(name, cpu, features, isa),
         lambda: generate(name, cpu, features, isa),
@@ -119,7 +116,7 @@ def build_as_helper(args: Sequence[str]) -> int:
         target, args = Target(*args[1:4]), args[4:]
     for name in args:
         before = BUILT
-        cached(name, *_or_host(target))
+        cached(name, target)
         if BUILT > before:
             print(f"{micro_kernel_helper.REPORT}{name}", flush=True)
     return 0
@@ -212,7 +209,7 @@ def export_objects(
     names = [library.lookup(s).name for s in sorted(library.called(llvm_ir_text) | set(also))]
     built_for = None if target.isa == heuristics.host_isa() else target  # host's IR serves
     with helped(names, built_for):
-        sources = [cached(name, *_or_host(built_for)) for name in names]
+        sources = [cached(name, built_for) for name in names]
     # code optimized for this very CPU and features needs only its functions renamed;
     # the host's is optimized again for another CPU of its instruction set, and for the
     # host itself, whose library uses only the features it checks (`build.resolve_target`)

@@ -104,7 +104,7 @@ def test_the_helper_builds_for_the_target_it_is_given(empty_cache):
     assert micro_kernels.uncached(names) == names
     before = micro_kernels.BUILT
     for name in names:
-        assert micro_kernels.cached(name, target.cpu, target.features, target.isa).signatures
+        assert micro_kernels.cached(name, target).signatures
     assert micro_kernels.BUILT == before
 
 

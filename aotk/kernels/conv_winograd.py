@@ -176,7 +176,7 @@ def emit(
             with k.loop(last, lb=first) as b:
                 t0 = k.min(k.mul(b, block), k.sub(tiles, count))
                 places = (scratch, v_base, m_base)
-                at = Block((out, x), g, (grid[0], grid[1]), mode, *places, t0, shapes.block)
+                at = Block((out, x), g, (grid[0], grid[1]), mode, *places, t0)
                 input_transform(k, at, shapes, count)
                 _products(k, at, shapes, count)
                 _output_transform(k, at, shapes, count, epilogue)
@@ -293,7 +293,7 @@ def _output_transform(
         with k.loop(shapes.vectors(shapes.cout)) as c:
             o = shifted(k, c, shapes.lanes, shapes.cout)
             m_row = k.add(m_at(k, at, shapes, 0, t), o)
-            point = at.capacity * shapes.cout
+            point = shapes.block * shapes.cout
             m = [mk.vload(k, at.scratch, k.add(m_row, xi * point), vt) for xi in range(tf.points)]
             ys = sandwich(k, tf.at, [m[r * tf.tile : (r + 1) * tf.tile] for r in range(tf.tile)])
             if epilogue is not None:
@@ -314,7 +314,7 @@ def _finished(
     if epilogue.vector is not None:
         extras = epilogue.vector_extras(k, vt, o)
         return [epilogue.vector(k, [y, *extras]) for y in values]
-    spill = k.add(at.m_base, shapes.tf.points * at.capacity * shapes.cout)
+    spill = k.add(at.m_base, shapes.tf.points * shapes.block * shapes.cout)
     for q, y in enumerate(values):
         mk.vstore(k, at.scratch, k.add(spill, q * lanes), y)
     with k.loop(len(values) * lanes) as e:

@@ -34,11 +34,10 @@ from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 from aotk.kernels.winograd_block import (
     Block,
-    Patch,
     Shapes,
     block_tiles,
-    columns,
     m_at,
+    patch,
     v_at,
 )
 from aotk.kernels.winograd_tile import F2, F4, Slots, Transform, sandwich, sandwich_into
@@ -112,9 +111,7 @@ def emit(
             first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
             with k.loop(last, lb=first) as b:
                 t0 = k.mul(b, block())
-                at = Block(
-                    (dy, x), g, (grid[0], grid[1]), None, scratch, v_base, m_base, t0, block()
-                )
+                at = Block((dy, x), g, (grid[0], grid[1]), None, scratch, v_base, m_base, t0)
                 count = k.min(block(), k.sub(tiles, t0))
                 winograd_block.input_transform(k, at, shapes, count)
                 _gradient_transform(k, at, shapes, count)
@@ -131,10 +128,10 @@ def _gradient_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> No
     dy, vt, tf = at.bufs[0], shapes.vt, shapes.tf
     with k.loop(count) as t:
         n, ty, tx = at.tile(k, t)
-        tile = Patch(dy, n, k.mul(ty, tf.m), columns(k, dy, k.mul(tx, tf.m), tf.m, vt))
+        tile = patch(k, dy, (n, k.mul(ty, tf.m), k.mul(tx, tf.m)), tf.m, vt)
         with k.loop(shapes.cout // shapes.lanes) as j:
             o = k.mul(j, shapes.lanes)
-            q = Slots(at.scratch, k.add(m_at(k, at, shapes, 0, t), o), block() * shapes.cout)
+            q = Slots(at.scratch, k.add(m_at(k, at, shapes, 0, t), o), shapes.block * shapes.cout)
             sandwich_into(k, tf.a, lambda r, o=o, tile=tile: tile.row(k, r, o, vt), (q, vt))
 
 

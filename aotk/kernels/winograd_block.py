@@ -5,7 +5,7 @@ transform V = B^T d B, and the masked positions of a tile's patch or outputs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import SSAValue
@@ -15,7 +15,7 @@ from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.conv_geometry import Geometry
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
-from aotk.kernels.winograd_tile import F2, Slots, Transform, sandwich_into
+from aotk.kernels.winograd_tile import Slots, Transform, sandwich_into
 
 
 def block_tiles() -> int:
@@ -33,8 +33,8 @@ class Shapes:
     nvec: int
     cin: int
     cout: int
-    tf: Transform = F2
-    block: int = field(default_factory=lambda: block_tiles())  # tiles of a block
+    tf: Transform
+    block: int  # tiles a block's V and M have room for: their stride between points
 
     @property
     def lanes(self) -> int:
@@ -58,7 +58,6 @@ class Block:
     v_base: DimV
     m_base: DimV
     t0: DimV
-    capacity: int  # tiles V and M have room for: their stride from one point to the next
 
     def tile(self, k: Kernel, t: DimV) -> tuple[DimV, DimV, DimV]:
         """(image, tile row, tile column) of the block's tile t."""
@@ -74,12 +73,12 @@ def shifted(k: Kernel, j: DimV, width: int, count: int) -> DimV:
 
 def v_at(k: Kernel, at: Block, shapes: Shapes, point: DimV, tile: DimV) -> DimV:
     """Offset of V[point, tile, 0] in the scratch."""
-    return k.add(at.v_base, k.mul(k.add(k.mul(point, at.capacity), tile), shapes.cin))
+    return k.add(at.v_base, k.mul(k.add(k.mul(point, shapes.block), tile), shapes.cin))
 
 
 def m_at(k: Kernel, at: Block, shapes: Shapes, point: DimV, tile: DimV) -> DimV:
     """Offset of M[point, tile, 0] in the scratch."""
-    return k.add(at.m_base, k.mul(k.add(k.mul(point, at.capacity), tile), shapes.cout))
+    return k.add(at.m_base, k.mul(k.add(k.mul(point, shapes.block), tile), shapes.cout))
 
 
 def input_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
@@ -89,66 +88,62 @@ def input_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
         n, ty, tx = at.tile(k, t)
         top = k.sub(k.mul(ty, tf.m), at.g.pad_before[0])
         left = k.sub(k.mul(tx, tf.m), at.g.pad_before[1])
-        patch = Patch(x, n, top, columns(k, x, left, tf.tile, shapes.vt))
+        rows = patch(k, x, (n, top, left), tf.tile, shapes.vt)
         with k.loop(shapes.vectors(shapes.cin)) as j:
             c = shifted(k, j, shapes.lanes, shapes.cin)
-            v = Slots(at.scratch, k.add(v_at(k, at, shapes, 0, t), c), at.capacity * shapes.cin)
-            sandwich_into(k, tf.bt, lambda r: patch.row(k, r, c, shapes.vt), (v, shapes.vt))
+            v = Slots(at.scratch, k.add(v_at(k, at, shapes, 0, t), c), shapes.block * shapes.cin)
+            sandwich_into(k, tf.bt, lambda r: rows.row(k, r, c, shapes.vt), (v, shapes.vt))
 
 
 @dataclass(frozen=True)
 class Patch:
-    """Rows from `top` of image n of `buf`, at the positions `columns` gives."""
+    """Rows of image `image` (its offset) of `buf` from row `top`, at the positions
+    `columns` gives: each column's offset (clamped into the image) and lanes."""
 
     buf: Buf
-    n: DimV
+    image: DimV
     top: DimV
-    columns: list[tuple[DimV, DimV]]  # offset of each column, and its lanes
+    row_stride: DimV
+    columns: list[tuple[DimV, DimV]]
+
+    def places(self, k: Kernel, r: DimV, vt: VectorType, c: DimV = 0) -> list[Place]:
+        """Row r's positions: the offset of channel c at each (clamped into the image)
+        and the lanes to load or store there, all inside the image, none outside it
+        (padding, or an output past the edge)."""
+        scales = (self.row_stride, vt.get_shape()[0])
+        row, row_lanes = _clamped(k, k.add(self.top, r), self.buf.dims[1], scales)
+        start = k.add(k.add(self.image, row), c)
+        return [
+            (k.add(start, column), mk.lane_mask(k, k.min(row_lanes, column_lanes), vt))
+            for column, column_lanes in self.columns
+        ]
 
     def row(self, k: Kernel, r: DimV, c: DimV, vt: VectorType) -> list[SSAValue]:
         """Row r's vectors of channels from c, 0 in lanes outside the image."""
-        strides = k.strides(self.buf.dims)
-        lanes = vt.get_shape()[0]
-        row, row_lanes = _clamped(k, k.add(self.top, r), self.buf.dims[1], (strides[1], lanes))
-        start = k.add(k.add(k.mul(self.n, strides[0]), row), c)
         zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
         return [
-            mk.vload_masked(
-                k, self.buf, k.add(start, offset), mk.lane_mask(k, k.min(row_lanes, n), vt), zero
-            )
-            for offset, n in self.columns
+            mk.vload_masked(k, self.buf, offset, mask, zero)
+            for offset, mask in self.places(k, r, vt, c)
         ]
 
 
-def columns(k: Kernel, buf: Buf, left: DimV, size: int, vt: VectorType) -> list[tuple[DimV, DimV]]:
-    """The offsets of `size` columns of `buf` from `left` (clamped into the image), and
-    the lanes to read at each: all inside the image, none outside."""
-    stride, lanes = k.strides(buf.dims)[2], vt.get_shape()[0]
-    return [_clamped(k, k.add(left, c), buf.dims[2], (stride, lanes)) for c in range(size)]
+Place = tuple[DimV, SSAValue]  # an offset, and the mask of the lanes there
+
+
+def patch(k: Kernel, buf: Buf, corner: tuple[DimV, DimV, DimV], size: int, vt: VectorType) -> Patch:
+    """The patch of `size` columns from buf[n, top, left], corner = (n, top, left)."""
+    n, top, left = corner
+    strides, lanes = k.strides(buf.dims), vt.get_shape()[0]
+    columns = [_clamped(k, k.add(left, c), buf.dims[2], (strides[2], lanes)) for c in range(size)]
+    return Patch(buf, k.mul(n, strides[0]), top, strides[1], columns)
 
 
 def positions(
     k: Kernel, buf: Buf, corner: tuple[DimV, DimV, DimV], size: int, vt: VectorType
-) -> list[list[tuple[DimV, SSAValue]]]:
-    """The size x size positions from buf[n, top, left]: for each, the offset of its
-    channel 0 (clamped into the image) and the lanes to load or store there, all inside
-    the image, none outside it (padding, or an output past an odd edge). Rows and
-    columns are checked once each."""
-    n, top, left = corner
-    strides = k.strides(buf.dims)
-    lanes = vt.get_shape()[0]
-    rows = [_clamped(k, k.add(top, r), buf.dims[1], (strides[1], lanes)) for r in range(size)]
-    columns = [_clamped(k, k.add(left, c), buf.dims[2], (strides[2], lanes)) for c in range(size)]
-    image = k.mul(n, strides[0])
-    grid = []
-    for row, row_lanes in rows:
-        start = k.add(image, row)
-        line = []
-        for column, column_lanes in columns:
-            mask = mk.lane_mask(k, k.min(row_lanes, column_lanes), vt)
-            line.append((k.add(start, column), mask))
-        grid.append(line)
-    return grid
+) -> list[list[Place]]:
+    """The size x size positions from buf[n, top, left] (`Patch.places`), row by row."""
+    square = patch(k, buf, corner, size, vt)
+    return [square.places(k, r, vt) for r in range(size)]
 
 
 def _clamped(k: Kernel, v: DimV, size: DimV, scales: tuple[DimV, int]) -> tuple[DimV, DimV]:
