@@ -192,11 +192,11 @@ def parsed(
     into one. With a `prefix`, every defined function is renamed `<prefix><name>` and
     hidden, so a library can hold the kernels of several models (and a program its own
     `main`)."""
-    first, *others = (
-        llvm_binding.parse_assembly(text, context=context)
-        for text in _MODULE_START.split(llvm_text)
-        if text.strip()
-    )
+    # one module is the common case (every model's optimize): no regex pass over its text
+    texts = [llvm_text]
+    if "\n; ModuleID = " in llvm_text:
+        texts = [text for text in _MODULE_START.split(llvm_text) if text.strip()]
+    first, *others = (llvm_binding.parse_assembly(text, context=context) for text in texts)
     for other in others:
         first.link_in(other)
     mod = first
