@@ -1,10 +1,13 @@
 """Weights packed once for many calls of a K.function.
 
-`plan` picks the matmuls that read a weight the function does not write: a captured
-variable or constant, a static float32/float64 matrix at least a sliver wide, the
-matmul's right operand as it is (not transposed). The JIT's module gets one more
-argument per such weight, after the captures, its packed copy, and those matmuls become
-`aotk.matmul_packed_weight`. The caller keeps the copies (`Packs`) and, before a call,
+`plan` picks the ops that read a weight the function does not write, a captured
+variable or constant: matmuls whose right operand it is as it is (not transposed), a
+static float32/float64 matrix at least a sliver wide, and convs whose kernel it is that
+take Winograd's path (`kernels.conv_winograd`). The JIT's module gets one more argument
+per such weight, after the captures, its packed copy: slivers for the matmuls, which
+become `aotk.matmul_packed_weight`, the kernel in Winograd's points for the convs
+(`kernels.winograd_weight`), which take it as `packed` (a plain `aotk.conv` becomes an
+`aotk.conv_fused` of no epilogue). The caller keeps the copies (`Packs`) and, before a call,
 packs again each one whose weight's `version` moved since: `K.set_value` bumps it, and
 so does every call of a function that updates the variable (`runtime.bump_version`).
 Pickles keep the traced module and rebuild the copies; an exported model (`aotk.export`)
@@ -31,28 +34,41 @@ from xdsl.ir import Block, BlockArgument, Operation
 from aotk import dtypes, runtime
 from aotk.dialect import metadata
 from aotk.dialect.base import elem_of, shape_of, tensor
+from aotk.dialect.conv import ConvOp
+from aotk.dialect.conv_fused import ConvFusedOp, EpilogueConvOp, identity_body
 from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.matmul_packed_weight import MatMulPackedWeightOp, packable, packed_size
-from aotk.kernels import library, matmul_prepacked
+from aotk.kernels import conv_winograd, library, matmul_prepacked, winograd_weight
+
+SLIVERS = ""  # a Pack's `transform` for a matmul's weight
 
 
 @dataclass(frozen=True)
 class Pack:
-    """One weight's packed copy: the capture it is made from, and its [K, N] shape."""
+    """One weight's packed copy: the capture it is made from, its [K, N] shape (a conv
+    kernel's input and output channels), and how it is packed: in slivers, or by a
+    Winograd transform (`winograd_weight.TRANSFORMS`' key)."""
 
     capture: int
     kdim: int
     n: int
     dtype: str  # NumPy's name
+    transform: str = SLIVERS
 
     def elems(self) -> int:
         """Elements of the packed copy."""
+        if self.transform != SLIVERS:
+            return winograd_weight.TRANSFORMS[self.transform].points * self.kdim * self.n
         return packed_size(dtypes.element_type(self.dtype), self.n, self.kdim)
 
     def packer(self) -> str:
-        """The symbol of the micro-kernel that packs it, `pack_rhs_<dtype>(packed, b, n, k)`."""
-        name = matmul_prepacked.pack_name(dtypes.element_type(self.dtype), False)
-        return library.lookup(name).symbol
+        """The symbol of the micro-kernel that packs it, `(packed, weight, n, k)`:
+        `pack_rhs_<dtype>` or `winograd_weight_<transform>_<dtype>`."""
+        elem = dtypes.element_type(self.dtype)
+        if self.transform != SLIVERS:
+            tf = winograd_weight.TRANSFORMS[self.transform]
+            return library.lookup(winograd_weight.name(tf, elem)).symbol
+        return library.lookup(matmul_prepacked.pack_name(elem, False)).symbol
 
 
 def plan(
@@ -71,8 +87,8 @@ def plan(
     assert isinstance(fn, func.FuncOp)
     ops = list(fn.body.block.ops)  # the copy's ops, at the original's positions
     packs = [
-        _add_pack(fn, index, [ops[at] for at in positions], n_inputs)
-        for index, positions in readers.items()
+        _add_pack(fn, reader, [ops[at] for at in positions], n_inputs)
+        for reader, positions in readers.items()
     ]
     return jit, packs
 
@@ -83,51 +99,80 @@ def _body(module: ModuleOp) -> Block:
     return fn.body.block
 
 
+Reader = tuple[int, str]  # a packed weight's argument, and its Pack's transform
+
+
 def _readers(
     block: Block, n_inputs: int, captures: Sequence[Any], updated: Sequence[Any]
-) -> dict[int, list[int]]:
-    """The positions in `block` of the matmuls that may read a packed weight, by the
-    weight's argument."""
+) -> dict[Reader, list[int]]:
+    """The positions in `block` of the ops that may read a packed weight, by the
+    weight's argument and packing."""
     written = {id(v) for v in updated}
-    readers: dict[int, list[int]] = {}
+    readers: dict[Reader, list[int]] = {}
     for at, op in enumerate(block.ops):
-        index = _weight_index(op, block, n_inputs)
-        if index is None:
+        reader = _matmul_weight(op, block, n_inputs) or _conv_weight(op, block, n_inputs)
+        if reader is None:
             continue
-        capture = captures[index - n_inputs]
+        capture = captures[reader[0] - n_inputs]
         if id(capture) in written or getattr(capture, "kernel_updated", False):
             continue
-        readers.setdefault(index, []).append(at)
+        readers.setdefault(reader, []).append(at)
     return readers
 
 
-def _weight_index(op: Any, block: Block, n_inputs: int) -> int | None:
-    """The argument index of the captured weight `op` multiplies by, if it qualifies."""
+def _captured(value: Any, block: Block, n_inputs: int) -> BlockArgument | None:
+    """`value` if it is an argument of `block` after its inputs (a capture), else None."""
+    if isinstance(value, BlockArgument) and value.block is block and value.index >= n_inputs:
+        return value
+    return None
+
+
+def _matmul_weight(op: Any, block: Block, n_inputs: int) -> Reader | None:
+    """The captured weight `op` multiplies by, if it qualifies."""
     if not isinstance(op, MatMulOp) or op.transpose_lhs or op.transpose_rhs:
         return None
-    rhs = op.rhs
-    if not isinstance(rhs, BlockArgument) or rhs.block is not block or rhs.index < n_inputs:
+    rhs = _captured(op.rhs, block, n_inputs)
+    if rhs is None or not packable(rhs.type):
         return None
-    if not packable(rhs.type) or elem_of(op.lhs.type) != elem_of(rhs.type):
+    if elem_of(op.lhs.type) != elem_of(rhs.type):
         return None
     n = shape_of(rhs.type)[1]
     assert n is not None
-    return rhs.index if n >= matmul_prepacked.sliver_width(elem_of(rhs.type)) else None
+    return (rhs.index, SLIVERS) if n >= matmul_prepacked.sliver_width(elem_of(rhs.type)) else None
 
 
-def _add_pack(fn: func.FuncOp, index: int, ops: list[Operation], n_in: int) -> Pack:
-    """Append the packed copy of argument `index` to `fn` and point its matmuls at it."""
+def _conv_weight(op: Any, block: Block, n_inputs: int) -> Reader | None:
+    """The captured kernel of a conv on Winograd's path, and its transform."""
+    if isinstance(op, EpilogueConvOp) and op.packed is None:
+        attrs, pooling = op.conv_attrs(), op.pooling()
+    elif isinstance(op, ConvOp):
+        attrs, pooling = op.attrs(), None
+    else:
+        return None
+    kernel = _captured(op.kernel, block, n_inputs)
+    if kernel is None:
+        return None
+    dims = conv_winograd.weight_shape(elem_of(kernel.type), shape_of(kernel.type), attrs, pooling)
+    return None if dims is None else (kernel.index, winograd_weight.key_of(dims[0]))
+
+
+def _add_pack(fn: func.FuncOp, reader: Reader, ops: list[Operation], n_in: int) -> Pack:
+    """Append the packed copy of the reader's argument to `fn` and point its ops at it."""
     block = fn.body.block
+    index, transform = reader
     weight = block.args[index]
-    elem = elem_of(weight.type)
-    kdim, n = shape_of(weight.type)
+    elem, dims = elem_of(weight.type), shape_of(weight.type)
+    kdim, n = dims[-2:]
     assert kdim is not None and n is not None
-    packed = block.insert_arg(tensor(elem, [packed_size(elem, n, kdim)]), len(block.args))
+    pack = Pack(index - n_in, kdim, n, dtypes.name_of(elem), transform)
+    packed_type = tensor(elem, [pack.elems()])
+    if transform != SLIVERS:
+        packed_type = tensor(elem, [winograd_weight.TRANSFORMS[transform].points, kdim, n])
+    packed = block.insert_arg(packed_type, len(block.args))
     for op in ops:
-        assert isinstance(op, MatMulOp)
-        new = MatMulPackedWeightOp.make([op.lhs, weight, packed], op.result.type)
+        new = _reading(op, weight, packed)
         block.insert_op_before(new, op)
-        op.result.replace_all_uses_with(new.result)
+        op.results[0].replace_all_uses_with(new.results[0])
         block.erase_op(op)
     inputs = [a.type for a in block.args]
     fn.function_type = FunctionType.from_lists(inputs, list(fn.function_type.outputs.data))
@@ -135,7 +180,19 @@ def _add_pack(fn: func.FuncOp, index: int, ops: list[Operation], n_in: int) -> P
     if isinstance(names, ArrayAttr):
         packed_name = StringAttr(f"{names.data[index].data}_packed")  # type: ignore[attr-defined]
         fn.attributes[metadata.ARG_NAMES] = ArrayAttr([*names.data, packed_name])
-    return Pack(index - n_in, kdim, n, dtypes.name_of(elem))
+    return pack
+
+
+def _reading(op: Operation, weight: BlockArgument, packed: BlockArgument) -> Operation:
+    """`op` as it reads the packed copy `packed` of `weight`."""
+    if isinstance(op, MatMulOp):
+        return MatMulPackedWeightOp.make([op.lhs, weight, packed], op.result.type)
+    if isinstance(op, ConvOp):
+        body = identity_body(op.result.type)
+        return ConvFusedOp.assemble((op.x, weight, packed, []), op.result.type, op.properties, body)
+    assert isinstance(op, EpilogueConvOp)
+    operands = (op.x, weight, packed, list(op.extras))
+    return type(op).assemble(operands, op.result.type, op.window_properties(), op.body.clone())
 
 
 class Packs:

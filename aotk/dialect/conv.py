@@ -46,6 +46,9 @@ class ConvPaddingAttr(EnumAttribute[ConvPadding], SpacedOpaqueSyntaxAttribute):
     name = "aotk.conv_padding"
 
 
+SEGMENTS = "operandSegmentSizes"  # a property the operands imply: never spelled out
+
+
 class WindowedOp(AotkOp):
     """An op over windows; its custom form spells each property out after the operands:
     `aotk.pool %x window [2, 2] strides [2, 2] padding same mode max : (...) -> ...`."""
@@ -61,6 +64,8 @@ class WindowedOp(AotkOp):
     def print_window(self, printer: Printer) -> None:
         """Each property as ` name value`."""
         for name in self.get_irdl_definition().properties:
+            if name == SEGMENTS:
+                continue
             printer.print_string(f" {name} ")
             value = self.properties[name]
             if isinstance(value, DenseArrayBase):
@@ -93,6 +98,8 @@ class WindowedOp(AotkOp):
         """What `print_window` prints."""
         props: dict[str, Attribute] = {}
         for name, prop in cls.get_irdl_definition().properties.items():
+            if name == SEGMENTS:
+                continue
             parser.parse_keyword(name)
             props[name] = _parse_prop(parser, prop.constr)
         return props
@@ -217,8 +224,9 @@ def _lower(k: Kernel, out: Buf, x: Buf, w: Buf, scratch: Buf | None = None, **at
 
 def winograd_scratch(k: Kernel, ins: list[Buf], result_type: Attribute, **attrs: Any) -> int:
     """The scratch of `kernels.conv_winograd` when it computes this conv (attributes
-    `attrs`), else none."""
-    return conv_winograd.scratch_elems(elem_of(result_type), ins[1].dims, attrs, None)
+    `attrs`; ins: x, the kernel, and U when the op is given it), else none."""
+    packed = len(ins) > 2
+    return conv_winograd.scratch_elems(elem_of(result_type), ins[1].dims, attrs, None, packed)
 
 
 def _grad(g: Any, y: Any, x: Any, kernel: Any, **attrs: Any) -> tuple[Any, ...]:

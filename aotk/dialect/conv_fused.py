@@ -7,6 +7,10 @@
       aotk.yield %r : tensor<f32>
     }
 
+With `packed %u` after the kernel, the op also takes the kernel in Winograd's points
+(`kernels.winograd_weight`), made once for a weight a K.function does not write
+(`aotk.weight_packs`), and its code does not make it per call.
+
 The body is an `aotk.fused` body: block argument %acc is an element of the convolution,
 the others an element of each epilogue input, each a scalar or one value per output
 channel (every dim but the last 1). It yields the result element, of the conv's dtype.
@@ -20,12 +24,14 @@ from __future__ import annotations
 from typing import Any, Self
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType, VectorType
+from xdsl.dialects.builtin import DenseArrayBase, TensorType, VectorType, i32
 from xdsl.dialects.utils.format import parse_assignment, print_assignment
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     region_def,
     result_def,
     traits_def,
@@ -38,11 +44,18 @@ from xdsl.utils.exceptions import VerifyException
 
 from aotk.dialect.arithmetic import AddOp, DivOp, MaximumOp, MinimumOp, MulOp, SubOp
 from aotk.dialect.base import Shape, elem_of, shape_of, tensor, types_compatible
-from aotk.dialect.conv import ConvWindowOp, conv_shape, infer_conv, np_conv, winograd_scratch
+from aotk.dialect.conv import (
+    SEGMENTS,
+    ConvWindowOp,
+    conv_shape,
+    infer_conv,
+    np_conv,
+    winograd_scratch,
+)
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.fused import YieldOp, scalar_body
 from aotk.dialect.registry import REGISTRY, BodyLowering, Kind, OpDef, register
-from aotk.kernels import conv_kernel
+from aotk.kernels import conv_kernel, conv_winograd
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.conv_geometry import Body, Epilogue, geometry
 from aotk.kernels.kernel import Buf, Kernel
@@ -56,14 +69,49 @@ class EpilogueConvOp(ConvWindowOp):
 
     x = operand_def(TensorType)
     kernel = operand_def(TensorType)
+    packed = opt_operand_def(TensorType)
     extras = var_operand_def(TensorType)
     result = result_def(TensorType)
     body = region_def("single_block")
     traits = traits_def(Pure(), IsolatedFromAbove())
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    @classmethod
+    def assemble(
+        cls,
+        operands: tuple[SSAValue, SSAValue, SSAValue | None, list[SSAValue]],
+        result_type: Attribute,
+        properties: dict[str, Attribute],
+        body: Region,
+    ) -> Self:
+        """The op of operands = (x, kernel, packed or None, extras)."""
+        x, kernel, packed, extras = operands
+        packs = [packed] if packed is not None else []
+        sizes = DenseArrayBase.from_list(i32, [1, 1, len(packs), len(extras)])
+        return cls.create(
+            operands=[x, kernel, *packs, *extras],
+            result_types=[result_type],
+            properties={**properties, SEGMENTS: sizes},
+            regions=[body],
+        )
+
+    def attrs(self) -> dict[str, Any]:
+        return {k: v for k, v in super().attrs().items() if k != SEGMENTS}
+
+    def window_properties(self) -> dict[str, Attribute]:
+        """The properties but the operand segments: the window's, and the pool's."""
+        return {k: v for k, v in self.properties.items() if k != SEGMENTS}
+
+    def epilogue_inputs(self, values: list[Any]) -> list[Any]:
+        """Of one value per operand (arrays, buffers), those of the extras."""
+        return values[2 + (self.packed is not None) :]
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_list([self.x, self.kernel], printer.print_operand)
+        if self.packed is not None:
+            printer.print_string(" packed ")
+            printer.print_operand(self.packed)
         self.print_window(printer)
         acc, *args = self.body.block.args
         printer.print_string(" epilogue(")
@@ -84,6 +132,9 @@ class EpilogueConvOp(ConvWindowOp):
         args = [parser.parse_unresolved_operand()]
         parser.parse_punctuation(",")
         args.append(parser.parse_unresolved_operand())
+        packs = []
+        if parser.parse_optional_keyword("packed"):
+            packs.append(parser.parse_unresolved_operand())
         props = cls.parse_window(parser)
         parser.parse_keyword("epilogue")
         parser.parse_punctuation("(")
@@ -95,23 +146,24 @@ class EpilogueConvOp(ConvWindowOp):
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         fn = parser.parse_function_type()
-        types = list(fn.inputs.data)
-        if len(types) != 2 + len(bindings):
+        types, leading = list(fn.inputs.data), len(args) + len(packs)
+        if len(types) != leading + len(bindings) or len(fn.outputs.data) != 1:
             parser.raise_error(
-                f"{2 + len(bindings)} operands but the type lists {len(types)}", pos, parser.pos
+                f"{leading + len(bindings)} operands and 1 result, but the type lists "
+                f"{len(types)} and {len(fn.outputs.data)}",
+                pos,
+                parser.pos,
             )
-        operands = parser.resolve_operands([*args, *(o for _, o in bindings)], types, pos)
+        operands = parser.resolve_operands([*args, *packs, *(o for _, o in bindings)], types, pos)
         block_args = [acc.resolve(_element(types[0]))]
-        for (arg, _), t in zip(bindings, types[2:], strict=True):
+        for (arg, _), t in zip(bindings, types[leading:], strict=True):
             block_args.append(arg.resolve(_element(t)))
         body = parser.parse_region(block_args)
-        return cls.create(
-            operands=list(operands),
-            result_types=list(fn.outputs.data),
-            properties=props,
-            attributes=attrs,
-            regions=[body],
-        )
+        x, kernel, *rest = operands
+        packed = rest[0] if packs else None
+        op = cls.assemble((x, kernel, packed, rest[len(packs) :]), fn.outputs.data[0], props, body)
+        op.attributes.update(attrs)
+        return op
 
     def conv_attrs(self) -> dict[str, Any]:
         """The convolution's properties, as `aotk.conv`'s rules take them."""
@@ -130,6 +182,7 @@ class EpilogueConvOp(ConvWindowOp):
             raise VerifyException(
                 f"{self.name}: result type should be {expected}, got {self.result.type}"
             )
+        self.verify_packed()
         channels = shape_of(expected)[-1]
         for value in self.extras:
             if not per_channel(shape_of(value.type), channels):
@@ -139,12 +192,41 @@ class EpilogueConvOp(ConvWindowOp):
                 )
         _verify_body(self)
 
+    def pooling(self) -> Any:
+        """The pool's window (2 ints) the conv's tiles apply, None for none."""
+        return None
+
+    def verify_packed(self) -> None:
+        """`packed` is U as the Winograd path computes this conv with, if given."""
+        if self.packed is None:
+            return
+        elem = elem_of(self.x.type)
+        dims = conv_winograd.weight_shape(
+            elem, shape_of(self.kernel.type), self.conv_attrs(), self.pooling()
+        )
+        if dims is None:
+            raise VerifyException(
+                f"{self.name}: packed is given, but this conv does not take Winograd's path"
+            )
+        got = self.packed.type
+        if elem_of(got) != elem or tuple(shape_of(got)) != dims:
+            raise VerifyException(
+                f"{self.name}: packed must be {tensor(elem, dims)} for this conv, got {got}"
+            )
+
 
 @irdl_op_definition
 class ConvFusedOp(EpilogueConvOp):
     """`aotk.conv` followed by an elementwise body applied to each output element."""
 
     name = "aotk.conv_fused"
+
+
+def identity_body(result_type: Attribute) -> Region:
+    """An epilogue that leaves a conv's output (of type `result_type`) as it is."""
+    block = Block(arg_types=[_element(result_type)])
+    block.add_op(YieldOp(block.args[0]))
+    return Region(block)
 
 
 def per_channel(shape: Shape, channels: int | None) -> bool:
@@ -189,22 +271,23 @@ def operand_types(op: EpilogueConvOp, shapes: list[Shape]) -> tuple[TensorType, 
 def _numpy(op: ConvFusedOp, inputs: list[np.ndarray], run_body: Any) -> list[np.ndarray]:
     """The conv's oracle, then the body on whole arrays (its ops are elementwise)."""
     conv = np_conv(inputs[0], inputs[1], **op.attrs())
-    extras = [np.broadcast_to(v, conv.shape) for v in inputs[2:]]
+    extras = [np.broadcast_to(v, conv.shape) for v in op.epilogue_inputs(inputs)]
     (value,) = run_body([conv, *extras])
     return [np.ascontiguousarray(np.broadcast_to(value, conv.shape))]
 
 
 def _lower(low: BodyLowering, op: ConvFusedOp, targets: dict[SSAValue, Buf]) -> None:
-    x, w, *extras = (low.bufs[v] for v in op.operands)
-    attrs = op.attrs()
+    ins = [low.bufs[v] for v in op.operands]
+    x, w, packed = ins[0], ins[1], ins[2] if op.packed is not None else None
+    extras, attrs = op.epilogue_inputs(ins), op.attrs()
     (out,) = low.bind_results(op, conv_shape(low.k, [x.dims, w.dims], **attrs), targets)
-    scratch = low.scratch(op, [x, w, *extras]).get("scratch")
+    scratch = low.scratch(op, ins[: len(ins) - len(extras)]).get("scratch")
 
     def emit() -> None:
         g = geometry(low.k, Window.of_conv(w.dims[:-2], **attrs), x.dims[1:-1])
-        conv_kernel.emit(low.k, (out, x, w), g, epilogue_of(op, extras), scratch)
+        conv_kernel.emit(low.k, (out, x, w), g, epilogue_of(op, extras), scratch, packed)
 
-    low.emit_loops(op, [out, x, w, *extras, *([scratch] if scratch else [])], emit)
+    low.emit_loops(op, [out, *ins, *([scratch] if scratch else [])], emit)
 
 
 def epilogue_of(op: EpilogueConvOp, extras: list[Buf]) -> Epilogue:

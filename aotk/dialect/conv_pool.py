@@ -64,6 +64,9 @@ class ConvPoolOp(EpilogueConvOp):
         """The pooling as `aotk.pool`'s properties."""
         return split_props(self.attrs())[1]
 
+    def pooling(self) -> Any:
+        return self.pool_attrs()["window"]
+
     def inferred(self) -> Attribute:
         conv = infer_conv(self.x.type, self.kernel.type, **self.conv_attrs())
         check_tiled(conv, self.kernel.type, **self.conv_attrs())
@@ -104,7 +107,7 @@ def _infer(op: ConvPoolOp, shapes: list[Shape], body_shapes: Any) -> list[Shape]
 def _numpy(op: ConvPoolOp, inputs: list[np.ndarray], run_body: Any) -> list[np.ndarray]:
     """The conv's oracle, the body on whole arrays, then the pool's oracle."""
     conv = np_conv(inputs[0], inputs[1], **op.conv_attrs())
-    extras = [np.broadcast_to(v, conv.shape) for v in inputs[2:]]
+    extras = [np.broadcast_to(v, conv.shape) for v in op.epilogue_inputs(inputs)]
     (value,) = run_body([conv, *extras])
     value = np.ascontiguousarray(np.broadcast_to(value, conv.shape))
     return [np_pool(value, mode=op.attrs()["pool_mode"], **op.pool_attrs())]
@@ -118,26 +121,35 @@ def _pooled_dims(k: Kernel, ins: list[Buf], **attrs: Any) -> list[DimV]:
 
 def _scratch(k: Kernel, ins: list[Buf], result_type: Attribute, **attrs: Any) -> DimV:
     """The bands of `kernels.conv_pool` (at least one element: `_lower` takes a buffer),
-    or the scratch of `kernels.conv_winograd` if larger."""
+    or the scratch of `kernels.conv_winograd` if larger (ins: x, the kernel, and U when
+    the op is given it)."""
     n_out = ins[1].dims[-1]
     assert isinstance(n_out, int)  # the kernel's shape is static
     conv, elem, window = split_props(attrs)[0], elem_of(result_type), attrs["pool_window"]
     out = (_pooled_dims(k, ins, **attrs), elem)
     bands = k.max(conv_pool.band_elems(k, out, n_out, window), 1)
     # Winograd's, and the bands for a call of too few tiles for it
-    return k.max(bands, conv_winograd.scratch_elems(elem, ins[1].dims, conv, window))
+    winograd = conv_winograd.scratch_elems(elem, ins[1].dims, conv, window, len(ins) > 2)
+    return k.max(bands, winograd)
 
 
 def _lower(low: BodyLowering, op: ConvPoolOp, targets: dict[SSAValue, Buf]) -> None:
-    ins = [low.bufs[v] for v in op.operands]
-    (x, w, *extras), k = ins, low.k
+    ins, k = [low.bufs[v] for v in op.operands], low.k
+    extras = op.epilogue_inputs(ins)
     (out,) = low.bind_results(op, _pooled_dims(k, ins, **op.attrs()), targets)
-    scratch = low.scratch(op, ins)["scratch"]
-    low.emit_loops(op, [out, *ins, scratch], lambda: _emit(k, op, (out, x, w, extras), scratch))
+    scratch = low.scratch(op, ins[: len(ins) - len(extras)])["scratch"]
+    bufs = (out, ins[0], ins[1], extras)
+    packed = ins[2] if op.packed is not None else None
+    low.emit_loops(op, [out, *ins, scratch], lambda: _emit(k, op, bufs, (scratch, packed)))
 
 
-def _emit(k: Kernel, op: ConvPoolOp, bufs: tuple[Buf, Buf, Buf, list[Buf]], scratch: Buf) -> None:
+def _emit(
+    k: Kernel, op: ConvPoolOp, bufs: tuple[Buf, Buf, Buf, list[Buf]], given: tuple[Buf, Buf | None]
+) -> None:
+    """The op's code on bufs = (out, x, the kernel, the extras), given = (the scratch,
+    U or None)."""
     out, x, w, extras = bufs
+    scratch, packed = given
     mode, window = str(op.attrs()["pool_mode"]), op.attrs()["pool_window"]
     g = geometry(k, Window.of_conv(w.dims[:-2], **op.conv_attrs()), x.dims[1:-1])
     epilogue = epilogue_of(op, extras)
@@ -146,7 +158,7 @@ def _emit(k: Kernel, op: ConvPoolOp, bufs: tuple[Buf, Buf, Buf, list[Buf]], scra
         conv_pool.emit(k, (out, x, w), g, (conv_pool.Pooling(window, mode), scratch), epilogue)
 
     if conv_winograd.takes(out.elem, w.dims, op.conv_attrs(), window):
-        conv_winograd.emit(k, (out, x, w), g, (mode, scratch), epilogue, direct)
+        conv_winograd.emit(k, (out, x, w), g, (mode, scratch), epilogue, direct, packed)
     else:
         direct()
 

@@ -46,14 +46,16 @@ def emit(
     g: Geometry,
     epilogue: Epilogue | None = None,
     scratch: Buf | None = None,
+    packed: Buf | None = None,
 ) -> None:
     """out = conv(x, w) over every output position, then `epilogue` on each element, for
-    bufs = (out, x, w); by `conv_winograd` when given its `scratch`."""
+    bufs = (out, x, w); by `conv_winograd` when given its `scratch`, reading U from
+    `packed` if given."""
     if scratch is None:
         _direct(k, bufs, g, epilogue)
     else:
         direct = functools.partial(_direct, k, bufs, g, epilogue)
-        conv_winograd.emit(k, bufs, g, (None, scratch), epilogue, direct)
+        conv_winograd.emit(k, bufs, g, (None, scratch), epilogue, direct, packed)
 
 
 def _direct(k: Kernel, bufs: tuple[Buf, Buf, Buf], g: Geometry, epilogue: Epilogue | None) -> None:

@@ -11,8 +11,9 @@ and M fit L2 (`plan_for`): up to about 600 channels in and out together in float
 beyond, up to about 900; the direct kernels beyond that. A 2 x 2 pooling window is part
 of the output transform: one a tile for F2, four for F4.
 
-- U = G g G^T of every channel pair, once per call, before the threads start (points x
-  C x K values).
+- U = G g G^T of every channel pair (points x C x K values, `winograd_weight`), once per
+  call before the threads start, or given: made once for a weight the function does not
+  write (`aotk.weight_packs`).
 - The tiles of all images, in order, go in blocks of up to `Shapes.block` (fewer when
   there are few tiles, `_block_size`), the last shifted back to end at the last tile;
   threads split the blocks in `SLOTS` runs, each with its own scratch. Per block, the
@@ -41,7 +42,7 @@ from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType
 from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
-from aotk.kernels import conv_tile, heuristics
+from aotk.kernels import conv_tile, heuristics, winograd_weight
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.conv_geometry import Epilogue, Geometry, Values
 from aotk.kernels.kernel import Buf, DimV, Kernel
@@ -57,7 +58,7 @@ from aotk.kernels.winograd_block import (
     shifted,
     v_at,
 )
-from aotk.kernels.winograd_tile import F2, F4, Slots, Transform, pool, sandwich, sandwich_into
+from aotk.kernels.winograd_tile import F2, F4, Transform, pool, sandwich
 
 SLOTS = 8  # runs of blocks, each with its own scratch (~250 KiB for W5's second conv)
 _LANES = 16  # the most lanes of a vector (64 bytes of float32)
@@ -117,19 +118,33 @@ def takes(elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any], pooling
     return applies(elem, kernel, Window.of_conv(kernel[:-2], **conv), pooling)
 
 
+def weight_shape(
+    elem: Attribute, kernel: Sequence[DimV | None], conv: dict[str, Any], pooling: Any
+) -> tuple[int, int, int] | None:
+    """U's dims (points, C, K) for a conv (`aotk.conv`'s attributes `conv`, of a kernel
+    of dims `kernel`, None where unknown) pooled over `pooling` or None; None when this
+    path does not apply."""
+    static = [d for d in kernel if d is not None]
+    if len(static) != len(kernel) or not takes(elem, static, conv, pooling):
+        return None
+    cin, cout = static[2], static[3]
+    plan = plan_for(elem, static)
+    assert plan is not None and isinstance(cin, int) and isinstance(cout, int)
+    return plan[0].points, cin, cout
+
+
 def scratch_elems(
-    elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any], pooling: Any
+    elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any], pooling: Any, packed: bool
 ) -> int:
-    """The scratch elements this path needs for a conv (`aotk.conv`'s attributes `conv`,
-    of a kernel of dims `kernel`) pooled over `pooling` or None; 0 when it does not
-    apply. U, then each slot's V, M and four vectors."""
-    if not takes(elem, kernel, conv, pooling):
+    """The scratch elements this path needs for a conv (as `weight_shape` takes it),
+    given U (`packed`) or not; 0 when it does not apply. U unless packed, then each
+    slot's V, M and four vectors."""
+    dims = weight_shape(elem, kernel, conv, pooling)
+    if dims is None:
         return 0
-    cin, cout = kernel[2], kernel[3]
-    assert isinstance(cin, int) and isinstance(cout, int)
     plan = plan_for(elem, kernel)
     assert plan is not None
-    return plan[0].points * cin * cout + SLOTS * _slot_elems(plan, cin, cout)
+    return (0 if packed else dims[0] * dims[1] * dims[2]) + SLOTS * _slot_elems(plan, *dims[1:])
 
 
 def _slot_elems(plan: tuple[Transform, int], cin: int, cout: int) -> int:
@@ -145,10 +160,12 @@ def emit(
     plan: tuple[str | None, Buf],
     epilogue: Epilogue | None,
     direct: Callable[[], None],
+    packed: Buf | None = None,
 ) -> None:
     """out = pool(epilogue(conv(x, w))) for bufs = (out, x, w), plan = (the pool's mode,
     None for no pool; scratch of `scratch_elems`), when `applies`; `direct()` builds the
-    direct conv, for calls of few tiles (`choose`)."""
+    direct conv, for calls of few tiles (`choose`). `packed` is U (`weight_shape`),
+    else it is made in the scratch."""
     out, x, w = bufs
     mode, scratch = plan
     cin, cout = w.dims[2], w.dims[3]
@@ -163,14 +180,17 @@ def emit(
     grid = [k.div(k.add(d, side - 1), side) for d in out.dims[1:3]]
 
     def winograd() -> None:
-        _transform_kernel(k, (scratch, w), shapes)
+        u = packed or scratch
+        if packed is None:
+            winograd_weight.transform(k, (scratch, w), tf, vt, (cin, cout))
         tiles = k.product([out.dims[0], *grid])
         block = _block_size(k, tiles, shapes)
         blocks = k.div(k.add(tiles, k.sub(block, 1)), block)
         count = k.min(block, tiles)
         slots = k.min(blocks, SLOTS)
+        slots_base = 0 if packed else tf.points * cin * cout
         with k.loop(slots, parallel=True) as s:
-            v_base = k.add(tf.points * cin * cout, k.mul(s, _slot_elems(layout, cin, cout)))
+            v_base = k.add(slots_base, k.mul(s, _slot_elems(layout, cin, cout)))
             m_base = k.add(v_base, tf.points * shapes.block * cin)
             first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
             with k.loop(last, lb=first) as b:
@@ -178,7 +198,7 @@ def emit(
                 places = (scratch, v_base, m_base)
                 at = Block((out, x), g, (grid[0], grid[1]), mode, *places, t0)
                 input_transform(k, at, shapes, count)
-                _products(k, at, shapes, count)
+                _products(k, (at, u), shapes, count)
                 _output_transform(k, at, shapes, count, epilogue)
 
     choose(k, (out.dims[0], grid[0], grid[1]), (winograd, direct), min_tiles(tf))
@@ -217,27 +237,11 @@ def _block_size(k: Kernel, tiles: DimV, shapes: Shapes) -> DimV:
     return k.mul(k.max(k.min(per_run, shapes.block // rows), 1), rows)
 
 
-def _transform_kernel(k: Kernel, where: tuple[Buf, Buf], shapes: Shapes) -> None:
-    """U[xi, c, o] = (G g G^T)[xi] for g = w[:, :, c, o], at the start of the scratch."""
-    scratch, w = where
-    cin, cout = shapes.cin, shapes.cout
-    with k.loop(cin, parallel=True) as c:
-        with k.loop(shapes.vectors(cout)) as j:
-            o = shifted(k, j, shapes.lanes, cout)
-            at = k.add(k.mul(c, cout), o)  # of w[0, 0, c, o] and U[0, c, o]
-
-            def row(r: DimV, at: DimV = at) -> list[SSAValue]:
-                start = k.add(at, k.mul(r, 3 * cin * cout))
-                return [mk.vload(k, w, k.add(start, s * cin * cout), shapes.vt) for s in range(3)]
-
-            u = Slots(scratch, at, cin * cout)
-            sandwich_into(k, shapes.tf.g, row, (u, shapes.vt))
-
-
-def _products(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
+def _products(k: Kernel, where: tuple[Block, Buf], shapes: Shapes, count: DimV) -> None:
     """M[xi] = V[xi] U[xi] for the block's `count` tiles (at least `rows`: `choose`), in
     register tiles of `rows` tiles by nvec vectors of output channels, the last shifted
-    back."""
+    back; where = (the block, U's buffer, U from its start)."""
+    at, u = where
     rows, nvec, cout = shapes.rows, shapes.nvec, shapes.cout
     width = nvec * shapes.lanes
     with k.loop(shapes.tf.points) as xi:
@@ -245,7 +249,7 @@ def _products(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
             o = shifted(k, j, width, cout)
             with k.loop(k.div(k.add(count, rows - 1), rows)) as rb:
                 r0 = k.min(k.mul(rb, rows), k.sub(count, rows))
-                accs = _product_tile(k, at, shapes, (xi, r0, o))
+                accs = _product_tile(k, (at, u), shapes, (xi, r0, o))
                 m_row = k.add(m_at(k, at, shapes, xi, r0), o)
                 for r in range(rows):
                     for v in range(nvec):
@@ -254,9 +258,10 @@ def _products(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
 
 
 def _product_tile(
-    k: Kernel, at: Block, shapes: Shapes, where: tuple[SSAValue, DimV, DimV]
+    k: Kernel, bufs: tuple[Block, Buf], shapes: Shapes, where: tuple[SSAValue, DimV, DimV]
 ) -> Sequence[SSAValue]:
     """The accumulators of M[xi, r0:r0 + rows, o:o + nvec vectors], summed over C."""
+    at, u = bufs
     xi, r0, o = where
     vt, rows, nvec, cin, cout = shapes.vt, shapes.rows, shapes.nvec, shapes.cin, shapes.cout
     v_row = v_at(k, at, shapes, xi, r0)
@@ -264,7 +269,7 @@ def _product_tile(
 
     def step(c: SSAValue, accs: Values) -> list[SSAValue]:
         u_at = k.add(u_row, k.mul(c, cout))
-        us = [mk.vload(k, at.scratch, k.add(u_at, v * shapes.lanes), vt) for v in range(nvec)]
+        us = [mk.vload(k, u, k.add(u_at, v * shapes.lanes), vt) for v in range(nvec)]
         new = list(accs)
         for r in range(rows):
             scalar = k.load_flat(at.scratch, k.add(v_row, k.add(c, r * cin)))

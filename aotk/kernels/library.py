@@ -79,6 +79,7 @@ def _load_builtin() -> None:
         matmul_prepacked,  # noqa: F401
         random_kernels,  # noqa: F401
         transpose,  # noqa: F401
+        winograd_weight,  # noqa: F401
     )
 
 

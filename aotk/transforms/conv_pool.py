@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -33,7 +33,7 @@ from xdsl.pattern_rewriter import (
 
 from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.conv import ConvOp
-from aotk.dialect.conv_fused import ConvFusedOp
+from aotk.dialect.conv_fused import ConvFusedOp, identity_body
 from aotk.dialect.conv_pool import ConvPoolOp, check_tiled
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.fused import FusedOp, YieldOp
@@ -54,12 +54,6 @@ def _same_windows(op: PoolOp) -> bool:
     return all(s is not None and s % w == 0 for s, w in zip(sizes, window, strict=True))
 
 
-def _identity_body(conv: ConvOp) -> Region:
-    block = Block(arg_types=[tensor(elem_of(conv.result.type), ())])
-    block.add_op(YieldOp(block.args[0]))
-    return Region(block)
-
-
 class PoolIntoConv(RewritePattern):
     """pool(conv(x, w)) or pool(conv_fused(x, w, extras)) -> conv_pool(x, w, extras)."""
 
@@ -68,6 +62,8 @@ class PoolIntoConv(RewritePattern):
         conv = op.x.owner
         if not isinstance(conv, ConvOp | ConvFusedOp) or not op.x.has_one_use():
             return
+        if isinstance(conv, ConvFusedOp) and conv.packed is not None:
+            return  # its U is the unpooled conv's
         if conv.parent_block() is not op.parent_block() or not _same_windows(op):
             return
         try:
@@ -77,17 +73,15 @@ class PoolIntoConv(RewritePattern):
         if isinstance(conv, ConvFusedOp):
             extras, body = list(conv.extras), conv.body.clone()
         else:
-            extras, body = [], _identity_body(conv)
+            extras, body = [], identity_body(conv.result.type)
+        window = conv.window_properties() if isinstance(conv, ConvFusedOp) else conv.properties
         properties = {
-            **conv.properties,
+            **window,
             "pool_window": DenseArrayBase.from_list(i64, list(op.attrs()["window"])),
             "pool_mode": op.properties["mode"],
         }
-        pooled = ConvPoolOp.create(
-            operands=[conv.x, conv.kernel, *extras],
-            result_types=[op.result.type],
-            properties=properties,
-            regions=[body],
+        pooled = ConvPoolOp.assemble(
+            (conv.x, conv.kernel, None, extras), op.result.type, properties, body
         )
         rewriter.replace(op, pooled)
         rewriter.erase(conv)
@@ -165,11 +159,11 @@ class MonotoneIntoEpilogue(RewritePattern):
         body.block.erase_op(done)
         rewriter.replace(
             op,
-            ConvPoolOp.create(
-                operands=list(pooled.operands),
-                result_types=[op.results[0].type],
-                properties=dict(pooled.properties),
-                regions=[body],
+            ConvPoolOp.assemble(
+                (pooled.x, pooled.kernel, pooled.packed, list(pooled.extras)),
+                op.results[0].type,
+                pooled.window_properties(),
+                body,
             ),
         )
         rewriter.erase(pooled)

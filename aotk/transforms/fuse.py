@@ -232,11 +232,11 @@ class MergeConvEpilogue(RewritePattern):
         block = _scalar_block([conv, *extras])
         by_input = dict(zip([conv, *extras], block.args, strict=True))
         block.add_op(YieldOp(*_inline_body(op, [by_input[v] for v in op.inputs], block)))
-        fused = ConvFusedOp.create(
-            operands=[producer.x, producer.kernel, *extras],
-            result_types=[op.results[0].type],
-            properties=dict(producer.properties),
-            regions=[Region(block)],
+        fused = ConvFusedOp.assemble(
+            (producer.x, producer.kernel, None, extras),
+            op.results[0].type,
+            dict(producer.properties),
+            Region(block),
         )
         rewriter.replace(op, fused)
         rewriter.erase(producer)
