@@ -102,6 +102,11 @@ class EpilogueConvOp(ConvWindowOp):
         """The properties but the operand segments: the window's, and the pool's."""
         return {k: v for k, v in self.properties.items() if k != SEGMENTS}
 
+    def plain(self) -> bool:
+        """Whether the epilogue leaves the conv's output as it is (`identity_body`)."""
+        ops = list(self.body.block.ops)
+        return len(ops) == 1 and list(ops[0].operands) == [self.body.block.args[0]]
+
     def epilogue_inputs(self, values: list[Any]) -> list[Any]:
         """Of one value per operand (arrays, buffers), those of the extras."""
         return values[2 + (self.packed is not None) :]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
@@ -39,6 +40,7 @@ from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.fused import FusedOp, YieldOp
 from aotk.dialect.pool import PoolMode, PoolOp
 from aotk.dialect.unary import ExpOp, TanhOp
+from aotk.kernels import conv_winograd
 from aotk.transforms.pool_first import monotone_operand
 
 
@@ -62,10 +64,13 @@ class PoolIntoConv(RewritePattern):
         conv = op.x.owner
         if not isinstance(conv, ConvOp | ConvFusedOp) or not op.x.has_one_use():
             return
-        if isinstance(conv, ConvFusedOp) and conv.packed is not None:
-            return  # its U is the unpooled conv's
         if conv.parent_block() is not op.parent_block() or not _same_windows(op):
             return
+        packed = conv.packed if isinstance(conv, ConvFusedOp) else None
+        if packed is not None:
+            assert isinstance(conv, ConvFusedOp)
+            if not _reads_as_pooled(conv, packed, op.attrs()["window"]):
+                return
         try:
             check_tiled(conv.results[0].type, conv.kernel.type, **conv.attrs())
         except (ValueError, TypeError):
@@ -81,10 +86,17 @@ class PoolIntoConv(RewritePattern):
             "pool_mode": op.properties["mode"],
         }
         pooled = ConvPoolOp.assemble(
-            (conv.x, conv.kernel, None, extras), op.result.type, properties, body
+            (conv.x, conv.kernel, packed, extras), op.result.type, properties, body
         )
         rewriter.replace(op, pooled)
         rewriter.erase(conv)
+
+
+def _reads_as_pooled(conv: ConvFusedOp, packed: SSAValue, window: Any) -> bool:
+    """Whether the conv pooled over `window` takes Winograd's path with the same U."""
+    kernel, elem = shape_of(conv.kernel.type), elem_of(conv.kernel.type)
+    dims = conv_winograd.weight_shape(elem, kernel, conv.conv_attrs(), window)
+    return dims == tuple(shape_of(packed.type))
 
 
 # (the epilogue's block, the value f applies to, the op to insert before) -> f's value

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -211,6 +212,12 @@ class FoldConstantInputs(RewritePattern):
         )
 
 
+def _plain_conv(op: Any) -> bool:
+    """A conv of no epilogue: an `aotk.conv`, or an `aotk.conv_fused` that only reads a
+    packed kernel (`weight_packs`)."""
+    return isinstance(op, ConvOp) or (isinstance(op, ConvFusedOp) and op.plain())
+
+
 class MergeConvEpilogue(RewritePattern):
     """A kernel of one result over a conv's output (read by nothing else), of its shape
     and dtype, whose other inputs are scalars or per-channel values (a bias), becomes
@@ -218,11 +225,11 @@ class MergeConvEpilogue(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: FusedOp, rewriter: PatternRewriter, /) -> None:
-        conv = next((v for v in op.inputs if isinstance(v.owner, ConvOp)), None)
+        conv = next((v for v in op.inputs if _plain_conv(v.owner)), None)
         if conv is None or len(op.results) != 1 or op.results[0].type != conv.type:
             return
         producer = conv.owner
-        assert isinstance(producer, ConvOp)
+        assert isinstance(producer, ConvOp | ConvFusedOp)
         if not conv.has_one_use() or producer.parent_block() is not op.parent_block():
             return
         extras = [v for v in op.inputs if v is not conv]
@@ -232,10 +239,13 @@ class MergeConvEpilogue(RewritePattern):
         block = _scalar_block([conv, *extras])
         by_input = dict(zip([conv, *extras], block.args, strict=True))
         block.add_op(YieldOp(*_inline_body(op, [by_input[v] for v in op.inputs], block)))
+        packed, properties = None, dict(producer.properties)
+        if isinstance(producer, ConvFusedOp):
+            packed, properties = producer.packed, producer.window_properties()
         fused = ConvFusedOp.assemble(
-            (producer.x, producer.kernel, None, extras),
+            (producer.x, producer.kernel, packed, extras),
             op.results[0].type,
-            dict(producer.properties),
+            properties,
             Region(block),
         )
         rewriter.replace(op, fused)

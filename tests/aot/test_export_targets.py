@@ -234,3 +234,29 @@ def test_micro_kernels_are_optimized_once_for_a_target(
         again = counts["emitted"] if host_set and export == "first" else 0
         assert counts["emitted"] and counts["optimized again"] == again, (export, counts)
         assert_close(aotk.load(library)([x]), f([x]))  # one output: an array, as Keras's
+
+
+@pytest.mark.parametrize("cpu", [None, "x86-64-v3"])
+def test_a_conv_kernel_packed_for_the_target_and_again_by_set_variable(
+    tmp_path: Path, cpu: str | None
+) -> None:
+    """The library makes the Winograd convs' U when the model is created and in
+    aotk_model_set_variable, with its target's transform micro-kernel."""
+    if cpu is not None and not build.runs_here(cpu):
+        pytest.skip(f"this CPU cannot run {cpu} code")
+    rng = np.random.default_rng(4)
+    x = K.placeholder((None, 16, 16, 32))
+    w = K.variable(rng.standard_normal((3, 3, 32, 48)).astype(np.float32) * 0.1, name="w")
+    f = K.function([x], [K.relu(K.conv2d(x, w, padding="same"))])
+    assert [p.transform for p in f._packs] == ["f4"]
+    exported = aotk.export(f, tmp_path, "conv", target_cpu=cpu)
+    g = aotk.load(exported.library)
+    xs = rng.standard_normal((2, 16, 16, 32)).astype(np.float32)
+    before = np.asarray(g([xs]))
+    assert_close(before, np.asarray(f([xs])), msg=str(cpu))
+    value = rng.standard_normal((3, 3, 32, 48)).astype(np.float32) * 0.1
+    g.set_variable("w", value)
+    K.set_value(w, value)
+    after = np.asarray(g([xs]))
+    assert not np.allclose(after, before)
+    assert_close(after, np.asarray(f([xs])), msg=f"{cpu} after set_variable")
