@@ -77,8 +77,9 @@ def test_packed_conv_values(
 ) -> None:
     """A plain, a fused and a pooled conv share one packed kernel (F4's for the first
     two, F2's for the last in float32; that one takes the direct kernels in float64,
-    which nothing packs for); a batch of 0, and an image too small for Winograd's path
-    (the direct conv, on the kernel itself)."""
+    which nothing packs for); a batch of 0, an image of a few tiles (9 F4 tiles, 25 F2
+    ones: given U, Winograd's path from a register tile's rows), and one too small for
+    it (the direct conv, on the kernel itself)."""
     transform = _transform(dtype, shape[-1], cout)
     assert transform == ("f2" if cout == 320 else "f4") or (dtype, cout) == ("float64", 320)
     _, w, b, f = _model(rng, shape, cout, dtype)
@@ -87,7 +88,7 @@ def test_packed_conv_values(
     before = aotk.get_num_threads()
     aotk.set_num_threads(threads)
     try:
-        for n, h, wd in ((shape[0], *shape[1:3]), (0, *shape[1:3]), (1, 3, 4)):
+        for n, h, wd in ((shape[0], *shape[1:3]), (0, *shape[1:3]), (1, 9, 9), (1, 3, 4)):
             xs = rng.standard_normal((n, h, wd, shape[-1])).astype(dtype)
             for got, want, form in zip(
                 f([xs]), _expected(xs, w, b), ("conv", "fused", "pool"), strict=True
@@ -99,18 +100,18 @@ def test_packed_conv_values(
 
 def test_the_code_reads_the_packed_copy(rng: np.random.Generator) -> None:
     """Zeroing the copy behind the function's back zeroes the Winograd convs (the copy is
-    what they read) but not the direct conv of a small image (which reads the kernel)."""
+    what they read), down to an image of 3 x 3 F4 tiles, but not the direct conv of an
+    image of fewer tiles than a register tile's rows (which reads the kernel)."""
     _, w, b, f = _model(rng, (1, 16, 16, 32), 32, "float32")
-    xs = rng.standard_normal((1, 16, 16, 32)).astype(np.float32)
-    f([xs])
+    f([rng.standard_normal((1, 16, 16, 32)).astype(np.float32)])
     (copy,) = f._caller._packs._arrays
     copy[:] = 0.0
-    conv, fused, pooled = f([xs])
-    assert not conv.any() and not pooled.any()
-    np.testing.assert_array_equal(
-        fused, np.broadcast_to(np.maximum(K.get_value(b), 0), fused.shape)
-    )
-    small = rng.standard_normal((1, 4, 4, 32)).astype(np.float32)
+    relu_b = np.maximum(K.get_value(b), 0)
+    for side in (16, 12, 9):
+        conv, fused, pooled = f([rng.standard_normal((1, side, side, 32)).astype(np.float32)])
+        assert not conv.any() and not pooled.any(), side
+        np.testing.assert_array_equal(fused, np.broadcast_to(relu_b, fused.shape))
+    small = rng.standard_normal((1, 8, 8, 32)).astype(np.float32)  # 4 tiles
     _check(f([small])[0], _conv(small, K.get_value(w)), "float32", "direct")
 
 

@@ -24,7 +24,8 @@ of the output transform: one a tile for F2, four for F4.
   end are shifted back too: a few values are computed twice, and nothing is read past a
   buffer's end.
 
-A call of fewer tiles than `min_tiles` runs the direct conv instead (`choose`). Rounding
+A call of fewer tiles than `min_tiles` runs the direct conv instead (`choose`); given U,
+one of fewer than a register tile's rows. Rounding
 differs from the direct sum: the transforms add and subtract scaled inputs before the
 products. Measured in float32 against float64 on random convs of 32 to 256 channels, the
 root-mean-square error was 0.6-0.7 times the direct kernels' for F2 and 2.4-2.9 times
@@ -201,7 +202,11 @@ def emit(
                 _products(k, (at, u), shapes, count)
                 _output_transform(k, at, shapes, count, epilogue)
 
-    choose(k, (out.dims[0], grid[0], grid[1]), (winograd, direct), min_tiles(tf))
+    # given U, a call of a register tile's rows of tiles was faster than the direct conv:
+    # batch 1, one thread, 12 x 12 x 128 channels (9 F4 tiles) 0.15 ms against 0.48,
+    # 10 x 10 x 256 0.63-0.74 against 1.16; on two, 12 x 12 x 400 (36 F2 tiles) 1.0 against 2.8
+    least = shapes.rows if packed else min_tiles(tf)
+    choose(k, (out.dims[0], grid[0], grid[1]), (winograd, direct), least)
 
 
 def _outputs_per_side(shapes: Shapes, mode: str | None) -> int:

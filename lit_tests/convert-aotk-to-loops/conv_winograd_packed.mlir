@@ -6,7 +6,7 @@
 // for that: no U = G g G^T at the start of the call, so one parallel loop, not two; the
 // products read U from %u, not from the scratch, which is smaller by U's 36 x 32 x 64
 // floats (1961984 - 294912 bytes). The code never reads the kernel itself (KERNEL): with
-// at least 12 tiles in every call, no direct conv is built.
+// 20 tiles in every call, no direct conv is built.
 // CHECK-LABEL: func.func @packed(
 // CHECK-SAME:      %u: memref<73728xf32>
 // CHECK:         %[[SCRATCH:.*]] = ptr_xdsl.from_ptr %{{.*}} : !ptr_xdsl.ptr -> memref<?xf32>
@@ -52,4 +52,23 @@ func.func @packed_pooled(%x: tensor<?x16x16x32xf32>, %w: tensor<3x3x32x64xf32>, 
     aotk.yield %s : tensor<f32>
   }
   func.return %y : tensor<?x8x8x64xf32>
+}
+
+// On images of any size, given U, a call of fewer tiles than a register tile's 5 rows
+// runs the direct conv (on the kernel itself), not fewer than 12 as without U: made
+// once, U no longer weighs on a call of few tiles.
+// CHECK-LABEL: func.func @packed_few_tiles(
+// CHECK-DAG:     %[[ROWS:.*]] = arith.constant 5 : index
+// CHECK:         %[[FEW:.*]] = arith.cmpi slt, %{{.*}}, %[[ROWS]] : index
+// CHECK-NEXT:    scf.if %[[FEW]] {
+// CHECK:             vector.load %w[
+// CHECK:         } else {
+// CHECK-NOT:       %w[
+// CHECK-COUNT-6:   vector.maskedload %x[
+// CHECK:         func.return
+func.func @packed_few_tiles(%x: tensor<?x?x?x32xf32>, %w: tensor<3x3x32x64xf32>, %u: tensor<36x32x64xf32>) -> tensor<?x?x?x64xf32> {
+  %y = aotk.conv_fused %x, %w packed %u strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 epilogue(%acc) : (tensor<?x?x?x32xf32>, tensor<3x3x32x64xf32>, tensor<36x32x64xf32>) -> tensor<?x?x?x64xf32> {
+    aotk.yield %acc : tensor<f32>
+  }
+  func.return %y : tensor<?x?x?x64xf32>
 }
