@@ -24,6 +24,7 @@ MODULES = [
     "bench.bench_training",
     "bench.bench_backprop",
     "bench.bench_batch_dot",
+    "bench.bench_conv",
 ]
 
 if __name__ == "__main__":
