@@ -55,14 +55,13 @@ from aotk.kernels.winograd_block import (
     block_tiles,
     input_transform,
     m_at,
-    positions,
     shifted,
     v_at,
 )
-from aotk.kernels.winograd_tile import F2, F4, Transform, pool, sandwich
+from aotk.kernels.winograd_output import output_transform, outputs_per_side, spill_elems
+from aotk.kernels.winograd_tile import F2, F4, Transform
 
 SLOTS = 8  # runs of blocks, each with its own scratch (~250 KiB for W5's second conv)
-_LANES = 16  # the most lanes of a vector (64 bytes of float32)
 # Fewer F2 tiles in a call run the direct conv: U is made in every call (16 C K values),
 # and few blocks keep threads idle. Measured at batch 1: 7 x 7 images (16 tiles) took
 # 1.2-2.1 times the direct conv's time, 14 x 14 (49 tiles) 0.73-0.86. F4 takes as many
@@ -149,9 +148,9 @@ def scratch_elems(
 
 
 def _slot_elems(plan: tuple[Transform, int], cin: int, cout: int) -> int:
-    """A slot's V and M, then room for a tile's output vectors (`_finished`)."""
+    """A slot's V and M, then room for a tile's output vectors (`spill_elems`)."""
     tf, block = plan
-    return tf.points * block * (cin + cout) + tf.m * tf.m * _LANES
+    return tf.points * block * (cin + cout) + spill_elems(tf)
 
 
 def emit(
@@ -177,7 +176,7 @@ def emit(
     tf = layout[0]
     vt = VectorType(out.elem, [lanes])
     shapes = Shapes(vt, rows, min(most, cout // lanes), cin, cout, *layout)
-    side = _outputs_per_side(shapes, mode)
+    side = outputs_per_side(shapes, mode)
     grid = [k.div(k.add(d, side - 1), side) for d in out.dims[1:3]]
 
     def winograd() -> None:
@@ -200,18 +199,14 @@ def emit(
                 at = Block((out, x), g, (grid[0], grid[1]), mode, *places, t0)
                 input_transform(k, at, shapes, count)
                 _products(k, (at, u), shapes, count)
-                _output_transform(k, at, shapes, count, epilogue)
+                spill = k.add(m_base, tf.points * shapes.block * cout)
+                output_transform(k, at, shapes, (0, count), (epilogue, spill))
 
     # given U, a call of a register tile's rows of tiles was faster than the direct conv:
     # batch 1, one thread, 12 x 12 x 128 channels (9 F4 tiles) 0.15 ms against 0.48,
     # 10 x 10 x 256 0.63-0.74 against 1.16; on two, 12 x 12 x 400 (36 F2 tiles) 1.0 against 2.8
     least = shapes.rows if packed else min_tiles(tf)
     choose(k, (out.dims[0], grid[0], grid[1]), (winograd, direct), least)
-
-
-def _outputs_per_side(shapes: Shapes, mode: str | None) -> int:
-    """Outputs a tile writes along each side: m, or m / 2 pooled over 2 x 2 windows."""
-    return shapes.tf.m // 2 if mode else shapes.tf.m
 
 
 def choose(
@@ -285,57 +280,3 @@ def _product_tile(
 
     zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
     return k.fold_loop(cin, [zero] * (rows * nvec), step)
-
-
-def _output_transform(
-    k: Kernel, at: Block, shapes: Shapes, count: DimV, epilogue: Epilogue | None
-) -> None:
-    """Each tile's A^T M A, its epilogue, then its pools or its outputs."""
-    out, vt, tf = at.bufs[0], shapes.vt, shapes.tf
-    side = _outputs_per_side(shapes, at.mode)
-    with k.loop(count) as t:
-        n, ty, tx = at.tile(k, t)
-        if side == 1:  # one pool a tile, never past the output's edge
-            dsts = [(k.linear([n, ty, tx], k.strides(out.dims)[:3]), None)]
-        else:
-            corner = (n, k.mul(ty, side), k.mul(tx, side))
-            dsts = [p for line in positions(k, out, corner, side, vt) for p in line]
-        with k.loop(shapes.vectors(shapes.cout)) as c:
-            o = shifted(k, c, shapes.lanes, shapes.cout)
-            m_row = k.add(m_at(k, at, shapes, 0, t), o)
-            point = shapes.block * shapes.cout
-            m = [mk.vload(k, at.scratch, k.add(m_row, xi * point), vt) for xi in range(tf.points)]
-            ys = sandwich(k, tf.at, [m[r * tf.tile : (r + 1) * tf.tile] for r in range(tf.tile)])
-            if epilogue is not None:
-                ys = _finished(k, at, shapes, (ys, o), epilogue)
-            if at.mode:
-                ys = [pool(k, window, at.mode) for window in _windows(ys, tf.m)]
-            for (offset, mask), y in zip(dsts, ys, strict=True):
-                mk.vstore_lanes(k, out, k.add(offset, o), y, mask)
-
-
-def _finished(
-    k: Kernel, at: Block, shapes: Shapes, ys: tuple[list[SSAValue], DimV], epilogue: Epilogue
-) -> list[SSAValue]:
-    """The epilogue on a tile's outputs `ys` (vectors of channels from o): on the vectors
-    when its body allows, else element by element through the slot's four vectors."""
-    values, o = ys
-    vt, lanes = shapes.vt, shapes.lanes
-    if epilogue.vector is not None:
-        extras = epilogue.vector_extras(k, vt, o)
-        return [epilogue.vector(k, [y, *extras]) for y in values]
-    spill = k.add(at.m_base, shapes.tf.points * shapes.block * shapes.cout)
-    for q, y in enumerate(values):
-        mk.vstore(k, at.scratch, k.add(spill, q * lanes), y)
-    with k.loop(len(values) * lanes) as e:
-        epilogue.apply(k, at.scratch, k.add(spill, e), k.add(o, k.rem(e, lanes)))
-    return [mk.vload(k, at.scratch, k.add(spill, q * lanes), vt) for q in range(len(values))]
-
-
-def _windows(ys: Sequence[SSAValue], m: int) -> list[list[SSAValue]]:
-    """The 2 x 2 windows of an m x m tile of outputs (row-major), row-major."""
-    return [
-        [ys[(r + dr) * m + c + dc] for dr in (0, 1) for dc in (0, 1)]
-        for r in range(0, m, 2)
-        for c in range(0, m, 2)
-    ]
