@@ -35,7 +35,7 @@ from aotk.dialect.registry import Kind, OpDef, register
 from aotk.kernels import conv_kernel, conv_winograd
 from aotk.kernels.conv_geometry import geometry
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
-from aotk.kernels.kernel import Buf, Kernel
+from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.window import ConvPadding, Window
 
 
@@ -222,11 +222,11 @@ def _lower(k: Kernel, out: Buf, x: Buf, w: Buf, scratch: Buf | None = None, **at
     conv_kernel.emit(k, (out, x, w), geometry(k, win, x.dims[1:-1]), scratch=scratch)
 
 
-def winograd_scratch(k: Kernel, ins: list[Buf], result_type: Attribute, **attrs: Any) -> int:
+def winograd_scratch(k: Kernel, ins: list[Buf], result_type: Attribute, **attrs: Any) -> DimV:
     """The scratch of `kernels.conv_winograd` when it computes this conv (attributes
     `attrs`; ins: x, the kernel, and U when the op is given it), else none."""
     packed = len(ins) > 2
-    return conv_winograd.scratch_elems(elem_of(result_type), ins[1].dims, attrs, None, packed)
+    return conv_winograd.scratch_elems(k, elem_of(result_type), ins[1].dims, (attrs, None), packed)
 
 
 def _grad(g: Any, y: Any, x: Any, kernel: Any, **attrs: Any) -> tuple[Any, ...]:

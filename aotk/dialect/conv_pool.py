@@ -129,7 +129,7 @@ def _scratch(k: Kernel, ins: list[Buf], result_type: Attribute, **attrs: Any) ->
     out = (_pooled_dims(k, ins, **attrs), elem)
     bands = k.max(conv_pool.band_elems(k, out, n_out, window), 1)
     # Winograd's, and the bands for a call of too few tiles for it
-    winograd = conv_winograd.scratch_elems(elem, ins[1].dims, conv, window, len(ins) > 2)
+    winograd = conv_winograd.scratch_elems(k, elem, ins[1].dims, (conv, window), len(ins) > 2)
     return k.max(bands, winograd)
 
 

@@ -1,15 +1,15 @@
-"""3 x 3 convolutions by Winograd's F(4 x 4, 3 x 3) or F(2 x 2, 3 x 3), pooled over 2 x 2
-windows or not.
+"""3 x 3 convolutions by Winograd's F(4 x 4, 3 x 3), pooled over 2 x 2 windows or not.
 
 An m x m tile of conv outputs is A^T [(G g G^T) * (B^T d B)] A (`winograd_tile`), where
 d is the (m + 2) x (m + 2) input patch beneath it and g the 3 x 3 kernel of one (input,
-output) channel pair: F4 makes 16 outputs with 36 multiplications, F2 4 with 16, where
-the direct sum takes 9 an output. Summed over input channels, a tile's products become
-one matrix product a point, tiles x C times C x K, so the conv's multiply-adds drop 4
-(F4) or 2.25 (F2) times, for the price of the transforms. F4 is taken where a block's V
-and M fit L2 (`plan_for`): up to about 600 channels in and out together in float32; F2
-beyond, up to about 900; the direct kernels beyond that. A 2 x 2 pooling window is part
-of the output transform: one a tile for F2, four for F4.
+output) channel pair: F4 makes 16 outputs with 36 multiplications, where the direct sum
+takes 9 an output. Summed over input channels, a tile's products become one matrix
+product a point, tiles x C times C x K, so the conv's multiply-adds drop 4 times, for
+the price of the transforms. Up to about 600 channels in and out together in float32
+(300 in float64), a block's V and M fit L2 and the products run in register tiles
+(below); beyond, as matmuls (`conv_winograd_gemm`), while U takes at most GEMM_U_BYTES;
+the direct kernels beyond that (`plan_for`). A 2 x 2 pooling window is part of the
+output transform, four a tile.
 
 - U = G g G^T of every channel pair (points x C x K values, `winograd_weight`), once per
   call before the threads start, or given: made once for a weight the function does not
@@ -20,30 +20,31 @@ of the output transform: one a tile for F2, four for F4.
   input transform writes V = B^T d B (points x tiles x C); the products V[xi] U[xi] in
   register tiles (`rows` tiles x `nvec` vectors of output channels) write M (points x
   tiles x K); the output transform A^T M A, the epilogue, then the pools, with masked
-  stores where a tile overhangs the output, write the output. Channel vectors past the
-  end are shifted back too: a few values are computed twice, and nothing is read past a
-  buffer's end.
+  stores where a tile overhangs the output, write the output (`winograd_output`).
+  Channel vectors past the end are shifted back too: a few values are computed twice,
+  and nothing is read past a buffer's end.
 
 A call of fewer tiles than `min_tiles` runs the direct conv instead (`choose`); given U,
-one of fewer than a register tile's rows. Rounding
-differs from the direct sum: the transforms add and subtract scaled inputs before the
-products. Measured in float32 against float64 on random convs of 32 to 256 channels, the
-root-mean-square error was 0.6-0.7 times the direct kernels' for F2 and 2.4-2.9 times
-for F4 (with its points 0, +-1, 2, -1/2: 1.2-2.7 x 10^-6 on outputs of magnitude 1.4);
-the largest error, in units in the last place of the sum of the terms' magnitudes,
-1.2-1.5 for F2, 2.2-3.1 for the direct kernels and 8-17 for F4.
+one of fewer than a register tile's rows. Rounding differs from the direct sum: the
+transforms add and subtract scaled inputs before the products. Measured in float32
+against float64 on random convs of 32 to 256 channels, the root-mean-square error was
+2.4-2.9 times the direct kernels' (with F4's points 0, +-1, 2, -1/2: 1.2-2.7 x 10^-6 on
+outputs of magnitude 1.4); the largest error, in units in the last place of the sum of
+the terms' magnitudes, 8-17 against the direct kernels' 2.2-3.1. F(2 x 2, 3 x 3) (`F2`,
+0.6-0.7 times the direct kernels' error, 2.25 times fewer products) serves the kernel
+gradients (`conv_winograd_grad`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType
 from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
-from aotk.kernels import conv_tile, heuristics, winograd_weight
+from aotk.kernels import conv_tile, conv_winograd_gemm, heuristics, winograd_weight
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.conv_geometry import Epilogue, Geometry, Values
 from aotk.kernels.kernel import Buf, DimV, Kernel
@@ -67,6 +68,9 @@ SLOTS = 8  # runs of blocks, each with its own scratch (~250 KiB for W5's second
 # 1.2-2.1 times the direct conv's time, 14 x 14 (49 tiles) 0.73-0.86. F4 takes as many
 # outputs (`min_tiles`).
 MIN_TILES = 48
+# U made in a call (36 C K values) takes at most this (512 channels in and out: 37.7 MB
+# in float32); larger convs take the direct kernels
+GEMM_U_BYTES = 64 << 20
 
 
 def applies(
@@ -74,10 +78,8 @@ def applies(
 ) -> bool:
     """Whether this path computes a conv of `kernel` dims (3, 3, C, K) and window `win`,
     pooled over `pooling` windows or not (None): float32 or float64, stride and dilation
-    1, no groups, 2 x 2 windows, a vector of input and output channels, and a block's V
-    and M within L2 (`plan_for`; 512 channels in and out take the direct kernels:
-    measured, F2 and those were within 0.85-1.22 of each other there, 0.42-0.66 up to
-    384)."""
+    1, no groups, 2 x 2 windows, a vector of input and output channels, and a plan
+    (`plan_for`)."""
     if not isinstance(elem, Float32Type | Float64Type) or len(kernel) != 4:
         return False
     taps_h, taps_w, cin, cout = kernel
@@ -92,19 +94,32 @@ def applies(
     return min(cin, cout) >= lanes and plan_for(elem, kernel) is not None
 
 
-def plan_for(elem: Attribute, kernel: Sequence[DimV]) -> tuple[Transform, int] | None:
-    """The transform and the tiles of a block: F4 in blocks of three register tiles'
-    rows or two, whichever first has V and M within L2, else F2 in blocks of three; None
-    when neither fits. A block of one register tile's rows reads all of U (36 C K values)
-    for 6 tiles: 384 channels in and out took 1.7-2.1 times F2's time that way, 256 in
-    blocks of two 0.72-1.02."""
+class Plan(NamedTuple):
+    """The transform, the tiles of a block, and whether the products are matmuls
+    (`conv_winograd_gemm`) rather than register tiles over a block in L2."""
+
+    tf: Transform
+    block: int
+    gemms: bool
+
+
+def plan_for(elem: Attribute, kernel: Sequence[DimV]) -> Plan | None:
+    """F4 in blocks of three register tiles' rows or two, whichever first has V and M
+    within L2; else F4 by matmuls, where U takes at most GEMM_U_BYTES; else None. A
+    block of one register tile's rows reads all of U (36 C K values) for 6 tiles: 384
+    channels in and out took 1.7-2.1 times F2's time that way, 256 in blocks of two
+    0.72-1.02. F2 in blocks within L2, which took convs of up to about 900 channels
+    before the matmuls, was slower than those but on a few tiles (batch 1, one thread,
+    384 channels, 14 x 14: 2.69 ms against 2.57; two images 4.90 against 4.33; 7 x 7
+    images of 400, too few F4 tiles for Winograd: 0.98 against the direct conv's 1.21)."""
     cin, cout = kernel[2], kernel[3]
     assert isinstance(cin, int) and isinstance(cout, int)
-    rows = block_tiles() // 3
-    for tf, blocks in ((F4, (3 * rows, 2 * rows)), (F2, (3 * rows,))):
-        for block in blocks:
-            if tf.points * block * (cin + cout) * dtypes.byte_size(elem) <= heuristics.L2_BYTES:
-                return tf, block
+    rows, size = block_tiles() // 3, dtypes.byte_size(elem)
+    for block in (3 * rows, 2 * rows):
+        if F4.points * block * (cin + cout) * size <= heuristics.L2_BYTES:
+            return Plan(F4, block, False)
+    if F4.points * cin * cout * size <= GEMM_U_BYTES:
+        return Plan(F4, conv_winograd_gemm.BLOCK, True)
     return None
 
 
@@ -130,27 +145,33 @@ def weight_shape(
     cin, cout = static[2], static[3]
     plan = plan_for(elem, static)
     assert plan is not None and isinstance(cin, int) and isinstance(cout, int)
-    return plan[0].points, cin, cout
+    return plan.tf.points, cin, cout
 
 
 def scratch_elems(
-    elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any], pooling: Any, packed: bool
-) -> int:
-    """The scratch elements this path needs for a conv (as `weight_shape` takes it),
-    given U (`packed`) or not; 0 when it does not apply. U unless packed, then each
-    slot's V, M and four vectors."""
-    dims = weight_shape(elem, kernel, conv, pooling)
+    k: Kernel,
+    elem: Attribute,
+    kernel: Sequence[DimV],
+    conv: tuple[dict[str, Any], Any],
+    packed: bool,
+) -> DimV:
+    """The scratch elements this path needs for a conv (conv = (`aotk.conv`'s
+    attributes, the pooling or None), as `weight_shape` takes them), given U (`packed`)
+    or not; 0 when it does not apply. U unless packed, then each slot's V, M and four
+    vectors (or `conv_winograd_gemm.scratch_elems`)."""
+    dims = weight_shape(elem, kernel, *conv)
     if dims is None:
         return 0
     plan = plan_for(elem, kernel)
     assert plan is not None
+    if plan.gemms:
+        return conv_winograd_gemm.scratch_elems(k, elem, plan.tf, dims[1:], packed)
     return (0 if packed else dims[0] * dims[1] * dims[2]) + SLOTS * _slot_elems(plan, *dims[1:])
 
 
-def _slot_elems(plan: tuple[Transform, int], cin: int, cout: int) -> int:
+def _slot_elems(plan: Plan, cin: int, cout: int) -> int:
     """A slot's V and M, then room for a tile's output vectors (`spill_elems`)."""
-    tf, block = plan
-    return tf.points * block * (cin + cout) + spill_elems(tf)
+    return plan.tf.points * plan.block * (cin + cout) + spill_elems(plan.tf)
 
 
 def emit(
@@ -173,9 +194,9 @@ def emit(
     lanes, rows, most = conv_tile.tile_shape(dtypes.byte_size(out.elem), cout)  # type: ignore[arg-type]
     layout = plan_for(out.elem, w.dims)
     assert layout is not None
-    tf = layout[0]
+    tf = layout.tf
     vt = VectorType(out.elem, [lanes])
-    shapes = Shapes(vt, rows, min(most, cout // lanes), cin, cout, *layout)
+    shapes = Shapes(vt, rows, min(most, cout // lanes), cin, cout, tf, layout.block)
     side = outputs_per_side(shapes, mode)
     grid = [k.div(k.add(d, side - 1), side) for d in out.dims[1:3]]
 
@@ -204,9 +225,14 @@ def emit(
 
     # given U, a call of a register tile's rows of tiles was faster than the direct conv:
     # batch 1, one thread, 12 x 12 x 128 channels (9 F4 tiles) 0.15 ms against 0.48,
-    # 10 x 10 x 256 0.63-0.74 against 1.16; on two, 12 x 12 x 400 (36 F2 tiles) 1.0 against 2.8
+    # 10 x 10 x 256 0.63-0.74 against 1.16
+    def by_gemms() -> None:
+        where = (g, (grid[0], grid[1]), mode)
+        conv_winograd_gemm.emit(k, bufs, where, (scratch, packed), shapes, epilogue)
+
     least = shapes.rows if packed else min_tiles(tf)
-    choose(k, (out.dims[0], grid[0], grid[1]), (winograd, direct), least)
+    paths = (by_gemms if layout.gemms else winograd, direct)
+    choose(k, (out.dims[0], grid[0], grid[1]), paths, least)
 
 
 def choose(

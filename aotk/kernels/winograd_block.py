@@ -81,10 +81,11 @@ def m_at(k: Kernel, at: Block, shapes: Shapes, point: DimV, tile: DimV) -> DimV:
     return k.add(at.m_base, k.mul(k.add(k.mul(point, shapes.block), tile), shapes.cout))
 
 
-def input_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
-    """V[xi, t] = (B^T d B)[xi] for the patch d under each tile t of the block."""
+def input_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV, first: DimV = 0) -> None:
+    """V[xi, t] = (B^T d B)[xi] for the patch d under each tile t of the block, t from
+    `first` to `count`."""
     x, tf = at.bufs[1], shapes.tf
-    with k.loop(count) as t:
+    with k.loop(count, lb=first) as t:
         n, ty, tx = at.tile(k, t)
         top = k.sub(k.mul(ty, tf.m), at.g.pad_before[0])
         left = k.sub(k.mul(tx, tf.m), at.g.pad_before[1])

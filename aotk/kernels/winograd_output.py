@@ -43,11 +43,8 @@ def output_transform(
     side = outputs_per_side(shapes, at.mode)
     with k.loop(tiles[1], lb=tiles[0]) as t:
         n, ty, tx = at.tile(k, t)
-        if side == 1:  # one pool a tile, never past the output's edge
-            dsts = [(k.linear([n, ty, tx], k.strides(out.dims)[:3]), None)]
-        else:
-            corner = (n, k.mul(ty, side), k.mul(tx, side))
-            dsts = [p for line in positions(k, out, corner, side, vt) for p in line]
+        corner = (n, k.mul(ty, side), k.mul(tx, side))
+        dsts = [p for line in positions(k, out, corner, side, vt) for p in line]
         with k.loop(shapes.vectors(shapes.cout)) as c:
             o = shifted(k, c, shapes.lanes, shapes.cout)
             m_row = k.add(m_at(k, at, shapes, 0, t), o)

@@ -4,8 +4,8 @@ U holds, for each point xi, input channel c and output channel o, (G g G^T)[xi] 
 kernel g = w[:, :, c, o]: points x C x K values, row-major, the layout the Winograd
 convs' products read (`conv_winograd`). A conv makes it at the start of every call, in
 its scratch; a K.function's conv on a weight it does not write reads it from a copy made
-once (`aotk.weight_packs`) by the micro-kernel `winograd_weight_<f4|f2>_<dtype>(u, w,
-n, k)`, for a kernel of k input and n output channels. At batch 1 that was most of a
+once (`aotk.weight_packs`) by the micro-kernel `winograd_weight_f4_<dtype>(u, w, n,
+k)`, for a kernel of k input and n output channels. At batch 1 that was most of a
 conv's time: 14 x 14 x 256 channels 2.2 ms a call, 0.9 without it.
 """
 
@@ -21,9 +21,9 @@ from aotk import dtypes
 from aotk.kernels import heuristics, library
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.kernel import Buf, DimV, Kernel
-from aotk.kernels.winograd_tile import F2, F4, Slots, Transform, sandwich_into
+from aotk.kernels.winograd_tile import F4, Slots, Transform, sandwich_into
 
-TRANSFORMS = {"f4": F4, "f2": F2}
+TRANSFORMS = {"f4": F4}  # the convs' transforms (`conv_winograd.plan_for`), by name
 
 
 def transform(

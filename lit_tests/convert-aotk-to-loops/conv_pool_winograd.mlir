@@ -40,18 +40,20 @@
 // CHECK-LABEL: func.func @winograd_relu_workspace_size(
 // CHECK:         arith.constant 1961984 : index
 
-// 400 channels into 400 take F(2x2, 3x3) (`conv_winograd.mlir`): one window a tile, its
-// max stored whole (a window is never past the pooled output's edge).
+// 400 channels into 400 take matmuls (`conv_winograd.mlir`'s @wide); the output transform
+// pools as in @winograd_relu: four windows a tile (12 maxima), four masked stores.
 // CHECK-LABEL: func.func @wide(
 // CHECK:         } {aotk.parallel =
-// CHECK-COUNT-4:   vector.maskedload %x[
-// CHECK-NOT:       vector.maskedload %x[
-// CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){9}vector<8xf32>}}) {
-// CHECK-COUNT-16:  vector.load
-// CHECK-COUNT-3:   arith.maximumf %{{.*}}, %{{.*}} : vector<8xf32>
-// CHECK-NEXT:      arith.addi
-// CHECK-NEXT:      vector.store %{{.*}}, %out0[
+// CHECK-COUNT-6:   vector.maskedload %x[
+// CHECK:         } {aotk.parallel =
+// CHECK-NEXT:    scf.for
+// CHECK:           func.call @aotk_uk_matmul_float32_packed(
+// CHECK-NEXT:    }
+// CHECK-COUNT-36:  vector.load
+// CHECK-COUNT-12:  arith.maximumf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK-COUNT-4:   vector.maskedstore %out0[
 // CHECK-NOT:       vector.maskedstore %out0[
+// CHECK:         } {aotk.parallel =
 // CHECK:         func.return
 func.func @winograd_relu(%x: tensor<?x16x16x32xf32>, %w: tensor<3x3x32x64xf32>) -> tensor<?x8x8x64xf32> {
   %y = aotk.conv_pool %x, %w pool_window [2, 2] pool_mode max strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 epilogue(%acc) : (tensor<?x16x16x32xf32>, tensor<3x3x32x64xf32>) -> tensor<?x8x8x64xf32> {

@@ -59,23 +59,30 @@
 // CHECK:         func.return
 
 // 400 channels into 400: F(4x4, 3x3)'s V and M of a block of 10 tiles would take more than
-// L2 (36 x 10 x 800 floats), so F(2x2, 3x3)'s (16 x 15 x 800) do: 2x2 tiles, 4 masked
-// loads a row of a tile's patch, 16 products, four masked stores.
+// L2 (36 x 10 x 800 floats), so the products are matmuls over blocks of up to 128 tiles
+// (`conv_winograd_gemm`). U first (threads splitting the input channels); then per
+// block, the input transform (threads splitting the tiles: 6 masked loads a row of a
+// patch), one loop over the 36 points, each a call of the packed matmul micro-kernel on
+// that point's V, U and M (tiles x 400 by 400 x 400), and the output transform (threads
+// splitting the tiles): 36 loads of M, 16 masked stores a tile. U, V, M and the matmul's
+// packed panels take 38 MB of workspace.
 // CHECK-LABEL: func.func @wide(
 // CHECK:         } {aotk.parallel =
-// CHECK-COUNT-4:   vector.maskedload %x[
-// CHECK-NOT:       vector.maskedload %x[
-// CHECK-COUNT-4:   vector.store
-// CHECK-NEXT:    }
-// CHECK-NEXT:    scf.for
-// CHECK-COUNT-4:   vector.load
-// CHECK-COUNT-4:   vector.store
-// CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){9}vector<8xf32>}}) {
-// CHECK-COUNT-4:   vector.create_mask
-// CHECK-COUNT-16:  vector.load
-// CHECK-COUNT-4:   vector.maskedstore %out0[
-// CHECK-NOT:       vector.maskedstore %out0[
+// CHECK:         scf.for
+// CHECK:           scf.for
+// CHECK-COUNT-6:     vector.maskedload %x[
+// CHECK:           } {aotk.parallel =
+// CHECK-NEXT:      scf.for
+// CHECK-NOT:         scf.for
+// CHECK:             func.call @aotk_uk_matmul_float32_packed(
+// CHECK-NEXT:      }
+// CHECK-NEXT:      scf.for
+// CHECK-COUNT-36:    vector.load
+// CHECK-COUNT-16:    vector.maskedstore %out0[
+// CHECK:           } {aotk.parallel =
 // CHECK:         func.return
+// CHECK-LABEL: func.func @wide_workspace_size(
+// CHECK:         arith.constant 38433792 : index
 func.func @winograd(%x: tensor<?x15x17x32xf32>, %w: tensor<3x3x32x64xf32>) -> tensor<?x15x17x64xf32> {
   %y = aotk.conv %x, %w strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 : (tensor<?x15x17x32xf32>, tensor<3x3x32x64xf32>) -> tensor<?x15x17x64xf32>
   func.return %y : tensor<?x15x17x64xf32>

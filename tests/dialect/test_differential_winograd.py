@@ -1,6 +1,6 @@
 """Compiled == interpreted for the 3 x 3 convs `kernels.conv_winograd` computes, as
 `aotk.conv` and as `aotk.conv_fused` (an epilogue on vectors, and one element by element),
-by F(4 x 4, 3 x 3) and, with more channels, F(2 x 2, 3 x 3); the pooled ones are in
+by F(4 x 4, 3 x 3) in register tiles and, with more channels, by matmuls; the pooled ones are in
 `test_differential_conv_pool`; their kernel gradients (`kernels.conv_winograd_grad`).
 Also which convs take the paths, and the transforms' matrices.
 
@@ -27,7 +27,7 @@ from aotk.dialect.conv_backprop import ConvBackpropOp
 from aotk.dialect.conv_fused import ConvFusedOp
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.unary import TanhOp
-from aotk.kernels import conv_winograd, conv_winograd_grad, winograd_tile
+from aotk.kernels import conv_winograd, conv_winograd_gemm, conv_winograd_grad, winograd_tile
 from aotk.kernels.window import Window
 from aotk.lowering import pipeline
 
@@ -57,13 +57,14 @@ CASES = [
           [(2, 9, 10, 16), (1, 3, 4, 16)], padding="same"),
 ]  # fmt: skip
 FLOAT64_CASES = ["odd_width_uneven", "many_tiles", "one_output"]
-# Channels whose F4 blocks overflow L2 take F2 (in float64, half as many): odd outputs,
-# channels no multiple of a vector, and a second call of fewer tiles than F2 takes.
+# Channels whose F4 blocks overflow L2 take matmuls (in float64, half as many): odd
+# outputs, channels no multiple of a vector, two blocks of 128 tiles (the last shifted
+# back), and a second call of fewer tiles than Winograd takes.
 WIDE_CASES = {
     "float32": _case("wide", (None, 7, 8, 330), (3, 3, 330, 300),
-                     [(4, 7, 8, 330), (2, 7, 8, 330)], padding="same"),
+                     [(35, 7, 8, 330), (2, 7, 8, 330)], padding="same"),
     "float64": _case("wide", (None, 7, 8, 170), (3, 3, 170, 150),
-                     [(4, 7, 8, 170), (2, 7, 8, 170)], padding="same"),
+                     [(35, 7, 8, 170), (2, 7, 8, 170)], padding="same"),
 }  # fmt: skip
 
 
@@ -77,7 +78,7 @@ def _tiles(case: Case, call: int, m: int = 2) -> int:
 def _transform(case: Case, dtype: str) -> winograd_tile.Transform:
     plan = conv_winograd.plan_for(ELEMS[dtype], case[2])
     assert plan is not None
-    return plan[0]
+    return plan.tf
 
 
 def _scale(case: Case) -> float:
@@ -134,10 +135,12 @@ def test_winograd_convs_match_interpreted(dtype: str) -> None:
     cases = CASES if dtype == "float32" else [c for c in CASES if c[0] in FLOAT64_CASES]
     cases = [*cases, WIDE_CASES[dtype]]
     assert all(_applies(c, dtype) for c in cases)
-    transforms = [_transform(c, dtype) for c in cases]
-    assert transforms == [winograd_tile.F4] * (len(cases) - 1) + [winograd_tile.F2]
-    wide = cases[-1]
-    assert _tiles(wide, 1) < conv_winograd.MIN_TILES <= _tiles(wide, 0)
+    plans = [conv_winograd.plan_for(ELEMS[dtype], c[2]) for c in cases]
+    assert [(p.tf, p.gemms) for p in plans if p is not None] == [
+        (winograd_tile.F4, c is cases[-1]) for c in cases
+    ]
+    wide, least = cases[-1], conv_winograd.min_tiles(winograd_tile.F4)
+    assert _tiles(wide, 1, 4) < least and _tiles(wide, 0, 4) > conv_winograd_gemm.BLOCK
     _check(cases, dtype, [None] * len(cases))
 
 

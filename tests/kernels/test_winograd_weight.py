@@ -1,5 +1,5 @@
 """The micro-kernels that put a 3 x 3 conv kernel into Winograd's points once
-(`winograd_weight_<f4|f2>_<dtype>`), against G g G^T in float64."""
+(`winograd_weight_f4_<dtype>`), against G g G^T in float64."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def _expected(tf_key: str, w: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("tf_key", ["f4", "f2"])
+@pytest.mark.parametrize("tf_key", list(winograd_weight.TRANSFORMS))
 @pytest.mark.parametrize("cin, cout", [(1, 8), (3, 20), (16, 33), (5, 64)])
 def test_weight_in_winograds_points(
     rng: np.random.Generator, tf_key: str, dtype: str, cin: int, cout: int
@@ -42,12 +42,14 @@ def test_weight_in_winograds_points(
 
 
 def test_the_transform_of_a_known_kernel() -> None:
-    """By hand, F(2 x 2, 3 x 3): G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0,
-    1]], so a kernel of ones gives G 1 G^T = r r^T with r = (1, 3/2, 1/2, 1), the row sums
-    of G."""
+    """By hand, F(4 x 4, 3 x 3) from the points 0, 1, -1, 2, -1/2 and infinity: G's rows
+    (1, 0, 0), -(1, 1, 1)/3, (1, -1, 1)/3, (1, 2, 4)/15, (-16, 8, -4)/15, (0, 0, 1), so a
+    kernel of ones gives G 1 G^T = r r^T with r = (1, -1, 1/3, 7/15, -4/5, 1), the row
+    sums of G."""
     w = np.ones((3, 3, 1, 8), np.float32)
-    r = np.array([1.0, 1.5, 0.5, 1.0])
-    u = runtime.aligned_empty((16 * 8,), "float32")
-    symbol = library.lookup("winograd_weight_f2_float32").symbol
+    r = np.array([1.0, -1.0, 1 / 3, 7 / 15, -4 / 5, 1.0])
+    u = runtime.aligned_empty((36 * 8,), "float32")
+    symbol = library.lookup("winograd_weight_f4_float32").symbol
     micro_kernels.function(symbol)(runtime.address(u), runtime.address(w), 8, 1)
-    np.testing.assert_array_equal(u.reshape(16, 8), np.repeat(np.outer(r, r).reshape(16, 1), 8, 1))
+    want = np.repeat(np.outer(r, r).reshape(36, 1), 8, 1)
+    np.testing.assert_allclose(u.reshape(36, 8), want, rtol=3e-7, atol=1e-7)
