@@ -166,12 +166,14 @@ def scratch_elems(
     assert plan is not None
     if plan.gemms:
         return conv_winograd_gemm.scratch_elems(k, elem, plan.tf, dims[1:], packed)
-    return (0 if packed else dims[0] * dims[1] * dims[2]) + SLOTS * _slot_elems(plan, *dims[1:])
+    slots = SLOTS * _slot_elems(plan.tf, plan.block, dims[1:])
+    return (0 if packed else dims[0] * dims[1] * dims[2]) + slots
 
 
-def _slot_elems(plan: Plan, cin: int, cout: int) -> int:
-    """A slot's V and M, then room for a tile's output vectors (`spill_elems`)."""
-    return plan.tf.points * plan.block * (cin + cout) + spill_elems(plan.tf)
+def _slot_elems(tf: Transform, block: int, channels: tuple[int, int]) -> int:
+    """A slot's V and M for a block of `block` tiles, then room for a tile's output
+    vectors (`spill_elems`)."""
+    return tf.points * block * sum(channels) + spill_elems(tf)
 
 
 def emit(
@@ -187,52 +189,64 @@ def emit(
     None for no pool; scratch of `scratch_elems`), when `applies`; `direct()` builds the
     direct conv, for calls of few tiles (`choose`). `packed` is U (`weight_shape`),
     else it is made in the scratch."""
-    out, x, w = bufs
+    out, w = bufs[0], bufs[2]
     mode, scratch = plan
     cin, cout = w.dims[2], w.dims[3]
     assert isinstance(cin, int) and isinstance(cout, int)
     lanes, rows, most = conv_tile.tile_shape(dtypes.byte_size(out.elem), cout)  # type: ignore[arg-type]
     layout = plan_for(out.elem, w.dims)
     assert layout is not None
-    tf = layout.tf
     vt = VectorType(out.elem, [lanes])
-    shapes = Shapes(vt, rows, min(most, cout // lanes), cin, cout, tf, layout.block)
+    shapes = Shapes(vt, rows, min(most, cout // lanes), cin, cout, layout.tf, layout.block)
     side = outputs_per_side(shapes, mode)
-    grid = [k.div(k.add(d, side - 1), side) for d in out.dims[1:3]]
+    grid = (k.div(k.add(out.dims[1], side - 1), side), k.div(k.add(out.dims[2], side - 1), side))
+    where, given = (g, grid, mode), (scratch, packed)
+    by = conv_winograd_gemm.emit if layout.gemms else _in_register_tiles
 
     def winograd() -> None:
-        u = packed or scratch
-        if packed is None:
-            winograd_weight.transform(k, (scratch, w), tf, vt, (cin, cout))
-        tiles = k.product([out.dims[0], *grid])
-        block = _block_size(k, tiles, shapes)
-        blocks = k.div(k.add(tiles, k.sub(block, 1)), block)
-        count = k.min(block, tiles)
-        slots = k.min(blocks, SLOTS)
-        slots_base = 0 if packed else tf.points * cin * cout
-        with k.loop(slots, parallel=True) as s:
-            v_base = k.add(slots_base, k.mul(s, _slot_elems(layout, cin, cout)))
-            m_base = k.add(v_base, tf.points * shapes.block * cin)
-            first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
-            with k.loop(last, lb=first) as b:
-                t0 = k.min(k.mul(b, block), k.sub(tiles, count))
-                places = (scratch, v_base, m_base)
-                at = Block((out, x), g, (grid[0], grid[1]), mode, *places, t0)
-                input_transform(k, at, shapes, count)
-                _products(k, (at, u), shapes, count)
-                spill = k.add(m_base, tf.points * shapes.block * cout)
-                output_transform(k, at, shapes, (0, count), (epilogue, spill))
+        by(k, bufs, where, given, shapes, epilogue)
 
     # given U, a call of a register tile's rows of tiles was faster than the direct conv:
     # batch 1, one thread, 12 x 12 x 128 channels (9 F4 tiles) 0.15 ms against 0.48,
     # 10 x 10 x 256 0.63-0.74 against 1.16
-    def by_gemms() -> None:
-        where = (g, (grid[0], grid[1]), mode)
-        conv_winograd_gemm.emit(k, bufs, where, (scratch, packed), shapes, epilogue)
+    least = shapes.rows if packed else min_tiles(layout.tf)
+    choose(k, (out.dims[0], *grid), (winograd, direct), least)
 
-    least = shapes.rows if packed else min_tiles(tf)
-    paths = (by_gemms if layout.gemms else winograd, direct)
-    choose(k, (out.dims[0], grid[0], grid[1]), paths, least)
+
+def _in_register_tiles(
+    k: Kernel,
+    bufs: tuple[Buf, Buf, Buf],
+    where: tuple[Geometry, tuple[DimV, DimV], str | None],
+    given: tuple[Buf, Buf | None],
+    shapes: Shapes,
+    epilogue: Epilogue | None,
+) -> None:
+    """The conv (as `conv_winograd_gemm.emit` takes it) in blocks of tiles whose V and
+    M fit L2, threads splitting the blocks in SLOTS runs."""
+    out, x, w = bufs
+    g, grid, mode = where
+    scratch, packed = given
+    tf, cin, cout = shapes.tf, shapes.cin, shapes.cout
+    u = packed or scratch
+    if packed is None:
+        winograd_weight.transform(k, (scratch, w), tf, shapes.vt, (cin, cout))
+    tiles = k.product([out.dims[0], *grid])
+    block = _block_size(k, tiles, shapes)
+    blocks = k.div(k.add(tiles, k.sub(block, 1)), block)
+    count = k.min(block, tiles)
+    slots = k.min(blocks, SLOTS)
+    slot_elems = _slot_elems(tf, shapes.block, (cin, cout))
+    with k.loop(slots, parallel=True) as s:
+        v_base = k.add(0 if packed else tf.points * cin * cout, k.mul(s, slot_elems))
+        m_base = k.add(v_base, tf.points * shapes.block * cin)
+        first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
+        with k.loop(last, lb=first) as b:
+            t0 = k.min(k.mul(b, block), k.sub(tiles, count))
+            at = Block((out, x), g, grid, mode, scratch, v_base, m_base, t0)
+            input_transform(k, at, shapes, count)
+            _products(k, (at, u), shapes, count)
+            spill = k.add(m_base, tf.points * shapes.block * cout)
+            output_transform(k, at, shapes, (0, count), (epilogue, spill))
 
 
 def choose(
