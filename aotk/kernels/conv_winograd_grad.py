@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Attribute, SSAValue
 
@@ -36,11 +35,12 @@ from aotk.kernels.winograd_block import (
     Block,
     Shapes,
     block_tiles,
+    gradient_transform,
+    kernel_from_sums,
     m_at,
-    patch,
     v_at,
 )
-from aotk.kernels.winograd_tile import F2, F4, Slots, Transform, sandwich, sandwich_into
+from aotk.kernels.winograd_tile import F2, F4, Transform
 
 SLOTS = 4  # runs of blocks, each with its own sums: a few per thread, to even out
 SUMS_L2 = 4  # a run's sums up to 4 L2s (256 x 256 channels: 4 MiB a run)
@@ -114,25 +114,13 @@ def emit(
                 at = Block((dy, x), g, (grid[0], grid[1]), None, scratch, v_base, m_base, t0)
                 count = k.min(block(), k.sub(tiles, t0))
                 winograd_block.input_transform(k, at, shapes, count)
-                _gradient_transform(k, at, shapes, count)
+                gradient_transform(k, at, shapes, (0, count))
                 _accumulate(k, at, shapes, (sums, count))
-        _finish(k, (dw, scratch), shapes, slots)
+        sums = (points * block() * (cin + cout), _slot_elems(tf, cin, cout), slots)
+        kernel_from_sums(k, (dw, scratch), shapes, sums)
 
     least = conv_winograd.min_tiles(tf)
     conv_winograd.choose(k, (dy.dims[0], grid[0], grid[1]), (winograd, direct), least)
-
-
-def _gradient_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV) -> None:
-    """Q[xi, t] = (A e A^T)[xi] for the output gradient's m x m tile e under each tile t
-    (0 past the output's edge), in the scratch where the forward keeps M."""
-    dy, vt, tf = at.bufs[0], shapes.vt, shapes.tf
-    with k.loop(count) as t:
-        n, ty, tx = at.tile(k, t)
-        tile = patch(k, dy, (n, k.mul(ty, tf.m), k.mul(tx, tf.m)), tf.m, vt)
-        with k.loop(shapes.cout // shapes.lanes) as j:
-            o = k.mul(j, shapes.lanes)
-            q = Slots(at.scratch, k.add(m_at(k, at, shapes, 0, t), o), shapes.block * shapes.cout)
-            sandwich_into(k, tf.a, lambda r, o=o, tile=tile: tile.row(k, r, o, vt), (q, vt))
 
 
 def _accumulate(k: Kernel, at: Block, shapes: Shapes, where: tuple[DimV, DimV]) -> None:
@@ -178,29 +166,3 @@ def _sum_tile(
 
     for offset, value in zip(offsets, k.fold_loop(count, accs, step), strict=True):
         mk.vstore(k, at.scratch, offset, value)
-
-
-def _finish(k: Kernel, where: tuple[Buf, Buf], shapes: Shapes, slots: DimV) -> None:
-    """dw[:, :, c, o] = G^T (the runs' sums) G."""
-    dw, scratch = where
-    vt, lanes, cin, cout, tf = shapes.vt, shapes.lanes, shapes.cin, shapes.cout, shapes.tf
-    first_sums = tf.points * block() * (cin + cout)
-    with k.loop(cin, parallel=True) as c:
-        with k.loop(cout // lanes) as j:
-            o = k.mul(j, lanes)
-            at = k.add(k.mul(c, cout), o)
-
-            def add_run(s: SSAValue, totals: Values) -> list[SSAValue]:
-                run = k.add(k.add(first_sums, k.mul(s, _slot_elems(tf, cin, cout))), at)
-                return [
-                    k.b.insert(
-                        arith.AddfOp(total, mk.vload(k, scratch, k.add(run, xi * cin * cout), vt))
-                    ).result
-                    for xi, total in enumerate(totals)
-                ]
-
-            zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
-            totals = k.fold_loop(slots, [zero] * tf.points, add_run)
-            grid = [totals[r * tf.tile : (r + 1) * tf.tile] for r in range(tf.tile)]
-            for tap, value in enumerate(sandwich(k, tf.gt, grid)):
-                mk.vstore(k, dw, k.add(k.mul(k.add(tap * cin, c), cout), o), value)

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import SSAValue
 
 from aotk.kernels import conv_tile
 from aotk.kernels import matmul_microkernel as mk
-from aotk.kernels.conv_geometry import Geometry
+from aotk.kernels.conv_geometry import Geometry, Values
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
-from aotk.kernels.winograd_tile import Slots, Transform, sandwich_into
+from aotk.kernels.winograd_tile import Slots, Transform, sandwich, sandwich_into
 
 
 def block_tiles() -> int:
@@ -153,3 +154,46 @@ def _clamped(k: Kernel, v: DimV, size: DimV, scales: tuple[DimV, int]) -> tuple[
     stride, lanes = scales
     inside = k.both(k.compare("sge", v, 0), k.compare("slt", v, size))
     return k.mul(k.max(k.min(v, k.sub(size, 1)), 0), stride), k.select(inside, lanes, 0)
+
+
+def gradient_transform(k: Kernel, at: Block, shapes: Shapes, tiles: tuple[DimV, DimV]) -> None:
+    """Q[xi, t] = (A e A^T)[xi] for the output gradient's m x m tile e under each tile t
+    of [first, last) (`tiles`; 0 past the output's edge), where the forward keeps M: the
+    kernel gradient's (`conv_winograd_grad`). Whole vectors of output channels."""
+    dy, vt, tf = at.bufs[0], shapes.vt, shapes.tf
+    with k.loop(tiles[1], lb=tiles[0]) as t:
+        n, ty, tx = at.tile(k, t)
+        tile = patch(k, dy, (n, k.mul(ty, tf.m), k.mul(tx, tf.m)), tf.m, vt)
+        with k.loop(shapes.cout // shapes.lanes) as j:
+            o = k.mul(j, shapes.lanes)
+            q = Slots(at.scratch, k.add(m_at(k, at, shapes, 0, t), o), shapes.block * shapes.cout)
+            sandwich_into(k, tf.a, lambda r, o=o, tile=tile: tile.row(k, r, o, vt), (q, vt))
+
+
+def kernel_from_sums(
+    k: Kernel, where: tuple[Buf, Buf], shapes: Shapes, runs: tuple[DimV, DimV, DimV]
+) -> None:
+    """dw[:, :, c, o] = G^T S G, S the sums (points x C x K) of the runs, where = (dw,
+    the scratch), runs = (the first's offset, the stride between them, how many)."""
+    dw, scratch = where
+    vt, lanes, cin, cout, tf = shapes.vt, shapes.lanes, shapes.cin, shapes.cout, shapes.tf
+    first_sums, stride, slots = runs
+    with k.loop(cin, parallel=True) as c:
+        with k.loop(cout // lanes) as j:
+            o = k.mul(j, lanes)
+            at = k.add(k.mul(c, cout), o)
+
+            def add_run(s: SSAValue, totals: Values) -> list[SSAValue]:
+                run = k.add(k.add(first_sums, k.mul(s, stride)), at)
+                return [
+                    k.b.insert(
+                        arith.AddfOp(total, mk.vload(k, scratch, k.add(run, xi * cin * cout), vt))
+                    ).result
+                    for xi, total in enumerate(totals)
+                ]
+
+            zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
+            totals = k.fold_loop(slots, [zero] * tf.points, add_run)
+            grid = [totals[r * tf.tile : (r + 1) * tf.tile] for r in range(tf.tile)]
+            for tap, value in enumerate(sandwich(k, tf.gt, grid)):
+                mk.vstore(k, dw, k.add(k.mul(k.add(tap * cin, c), cout), o), value)
