@@ -45,7 +45,7 @@ from aotk.kernels import conv_depthwise, conv_filter_grad, conv_winograd_grad
 from aotk.kernels import conv_geometry as cg
 from aotk.kernels.conv_geometry import geometry
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
-from aotk.kernels.kernel import Buf, Kernel
+from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import compute_type, const
 from aotk.kernels.window import Window, member
 
@@ -255,11 +255,11 @@ def _transposed_conv(g: Any, x: Any, kernel: Any, attrs: dict[str, Any]) -> Any 
     )
 
 
-def _scratch(k: Kernel, ins: list[Buf], result_type: Attribute, *, wrt: str, **attrs: Any) -> int:
+def _scratch(k: Kernel, ins: list[Buf], result_type: Attribute, *, wrt: str, **attrs: Any) -> DimV:
     """The scratch of `kernels.conv_winograd_grad` when it computes this kernel gradient."""
     if wrt != Wrt.KERNEL:
         return 0
-    return conv_winograd_grad.scratch_elems(elem_of(result_type), ins[2].dims, attrs)
+    return conv_winograd_grad.scratch_elems(k, elem_of(result_type), ins[2].dims, attrs)
 
 
 register(

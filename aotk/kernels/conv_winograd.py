@@ -30,9 +30,9 @@ transforms add and subtract scaled inputs before the products. Measured in float
 against float64 on random convs of 32 to 256 channels, the root-mean-square error was
 2.4-2.9 times the direct kernels' (with F4's points 0, +-1, 2, -1/2: 1.2-2.7 x 10^-6 on
 outputs of magnitude 1.4); the largest error, in units in the last place of the sum of
-the terms' magnitudes, 8-17 against the direct kernels' 2.2-3.1. F(2 x 2, 3 x 3) (`F2`,
-0.6-0.7 times the direct kernels' error, 2.25 times fewer products) serves the kernel
-gradients (`conv_winograd_grad`).
+the terms' magnitudes, 8-17 against the direct kernels' 2.2-3.1 (F(2 x 2, 3 x 3)'s
+0.6-0.7 times the direct kernels', for 2.25 times fewer products, not 4, and slower:
+`plan_for`).
 """
 
 from __future__ import annotations
@@ -60,14 +60,14 @@ from aotk.kernels.winograd_block import (
     v_at,
 )
 from aotk.kernels.winograd_output import output_transform, outputs_per_side, spill_elems
-from aotk.kernels.winograd_tile import F2, F4, Transform
+from aotk.kernels.winograd_tile import F4, Transform
 
 SLOTS = 8  # runs of blocks, each with its own scratch (~250 KiB for W5's second conv)
-# Fewer F2 tiles in a call run the direct conv: U is made in every call (16 C K values),
-# and few blocks keep threads idle. Measured at batch 1: 7 x 7 images (16 tiles) took
-# 1.2-2.1 times the direct conv's time, 14 x 14 (49 tiles) 0.73-0.86. F4 takes as many
-# outputs (`min_tiles`).
-MIN_TILES = 48
+# Fewer tiles in a call run the direct conv: U is made in every call, and few blocks
+# keep threads idle. Measured at batch 1 by F(2 x 2, 3 x 3), in tiles of 4 outputs: 7 x
+# 7 images (16 tiles) took 1.2-2.1 times the direct conv's time, 14 x 14 (49 tiles)
+# 0.73-0.86; F4's 12 tiles are as many outputs as 48 of those.
+MIN_TILES = 12
 # U made in a call (36 C K values) takes at most this (512 channels in and out: 37.7 MB
 # in float32); larger convs take the direct kernels
 GEMM_U_BYTES = 64 << 20
@@ -107,11 +107,12 @@ def plan_for(elem: Attribute, kernel: Sequence[DimV]) -> Plan | None:
     """F4 in blocks of three register tiles' rows or two, whichever first has V and M
     within L2; else F4 by matmuls, where U takes at most GEMM_U_BYTES; else None. A
     block of one register tile's rows reads all of U (36 C K values) for 6 tiles: 384
-    channels in and out took 1.7-2.1 times F2's time that way, 256 in blocks of two
-    0.72-1.02. F2 in blocks within L2, which took convs of up to about 900 channels
-    before the matmuls, was slower than those but on a few tiles (batch 1, one thread,
-    384 channels, 14 x 14: 2.69 ms against 2.57; two images 4.90 against 4.33; 7 x 7
-    images of 400, too few F4 tiles for Winograd: 0.98 against the direct conv's 1.21)."""
+    channels in and out took 1.7-2.1 times F(2 x 2, 3 x 3)'s time that way, 256 in
+    blocks of two 0.72-1.02. F(2 x 2, 3 x 3) in blocks within L2, which took convs of up
+    to about 900 channels before the matmuls, was slower than those but on a few tiles
+    (batch 1, one thread, 384 channels, 14 x 14: 2.69 ms against 2.57; two images 4.90
+    against 4.33; 7 x 7 images of 400, too few F4 tiles for Winograd: 0.98 against the
+    direct conv's 1.21)."""
     cin, cout = kernel[2], kernel[3]
     assert isinstance(cin, int) and isinstance(cout, int)
     rows, size = block_tiles() // 3, dtypes.byte_size(elem)
@@ -124,8 +125,8 @@ def plan_for(elem: Attribute, kernel: Sequence[DimV]) -> Plan | None:
 
 
 def min_tiles(tf: Transform) -> int:
-    """MIN_TILES of F2's tiles in `tf`'s: as many outputs."""
-    return MIN_TILES * F2.m**2 // tf.m**2
+    """MIN_TILES of F4's tiles in `tf`'s: as many outputs."""
+    return MIN_TILES * F4.m**2 // tf.m**2
 
 
 def takes(elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any], pooling: Any) -> bool:

@@ -1,5 +1,4 @@
-"""The kernel gradient of a 3 x 3 stride-1 convolution by Winograd's F(4 x 4, 3 x 3) or
-F(2 x 2, 3 x 3).
+"""The kernel gradient of a 3 x 3 stride-1 convolution by Winograd's F(4 x 4, 3 x 3).
 
 The forward tile is y = A^T [(G g G^T) * (B^T d B)] A, linear in the kernel g, so the
 gradient of sum(y * e) over a tile's output gradient e is G^T [(B^T d B) * (A e A^T)] G,
@@ -7,14 +6,15 @@ and over the whole conv, per (input, output) channel pair,
 
     dg = G^T [sum over tiles of V[t] * Q[t]] G,  V = B^T d B, Q = A e A^T.
 
-The sum is one matrix product C x tiles times tiles x K a point (36 for F4's 4 x 4 tiles,
-16 for F2's 2 x 2), with 4 or 2.25 times fewer multiply-adds than the direct gradient's.
-Tiles overhanging the output read e as 0 there. Threads split the blocks of `block()`
-tiles in `SLOTS` runs; a run's blocks add their products to its own points x C x K sums
-(register tiles of `rows` input channels by `nvec` vectors of output channels, loaded,
-summed over the block's tiles, stored); then every channel pair adds the runs' sums and
-takes G^T S G. A call of fewer than `conv_winograd.min_tiles` tiles runs the direct
-gradient instead.
+The sum is one matrix product C x tiles times tiles x K a point (36 for the 4 x 4
+tiles), with 4 times fewer multiply-adds than the direct gradient's. Tiles overhanging
+the output read e as 0 there. Threads split the blocks of `block()` tiles in `SLOTS`
+runs; a run's blocks add their products to its own points x C x K sums (register tiles
+of `rows` input channels by `nvec` vectors of output channels, loaded, summed over the
+block's tiles, stored); then every channel pair adds the runs' sums and takes G^T S G.
+Where a run's sums would not fit its budget, matmuls add to one set of sums
+(`conv_winograd_grad_gemm`). A call of fewer than `conv_winograd.min_tiles` tiles runs
+the direct gradient instead.
 """
 
 from __future__ import annotations
@@ -26,7 +26,13 @@ from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
-from aotk.kernels import conv_tile, conv_winograd, heuristics, winograd_block
+from aotk.kernels import (
+    conv_tile,
+    conv_winograd,
+    conv_winograd_grad_gemm,
+    heuristics,
+    winograd_block,
+)
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.conv_geometry import Geometry, Values
 from aotk.kernels.kernel import Buf, DimV, Kernel
@@ -40,7 +46,7 @@ from aotk.kernels.winograd_block import (
     m_at,
     v_at,
 )
-from aotk.kernels.winograd_tile import F2, F4, Transform
+from aotk.kernels.winograd_tile import F4, Transform
 
 SLOTS = 4  # runs of blocks, each with its own sums: a few per thread, to even out
 SUMS_L2 = 4  # a run's sums up to 4 L2s (256 x 256 channels: 4 MiB a run)
@@ -52,28 +58,36 @@ def block() -> int:
     return 3 * block_tiles()
 
 
-def scratch_elems(elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any]) -> int:
+def scratch_elems(k: Kernel, elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any]) -> DimV:
     """The scratch this path needs for the kernel gradient of a conv (`aotk.conv`'s
     attributes `conv`, a kernel of dims `kernel`), or 0 when it does not apply: the
     forward's conditions, whole vectors of output channels, and a run's sums within
     SUMS_L2 times L2 (they are read and written once a block: 256 x 256 channels measured
-    0.66-0.71 of the direct gradient's time, 384 x 384 0.88)."""
+    0.66-0.71 of the direct gradient's time, 384 x 384 0.88), or else the sums of all
+    runs (36 C K) within the forward's `GEMM_U_BYTES` (`conv_winograd_grad_gemm`)."""
     if not conv_winograd.takes(elem, kernel, conv, None):
         return 0
     cin, cout = kernel[2], kernel[3]
     assert isinstance(cin, int) and isinstance(cout, int)
-    tf = transform_for(elem, kernel)
-    if tf is None or cout % conv_tile.tile_shape(dtypes.byte_size(elem), cout)[0]:
+    if cout % conv_tile.tile_shape(dtypes.byte_size(elem), cout)[0]:
         return 0
-    return SLOTS * _slot_elems(tf, cin, cout)
+    tf = transform_for(elem, kernel)
+    if tf is not None:
+        return SLOTS * _slot_elems(tf, cin, cout)
+    if F4.points * cin * cout * dtypes.byte_size(elem) <= conv_winograd.GEMM_U_BYTES:
+        return conv_winograd_grad_gemm.scratch_elems(k, elem, (cin, cout))
+    return 0
 
 
 def transform_for(elem: Attribute, kernel: Sequence[DimV]) -> Transform | None:
-    """F4 where a run's sums fit SUMS_L2 L2s, else F2 where they do, else None."""
+    """F4 where a run's sums fit SUMS_L2 L2s, else None (the matmuls' path or the direct
+    one, `scratch_elems`). F(2 x 2, 3 x 3) in register tiles, whose sums take 16 C K,
+    was slower than the matmuls beyond (one thread: 4 x 28 x 28 images, 192 channels
+    10.3-11.4 ms against 7.8-8.6; 256 channels 20.3 against 13.7)."""
     cin, cout = kernel[2], kernel[3]
     assert isinstance(cin, int) and isinstance(cout, int)
-    sums = cin * cout * dtypes.byte_size(elem)
-    return next((tf for tf in (F4, F2) if tf.points * sums <= SUMS_L2 * heuristics.L2_BYTES), None)
+    sums = F4.points * cin * cout * dtypes.byte_size(elem)
+    return F4 if sums <= SUMS_L2 * heuristics.L2_BYTES else None
 
 
 def _slot_elems(tf: Transform, cin: int, cout: int) -> int:
@@ -92,10 +106,16 @@ def emit(
     assert isinstance(cin, int) and isinstance(cout, int)
     lanes, rows, most = conv_tile.tile_shape(dtypes.byte_size(dw.elem), cout)  # type: ignore[arg-type]
     tf = transform_for(dw.elem, dw.dims)
-    assert tf is not None
+    size = block() if tf is not None else conv_winograd_grad_gemm.BLOCK
     vt = VectorType(dw.elem, [lanes])
-    shapes = Shapes(vt, rows, min(most, cout // lanes), cin, cout, tf, block())
-    grid = [k.div(k.add(d, tf.m - 1), tf.m) for d in dy.dims[1:3]]
+    shapes = Shapes(vt, rows, min(most, cout // lanes), cin, cout, tf or F4, size)
+    side = shapes.tf.m
+    grid = (k.div(k.add(dy.dims[1], side - 1), side), k.div(k.add(dy.dims[2], side - 1), side))
+    if tf is None:
+        paths = (lambda: conv_winograd_grad_gemm.emit(k, bufs, (g, grid, scratch), shapes), direct)
+        least = conv_winograd.min_tiles(F4)
+        conv_winograd.choose(k, (dy.dims[0], *grid), paths, least)
+        return
     points = tf.points
 
     def winograd() -> None:

@@ -2,10 +2,9 @@
 
 In one dimension, y = A^T [(G g) * (B^T d)] gives the m outputs of a 3-tap correlation
 over m + 2 inputs with m + 2 products instead of 3 m; in two, each transform is applied
-to the rows and to the columns, P X P^T. F(2 x 2, 3 x 3) (`F2`) has the entries 0, +-1
-and +-1/2: its transforms are adds, subtracts and halvings. F(4 x 4, 3 x 3) (`F4`) is
-made by Toom-Cook from its points (`toom_cook`): 36 products for 16 outputs, against
-F2's 64, for transforms of more terms and a larger rounding error (see `F4`).
+to the rows and to the columns, P X P^T. F(4 x 4, 3 x 3) (`F4`) is made by Toom-Cook
+from its points (`toom_cook`): 36 products for 16 outputs, where the direct sum takes
+144, for transforms of several terms and a larger rounding error (see `F4`).
 """
 
 from __future__ import annotations
@@ -24,17 +23,6 @@ from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 
 Matrix = tuple[tuple[float, ...], ...]
-
-TILE = 4  # input patch of a 2 x 2 output tile: 4 x 4 positions
-POINTS = TILE * TILE  # products per tile and channel pair, one matrix product each
-
-BT = ((1, 0, -1, 0), (0, 1, 1, 0), (0, -1, 1, 0), (0, 1, 0, -1))
-G = ((1, 0, 0), (0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (0, 0, 1))
-AT = ((1, 1, 1, 0), (0, 1, -1, -1))
-# the kernel gradient's: dg = G^T [sum over tiles (B^T d B) * (A e A^T)] G, e a tile of
-# the output's gradient
-A = tuple(zip(*AT, strict=True))
-GT = tuple(zip(*G, strict=True))
 
 
 @dataclass(frozen=True)
@@ -99,10 +87,9 @@ def toom_cook(points: Sequence[Fraction]) -> Transform:
     return Transform(*(tuple(tuple(float(x) for x in row) for row in mat) for mat in (bt, g, at)))
 
 
-F2 = Transform(BT, G, AT)
 # The points 0, +-1, 2, -1/2: on random data, a 64-channel conv's largest error was 0.6
-# times that of the usual 0, +-1, +-2 (and 6.6 times F2's; measured in float32 against
-# float64, 20 draws), for transforms of a few more terms.
+# times that of the usual 0, +-1, +-2 (and 6.6 times F(2 x 2, 3 x 3)'s; measured in
+# float32 against float64, 20 draws), for transforms of a few more terms.
 F4 = toom_cook([Fraction(p) for p in (0, 1, -1, 2, Fraction(-1, 2))])
 
 

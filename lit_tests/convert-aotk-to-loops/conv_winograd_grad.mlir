@@ -46,14 +46,25 @@
 // CHECK:         arith.constant 3667968 : index
 
 // 160 channels into 192: F(4x4, 3x3)'s sums (36 x 160 x 192 floats a run) would pass 4
-// L2s, F(2x2, 3x3)'s (16 x ...) do not: 4 masked loads of x a row of a tile's patch, 2
-// of g a row of its output gradient's tile, 16 sums.
+// L2s, so matmuls add to one set of them (`conv_winograd_grad_gemm`): the sums zeroed
+// (threads splitting the points); per block of up to 128 tiles, the input transform (6
+// masked loads of x a row of a patch) and the output gradient's (4 masked loads of g a
+// row of its tile), threads splitting the tiles; then a loop over the 36 points, each a
+// call of the packed matmul micro-kernel with A transposed, adding to the sums; at the
+// end, G^T S G for each channel pair, from the 36 sums of one run.
 // CHECK-LABEL: func.func @wide(
-// CHECK-COUNT-4:   vector.maskedload %x[
+// CHECK:         } {aotk.parallel =
+// CHECK:         scf.for
+// CHECK-COUNT-6:   vector.maskedload %x[
 // CHECK-NOT:       vector.maskedload %x[
-// CHECK-COUNT-2:   vector.maskedload %g[
+// CHECK-COUNT-4:   vector.maskedload %g[
 // CHECK-NOT:       vector.maskedload %g[
-// CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){15}vector<8xf32>}}) {
+// CHECK:           } {aotk.parallel =
+// CHECK-NEXT:      scf.for
+// CHECK-NOT:         scf.for
+// CHECK:             func.call @aotk_uk_matmul_float32_packed_ta_update(
+// CHECK:         scf.for {{.*}} -> ({{(vector<8xf32>, ){35}vector<8xf32>}}) {
+// CHECK:         } {aotk.parallel =
 // CHECK:         func.return
 func.func @winograd_grad(%g: tensor<?x16x16x64xf32>, %x: tensor<?x16x16x32xf32>, %w: tensor<3x3x32x64xf32>) -> tensor<3x3x32x64xf32> {
   %dw = aotk.conv_backprop %g, %x, %w wrt kernel strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 : (tensor<?x16x16x64xf32>, tensor<?x16x16x32xf32>, tensor<3x3x32x64xf32>) -> tensor<3x3x32x64xf32>

@@ -18,7 +18,10 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import conv_attrs, emit, placeholder, random_array, run_both
+from xdsl.builder import Builder
 from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type
+from xdsl.ir import Block
+from xdsl.rewriter import InsertPoint
 
 from aotk import backend as K
 from aotk.dialect.arithmetic import AddOp, MaximumOp, MulOp
@@ -27,7 +30,14 @@ from aotk.dialect.conv_backprop import ConvBackpropOp
 from aotk.dialect.conv_fused import ConvFusedOp
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.unary import TanhOp
-from aotk.kernels import conv_winograd, conv_winograd_gemm, conv_winograd_grad, winograd_tile
+from aotk.kernels import (
+    conv_winograd,
+    conv_winograd_gemm,
+    conv_winograd_grad,
+    conv_winograd_grad_gemm,
+    winograd_tile,
+)
+from aotk.kernels.kernel import DimV, Kernel
 from aotk.kernels.window import Window
 from aotk.lowering import pipeline
 
@@ -68,7 +78,7 @@ WIDE_CASES = {
 }  # fmt: skip
 
 
-def _tiles(case: Case, call: int, m: int = 2) -> int:
+def _tiles(case: Case, call: int, m: int = 4) -> int:
     """F(m x m, 3 x 3) tiles of the case's conv in call `call`."""
     _, _, w, shapes, attrs = case
     out = np_conv(np.zeros(shapes[call]), np.zeros(w), **attrs).shape
@@ -140,7 +150,7 @@ def test_winograd_convs_match_interpreted(dtype: str) -> None:
         (winograd_tile.F4, c is cases[-1]) for c in cases
     ]
     wide, least = cases[-1], conv_winograd.min_tiles(winograd_tile.F4)
-    assert _tiles(wide, 1, 4) < least and _tiles(wide, 0, 4) > conv_winograd_gemm.BLOCK
+    assert _tiles(wide, 1) < least and _tiles(wide, 0) > conv_winograd_gemm.BLOCK
     _check(cases, dtype, [None] * len(cases))
 
 
@@ -169,7 +179,8 @@ GRAD_CASES = [
     _case("dynamic_spatial", (None, None, None, 16), (3, 3, 16, 32),
           [(2, 9, 10, 16), (1, 3, 4, 16)], padding="same"),
 ]  # fmt: skip
-# channels whose F4 sums (36 C K) would overflow the runs' budget take F2 (16 C K)
+# channels whose F4 sums (36 C K) would overflow the runs' budget take the matmuls; a
+# second call of fewer tiles than Winograd takes
 WIDE_GRAD_CASES = {
     "float32": _case("wide", (None, 7, 8, 160), (3, 3, 160, 192),
                      [(4, 7, 8, 160), (2, 7, 8, 160)], padding="same"),
@@ -178,19 +189,34 @@ WIDE_GRAD_CASES = {
 }  # fmt: skip
 
 
-def _grad_scratch(case: Case, dtype: str) -> int:
+# more channels by the matmuls: two blocks of tiles (the second partial), input
+# channels no multiple of a register tile's rows, and a second call by the same path
+# (its sums start again from 0)
+GEMM_GRAD_CASES = {
+    "float32": _case("gemms", (None, 7, 8, 264), (3, 3, 264, 256),
+                     [(35, 7, 8, 264), (33, 7, 8, 264)], padding="same"),
+    "float64": _case("gemms", (None, 7, 8, 200), (3, 3, 200, 176),
+                     [(35, 7, 8, 200), (33, 7, 8, 200)], padding="same"),
+}  # fmt: skip
+
+
+def _grad_scratch(case: Case, dtype: str) -> DimV:
     attrs = {name: v for name, v in case[4].items() if name != "rank"}
-    return conv_winograd_grad.scratch_elems(ELEMS[dtype], case[2], attrs)
+    k = Kernel(Builder(InsertPoint.at_end(Block())))
+    return conv_winograd_grad.scratch_elems(k, ELEMS[dtype], case[2], attrs)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_winograd_kernel_gradients_match_interpreted(dtype: str) -> None:
-    cases = [*GRAD_CASES, WIDE_GRAD_CASES[dtype]]
+    cases = [*GRAD_CASES, WIDE_GRAD_CASES[dtype], GEMM_GRAD_CASES[dtype]]
     assert all(_grad_scratch(c, dtype) for c in cases)
     transforms = [conv_winograd_grad.transform_for(ELEMS[dtype], c[2]) for c in cases]
-    assert transforms == [winograd_tile.F4] * len(GRAD_CASES) + [winograd_tile.F2]
+    assert transforms == [winograd_tile.F4] * len(GRAD_CASES) + [None, None]
     for case, tf in zip(cases, transforms, strict=True):
-        assert tf is not None and _tiles(case, 0, tf.m) >= conv_winograd.min_tiles(tf)
+        tf = tf or winograd_tile.F4
+        assert _tiles(case, 0, tf.m) >= conv_winograd.min_tiles(tf)
+    gemms = cases[-1]
+    assert _tiles(gemms, 0) > conv_winograd_grad_gemm.BLOCK > _tiles(gemms, 0) % 128 > 0
     _check_gradients(cases, dtype, np.random.default_rng(4))
 
 
@@ -211,14 +237,15 @@ def _check_gradients(cases: list[Case], dtype: str, rng: np.random.Generator) ->
     run_both(inputs, outputs, calls, scales=scales, labels=[c[0] for c in cases])
 
 
-def test_kernel_gradients_with_partial_vectors_or_large_sums_keep_the_direct_kernel() -> None:
+def test_kernel_gradients_with_partial_vectors_keep_the_direct_kernel() -> None:
     """Its sums add up register tiles, which must not overlap: 40 output channels (two
-    vectors and a half) take the direct kernel gradient; so do 256 x 512 channels, whose
-    sums (8 MiB a run) would exceed SUMS_L2 L2s. 256 x 256 (4 MiB) take Winograd."""
-    for kernel in ((3, 3, 16, 40), (3, 3, 256, 512)):
-        case = _case("direct", (1, 8, 8, kernel[2]), kernel, [])
-        assert _applies(case, "float32") and not _grad_scratch(case, "float32")
-    assert _grad_scratch(_case("wide", (1, 8, 8, 256), (3, 3, 256, 256), []), "float32")
+    vectors and a half) take the direct kernel gradient. 160 x 160 channels (3.5 MiB of
+    sums a run) take register tiles, 256 x 512 (18 MiB) the matmuls."""
+    case = _case("direct", (1, 8, 8, 16), (3, 3, 16, 40), [])
+    assert _applies(case, "float32") and not _grad_scratch(case, "float32")
+    for kernel, tf in (((3, 3, 160, 160), winograd_tile.F4), ((3, 3, 256, 512), None)):
+        assert _grad_scratch(_case("wide", (1, 8, 8, 256), kernel, []), "float32")
+        assert conv_winograd_grad.transform_for(ELEMS["float32"], kernel) == tf
 
 
 @pytest.mark.parametrize(
@@ -243,19 +270,23 @@ def test_other_convs_keep_the_direct_kernels(why: str, dtype: str, kernel: Any, 
     assert _applies(_case(why, (1, 8, 8, 256), (3, 3, 256, 256), []), "float32")
 
 
-@pytest.mark.parametrize("name", ["F2", "F4"])
-def test_each_transform_is_a_correlation(name: str) -> None:
-    """A tile's m x m outputs are the 3 x 3 correlation of its (m + 2)-square patch, in
-    float64 to rounding."""
-    tf = getattr(winograd_tile, name)
+def test_the_transform_is_a_correlation_and_its_kernel_gradient() -> None:
+    """F4's matrices, in float64 to rounding: a tile's 4 x 4 outputs are the 3 x 3
+    correlation of its 6 x 6 patch, and G^T [V * (A e A^T)] G is the kernel gradient of
+    sum(outputs * e)."""
+    tf = winograd_tile.F4
     bt, g_mat, at = (np.array(m, float) for m in (tf.bt, tf.g, tf.at))
-    assert bt.shape == (tf.tile, tf.tile) and g_mat.shape == (tf.tile, 3)
+    assert bt.shape == (6, 6) and g_mat.shape == (6, 3) and at.shape == (4, 6)
     rng = np.random.default_rng(1)
-    d, g = rng.normal(size=(tf.tile, tf.tile)), rng.normal(size=(3, 3))
+    d, g, e = rng.normal(size=(6, 6)), rng.normal(size=(3, 3)), rng.normal(size=(4, 4))
     y = at @ ((g_mat @ g @ g_mat.T) * (bt @ d @ bt.T)) @ at.T
-    m = tf.m
-    direct = np.array([[np.sum(d[i : i + 3, j : j + 3] * g) for j in range(m)] for i in range(m)])
+    direct = np.array([[np.sum(d[i : i + 3, j : j + 3] * g) for j in range(4)] for i in range(4)])
     np.testing.assert_allclose(y, direct, rtol=1e-12, atol=1e-12)
+    dg = g_mat.T @ ((bt @ d @ bt.T) * (at.T @ e @ at)) @ g_mat
+    want = np.array([[np.sum(d[r : r + 4, s : s + 4] * e) for s in range(3)] for r in range(3)])
+    np.testing.assert_allclose(dg, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(np.array(tf.a, float), at.T)
+    np.testing.assert_array_equal(np.array(tf.gt, float), g_mat.T)
 
 
 def test_toom_cook_gives_the_usual_f4_matrices_for_its_usual_points() -> None:
@@ -270,25 +301,6 @@ def test_toom_cook_gives_the_usual_f4_matrices_for_its_usual_points() -> None:
     np.testing.assert_array_equal(np.array(tf.bt), bt)
     np.testing.assert_array_equal(np.array(tf.g), g)
     np.testing.assert_array_equal(np.array(tf.at), at)
-
-
-def test_transforms_are_a_correlation_and_its_kernel_gradient() -> None:
-    """The matrices of `winograd_tile`, in exact arithmetic: a tile's 2 x 2 outputs are
-    the 3 x 3 correlation of its 4 x 4 patch, and G^T [V * (A e A^T)] G is the kernel
-    gradient of sum(outputs * e)."""
-    bt, g_mat, at = (
-        np.array(m, float) for m in (winograd_tile.BT, winograd_tile.G, winograd_tile.AT)
-    )
-    rng = np.random.default_rng(0)
-    d, g, e = rng.normal(size=(4, 4)), rng.normal(size=(3, 3)), rng.normal(size=(2, 2))
-    y = at @ ((g_mat @ g @ g_mat.T) * (bt @ d @ bt.T)) @ at.T
-    direct = np.array([[np.sum(d[i : i + 3, j : j + 3] * g) for j in range(2)] for i in range(2)])
-    np.testing.assert_allclose(y, direct, rtol=1e-12, atol=1e-12)
-    dg = g_mat.T @ ((bt @ d @ bt.T) * (at.T @ e @ at)) @ g_mat
-    want = np.array([[np.sum(d[r : r + 2, s : s + 2] * e) for s in range(3)] for r in range(3)])
-    np.testing.assert_allclose(dg, want, rtol=1e-12, atol=1e-12)
-    np.testing.assert_array_equal(np.array(winograd_tile.A, float), at.T)
-    np.testing.assert_array_equal(np.array(winograd_tile.GT, float), g_mat.T)
 
 
 def _random_case(rng: np.random.Generator, i: int) -> Case:
