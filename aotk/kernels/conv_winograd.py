@@ -201,11 +201,13 @@ def emit(
     shapes = Shapes(vt, rows, min(most, cout // lanes), cin, cout, layout.tf, layout.block)
     side = outputs_per_side(shapes, mode)
     grid = (k.div(k.add(out.dims[1], side - 1), side), k.div(k.add(out.dims[2], side - 1), side))
-    where, given = (g, grid, mode), (scratch, packed)
     by = conv_winograd_gemm.emit if layout.gemms else _in_register_tiles
 
     def winograd() -> None:
-        by(k, bufs, where, given, shapes, epilogue)
+        free = 0 if packed else layout.tf.points * cin * cout  # the scratch after U
+        if packed is None:
+            winograd_weight.transform(k, (scratch, w), layout.tf, vt, (cin, cout))
+        by(k, bufs, (g, grid, mode), (scratch, packed or scratch, free), shapes, epilogue)
 
     # given U, a call of a register tile's rows of tiles was faster than the direct conv:
     # batch 1, one thread, 12 x 12 x 128 channels (9 F4 tiles) 0.15 ms against 0.48,
@@ -218,19 +220,16 @@ def _in_register_tiles(
     k: Kernel,
     bufs: tuple[Buf, Buf, Buf],
     where: tuple[Geometry, tuple[DimV, DimV], str | None],
-    given: tuple[Buf, Buf | None],
+    given: tuple[Buf, Buf, int],
     shapes: Shapes,
     epilogue: Epilogue | None,
 ) -> None:
     """The conv (as `conv_winograd_gemm.emit` takes it) in blocks of tiles whose V and
     M fit L2, threads splitting the blocks in SLOTS runs."""
-    out, x, w = bufs
+    out, x = bufs[:2]
     g, grid, mode = where
-    scratch, packed = given
+    scratch, u, free = given
     tf, cin, cout = shapes.tf, shapes.cin, shapes.cout
-    u = packed or scratch
-    if packed is None:
-        winograd_weight.transform(k, (scratch, w), tf, shapes.vt, (cin, cout))
     tiles = k.product([out.dims[0], *grid])
     block = _block_size(k, tiles, shapes)
     blocks = k.div(k.add(tiles, k.sub(block, 1)), block)
@@ -238,7 +237,7 @@ def _in_register_tiles(
     slots = k.min(blocks, SLOTS)
     slot_elems = _slot_elems(tf, shapes.block, (cin, cout))
     with k.loop(slots, parallel=True) as s:
-        v_base = k.add(0 if packed else tf.points * cin * cout, k.mul(s, slot_elems))
+        v_base = k.add(free, k.mul(s, slot_elems))
         m_base = k.add(v_base, tf.points * shapes.block * cin)
         first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
         with k.loop(last, lb=first) as b:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from xdsl.ir import Attribute
 
-from aotk.kernels import matmul_kernel, winograd_weight
+from aotk.kernels import matmul_kernel
 from aotk.kernels.conv_geometry import Epilogue, Geometry
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.winograd_block import Block, Shapes, input_transform
@@ -44,21 +44,18 @@ def emit(
     k: Kernel,
     bufs: tuple[Buf, Buf, Buf],
     where: tuple[Geometry, tuple[DimV, DimV], str | None],
-    given: tuple[Buf, Buf | None],
+    given: tuple[Buf, Buf, int],
     shapes: Shapes,
     epilogue: Epilogue | None,
 ) -> None:
     """out = pool(epilogue(conv(x, w))) for bufs = (out, x, w), where = (the geometry,
     the grid of tiles of an image, the pool's mode or None), given = (the scratch of
-    `scratch_elems`, U or None: made in the scratch), with `shapes.block` == BLOCK."""
-    out, x, w = bufs
+    `scratch_elems`, U (there or apart), the scratch's first element after U), with
+    `shapes.block` == BLOCK."""
+    out, x = bufs[:2]
     g, grid, mode = where
-    scratch, packed = given
+    scratch, u, v_base = given
     tf, cin, cout = shapes.tf, shapes.cin, shapes.cout
-    u = packed or scratch
-    if packed is None:
-        winograd_weight.transform(k, (scratch, w), tf, shapes.vt, (cin, cout))
-    v_base = 0 if packed else tf.points * cin * cout
     m_base = v_base + tf.points * BLOCK * cin
     products_base = m_base + tf.points * BLOCK * cout
     products = matmul_kernel.scratch_elems(k, out.elem, (BLOCK, cout, cin))
