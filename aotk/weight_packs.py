@@ -21,6 +21,7 @@ weight it reads may see either value, as it would read the weight itself half-wr
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections.abc import Sequence
@@ -55,11 +56,15 @@ class Pack:
     dtype: str  # NumPy's name
     transform: str = SLIVERS
 
+    def dims(self) -> list[int]:
+        """The packed copy's dims: slivers' elements, or U's (points, K, N)."""
+        if self.transform != SLIVERS:
+            return [winograd_weight.TRANSFORMS[self.transform].points, self.kdim, self.n]
+        return [packed_size(dtypes.element_type(self.dtype), self.n, self.kdim)]
+
     def elems(self) -> int:
         """Elements of the packed copy."""
-        if self.transform != SLIVERS:
-            return winograd_weight.TRANSFORMS[self.transform].points * self.kdim * self.n
-        return packed_size(dtypes.element_type(self.dtype), self.n, self.kdim)
+        return math.prod(self.dims())
 
     def packer(self) -> str:
         """The symbol of the micro-kernel that packs it, `(packed, weight, n, k)`:
@@ -165,10 +170,7 @@ def _add_pack(fn: func.FuncOp, reader: Reader, ops: list[Operation], n_in: int) 
     kdim, n = dims[-2:]
     assert kdim is not None and n is not None
     pack = Pack(index - n_in, kdim, n, dtypes.name_of(elem), transform)
-    packed_type = tensor(elem, [pack.elems()])
-    if transform != SLIVERS:
-        packed_type = tensor(elem, [winograd_weight.TRANSFORMS[transform].points, kdim, n])
-    packed = block.insert_arg(packed_type, len(block.args))
+    packed = block.insert_arg(tensor(elem, pack.dims()), len(block.args))
     for op in ops:
         new = _reading(op, weight, packed)
         block.insert_op_before(new, op)

@@ -2,7 +2,7 @@
 matmuls.
 
 Where the register-tile path's sums of a run would overflow its budget
-(`conv_winograd_grad.plan_for`), one set of sums S (36 x C x K) lives in the scratch.
+(`conv_winograd_grad.scratch_elems`), one set of sums S (36 x C x K) lives in the scratch.
 Per block of `BLOCK` tiles, the input transform writes V and the output gradient's
 transform Q (threads splitting the tiles); then for each point S[xi] += V[xi]^T Q[xi],
 a matmul of C x BLOCK by BLOCK x K (`matmul_kernel`, A transposed, adding to S, its
@@ -11,7 +11,6 @@ rows split across threads); then every channel pair takes dg = G^T S G.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Attribute
 
 from aotk.kernels import matmul_kernel
@@ -57,7 +56,8 @@ def emit(
     room_size = matmul_kernel.scratch_elems(k, dw.elem, (cin, cout, BLOCK), a_t=True)
     room, one = k.view(scratch, one_at + 1, (room_size,)), k.view(scratch, one_at, (1,))
     k.store_flat(one, 0, const(k.b, 1.0, dw.elem))
-    _zero_sums(k, scratch, shapes)
+    zero = mk.splat(k, const(k.b, 0.0, dw.elem), shapes.vt)
+    mk.fill(k, scratch, (0, v_base), zero, parallel=True)  # S = 0; K is whole vectors
     tiles = k.product([dy.dims[0], *grid])
     with k.loop(k.div(k.add(tiles, BLOCK - 1), BLOCK)) as b:
         t0 = k.mul(b, BLOCK)  # no block shifted back: every tile adds once
@@ -76,14 +76,3 @@ def emit(
                 k, s_xi, v_xi, q_xi, m=cin, n=cout, kdim=count, scratch=room, a_t=True, alpha=one
             )
     kernel_from_sums(k, (dw, scratch), shapes, (0, 0, 1))
-
-
-def _zero_sums(k: Kernel, scratch: Buf, shapes: Shapes) -> None:
-    """S = 0, threads splitting its points."""
-    vt: VectorType = shapes.vt
-    zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
-    size = shapes.cin * shapes.cout
-    with k.loop(F4.points, parallel=True) as xi:
-        mk.fill(k, scratch, (k.mul(xi, size), size - size % shapes.lanes), zero)
-        with k.loop(size, lb=size - size % shapes.lanes) as e:
-            k.store_flat(scratch, k.add(k.mul(xi, size), e), const(k.b, 0.0, vt.element_type))

@@ -21,6 +21,7 @@ from xdsl.rewriter import InsertPoint
 
 from aotk.ir_walk import ops_within
 from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
+from aotk.kernels.make import flat_memref_type
 
 PREFIX = "aotk_uk_"
 SYMBOL = re.compile(rb"aotk_uk_[A-Za-z0-9_]+")
@@ -81,6 +82,12 @@ def _load_builtin() -> None:
         transpose,  # noqa: F401
         winograd_weight,  # noqa: F401
     )
+
+
+def param_buf(k: Kernel, pointer: SSAValue, dims: Sequence[DimV], elem: Attribute) -> Buf:
+    """A micro-kernel's pointer parameter as a flat buffer of `elem` with `dims`."""
+    mem = k.b.insert(ptr.FromPtrOp(pointer, flat_memref_type(elem))).res
+    return Buf(mem, tuple(dims), elem)
 
 
 def call(k: Kernel, name: str, args: Sequence[Buf | DimV]) -> None:

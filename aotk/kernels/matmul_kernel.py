@@ -28,8 +28,8 @@ import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from xdsl.dialects import arith, ptr
-from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, Float64Type, MemRefType, VectorType
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType
 from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
@@ -85,16 +85,12 @@ def _build(
     """The body of a float matmul micro-kernel: (c, a, b[, scratch][, alpha], m, n, k)."""
     packed, a_t, b_t, update = variant
     m, n, kdim = args[-3:]
-    flat = MemRefType(elem, [DYNAMIC_INDEX])
     scratch = scratch_elems(k, elem, (m, n, kdim), a_t)
     a_dims = (kdim, m) if a_t else (m, kdim)
     b_dims = (n, kdim) if b_t else (kdim, n)
     dims: list[tuple[DimV, ...]] = [(m, n), a_dims, b_dims]
     dims += [(scratch,)] * packed + [(1,)] * update
-    bufs = [
-        Buf(k.b.insert(ptr.FromPtrOp(p, flat)).res, d, elem)
-        for p, d in zip(args[:-3], dims, strict=True)
-    ]
+    bufs = [library.param_buf(k, p, d, elem) for p, d in zip(args[:-3], dims, strict=True)]
     c, a, b = bufs[:3]
     vt = VectorType(elem, [heuristics.matmul_tiles(dtypes.byte_size(elem), m, n, kdim).lanes])
     alpha = k.load_flat(bufs[-1], 0) if update else None

@@ -19,8 +19,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from xdsl.dialects import arith, ptr
-from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, Float64Type, MemRefType, VectorType
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType
 from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
@@ -65,16 +65,11 @@ def matmul_name(elem: Attribute, addend: bool = False) -> str:
     return f"matmul_{dtypes.numpy_dtype(elem)}_prepacked" + ("_add" if addend else "")
 
 
-def _flat(k: Kernel, pointer: SSAValue, dims: tuple[DimV, ...], elem: Attribute) -> Buf:
-    flat = MemRefType(elem, [DYNAMIC_INDEX])
-    return Buf(k.b.insert(ptr.FromPtrOp(pointer, flat)).res, dims, elem)
-
-
 def _build_pack(elem: Attribute, b_t: bool, k: Kernel, args: list[SSAValue]) -> None:
     """The body of `pack_rhs`: (packed, b, n, k)."""
     n, kdim = args[2:]
-    out = _flat(k, args[0], (packed_elems(k, elem, n, kdim),), elem)
-    b = _flat(k, args[1], (n, kdim) if b_t else (kdim, n), elem)
+    out = library.param_buf(k, args[0], (packed_elems(k, elem, n, kdim),), elem)
+    b = library.param_buf(k, args[1], (n, kdim) if b_t else (kdim, n), elem)
     pack(k, (out, b), (n, kdim), b_t)
 
 
@@ -164,9 +159,12 @@ def _build_matmul(elem: Attribute, addend: bool, k: Kernel, args: list[SSAValue]
     C = X + A @ B: (c, a, packed, x, m, n, k), x shaped as C (it may be C itself)."""
     m, n, kdim = args[-3:]
     tiles = _tiles(elem)
-    c, a = _flat(k, args[0], (m, n), elem), _flat(k, args[1], (m, kdim), elem)
-    b = _flat(k, args[2], (packed_elems(k, elem, n, kdim),), elem)
-    x = _flat(k, args[3], (m, n), elem) if addend else None
+    c, a = (
+        library.param_buf(k, args[0], (m, n), elem),
+        library.param_buf(k, args[1], (m, kdim), elem),
+    )
+    b = library.param_buf(k, args[2], (packed_elems(k, elem, n, kdim),), elem)
+    x = library.param_buf(k, args[3], (m, n), elem) if addend else None
     ops = mk.Operands(c, a, b, m, n, kdim, VectorType(elem, [tiles.lanes]))
     with k.share_only_when(ops.worth_sharing(k)):
         emit(k, ops, x)

@@ -16,12 +16,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, math, ptr, scf
+from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX,
     Float64Type,
     IntegerAttr,
-    MemRefType,
     i1,
     i64,
 )
@@ -61,14 +59,9 @@ def _float_arg(k: Kernel, arg: SSAValue, ct: Attribute) -> SSAValue:
 def _bufs(k: Kernel, args: list[SSAValue], dtype: str) -> tuple[Buf, Buf, DimV]:
     """(out, state, n) of a random micro-kernel's first three parameters."""
     elem = dtypes.element_type(dtype)
-    out = _flat(k, args[0], args[2], elem)
-    state = _flat(k, args[1], 2, i64)
+    out = library.param_buf(k, args[0], (args[2],), elem)
+    state = library.param_buf(k, args[1], (2,), i64)
     return out, state, args[2]
-
-
-def _flat(k: Kernel, pointer: SSAValue, n: DimV, elem: Attribute) -> Buf:
-    flat = MemRefType(elem, [DYNAMIC_INDEX])
-    return Buf(k.b.insert(ptr.FromPtrOp(pointer, flat)).res, (n,), elem)
 
 
 class Sampler:

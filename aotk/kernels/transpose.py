@@ -13,8 +13,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-from xdsl.dialects import ptr
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerType, MemRefType
+from xdsl.dialects.builtin import IntegerType
 from xdsl.ir import SSAValue
 
 from aotk.kernels import library
@@ -50,10 +49,9 @@ def emit(k: Kernel, out: Buf, x: Buf, shape: Sequence[DimV], nbytes: int) -> Non
 def _build(nbytes: int, k: Kernel, args: list[SSAValue]) -> None:
     """Tiles of TILE x TILE; the loop over (batch, row tiles) is parallel."""
     batch, rows, cols = args[2:]
-    flat = MemRefType(IntegerType(8 * nbytes), [DYNAMIC_INDEX])
-    dst, src = (k.b.insert(ptr.FromPtrOp(p, flat)).res for p in args[:2])
     elem = IntegerType(8 * nbytes)
-    out, x = Buf(dst, (batch, cols, rows), elem), Buf(src, (batch, rows, cols), elem)
+    out = library.param_buf(k, args[0], (batch, cols, rows), elem)
+    x = library.param_buf(k, args[1], (batch, rows, cols), elem)
     row_tiles = k.div(k.add(rows, TILE - 1), TILE)
     plane = k.mul(rows, cols)
     with k.loop(k.mul(batch, row_tiles), parallel=True) as t:

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import functools
 
-from xdsl.dialects import ptr
-from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, Float64Type, MemRefType, VectorType
+from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType
 from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
@@ -59,17 +58,12 @@ def name(tf: Transform, elem: Attribute) -> str:
     return f"winograd_weight_{short}_{dtypes.numpy_dtype(elem)}"
 
 
-def _flat(k: Kernel, pointer: SSAValue, dims: tuple[DimV, ...], elem: Attribute) -> Buf:
-    flat = MemRefType(elem, [DYNAMIC_INDEX])
-    return Buf(k.b.insert(ptr.FromPtrOp(pointer, flat)).res, dims, elem)
-
-
 def _build(tf: Transform, elem: Attribute, k: Kernel, args: list[SSAValue]) -> None:
     """The body of `winograd_weight_*`: (u, w, n, k), vectors as narrow as the convs'
     narrowest tiles (whose output channels fill one)."""
     cout, cin = args[2:]
-    u = _flat(k, args[0], (tf.points, cin, cout), elem)
-    w = _flat(k, args[1], (3, 3, cin, cout), elem)
+    u = library.param_buf(k, args[0], (tf.points, cin, cout), elem)
+    w = library.param_buf(k, args[1], (3, 3, cin, cout), elem)
     lanes = heuristics.narrow_vector_bytes() // dtypes.byte_size(elem)
     transform(k, (u, w), tf, VectorType(elem, [lanes]), (cin, cout))
 
