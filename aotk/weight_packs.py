@@ -48,7 +48,7 @@ SLIVERS = ""  # a Pack's `transform` for a matmul's weight
 class Pack:
     """One weight's packed copy: the capture it is made from, its [K, N] shape (a conv
     kernel's input and output channels), and how it is packed: in slivers, or by a
-    Winograd transform (`winograd_weight.TRANSFORMS`' key)."""
+    Winograd transform (`winograd_weight.LAYOUTS`' key)."""
 
     capture: int
     kdim: int
@@ -57,9 +57,10 @@ class Pack:
     transform: str = SLIVERS
 
     def dims(self) -> list[int]:
-        """The packed copy's dims: slivers' elements, or U's (points, K, N)."""
+        """The packed copy's dims: slivers' elements, or U's (`Layout.dims`)."""
         if self.transform != SLIVERS:
-            return [winograd_weight.TRANSFORMS[self.transform].points, self.kdim, self.n]
+            layout = winograd_weight.LAYOUTS[self.transform]
+            return list(layout.dims(dtypes.element_type(self.dtype), (self.kdim, self.n)))
         return [packed_size(dtypes.element_type(self.dtype), self.n, self.kdim)]
 
     def elems(self) -> int:
@@ -71,8 +72,8 @@ class Pack:
         `pack_rhs_<dtype>` or `winograd_weight_<transform>_<dtype>`."""
         elem = dtypes.element_type(self.dtype)
         if self.transform != SLIVERS:
-            tf = winograd_weight.TRANSFORMS[self.transform]
-            return library.lookup(winograd_weight.name(tf, elem)).symbol
+            layout = winograd_weight.LAYOUTS[self.transform]
+            return library.lookup(winograd_weight.name(layout, elem)).symbol
         return library.lookup(matmul_prepacked.pack_name(elem, False)).symbol
 
 
@@ -157,8 +158,9 @@ def _conv_weight(op: Any, block: Block, n_inputs: int) -> Reader | None:
     kernel = _captured(op.kernel, block, n_inputs)
     if kernel is None:
         return None
-    dims = conv_winograd.weight_shape(elem_of(kernel.type), shape_of(kernel.type), attrs, pooling)
-    return None if dims is None else (kernel.index, winograd_weight.key_of(dims[0]))
+    elem, dims = elem_of(kernel.type), shape_of(kernel.type)
+    layout = conv_winograd.weight_layout(elem, dims, attrs, pooling)
+    return None if layout is None else (kernel.index, winograd_weight.key_of(layout))
 
 
 def _add_pack(fn: func.FuncOp, reader: Reader, ops: list[Operation], n_in: int) -> Pack:

@@ -11,8 +11,9 @@ the price of the transforms. Up to about 600 channels in and out together in flo
 the direct kernels beyond that (`plan_for`). A 2 x 2 pooling window is part of the
 output transform, four a tile.
 
-- U = G g G^T of every channel pair (points x C x K values, `winograd_weight`), once per
-  call before the threads start, or given: made once for a weight the function does not
+- U = G g G^T of every channel pair (points x C x K values, `winograd_weight`; each
+  point's C x K in a matmul's slivers for the products by matmuls), once per call
+  before the threads start, or given: made once for a weight the function does not
   write (`aotk.weight_packs`).
 - The tiles of all images, in order, go in blocks of up to `Shapes.block` (fewer when
   there are few tiles, `_block_size`), the last shifted back to end at the last tile;
@@ -37,6 +38,7 @@ the terms' magnitudes, 8-17 against the direct kernels' 2.2-3.1 (F(2 x 2, 3 x 3)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -102,6 +104,10 @@ class Plan(NamedTuple):
     block: int
     gemms: bool
 
+    def layout(self) -> winograd_weight.Layout:
+        """How U is laid out for these products: in slivers for the matmuls."""
+        return winograd_weight.Layout(self.tf, self.gemms)
+
 
 def plan_for(elem: Attribute, kernel: Sequence[DimV]) -> Plan | None:
     """F4 in blocks of three register tiles' rows or two, whichever first has V and M
@@ -134,19 +140,31 @@ def takes(elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any], pooling
     return applies(elem, kernel, Window.of_conv(kernel[:-2], **conv), pooling)
 
 
-def weight_shape(
+def weight_layout(
     elem: Attribute, kernel: Sequence[DimV | None], conv: dict[str, Any], pooling: Any
-) -> tuple[int, int, int] | None:
-    """U's dims (points, C, K) for a conv (`aotk.conv`'s attributes `conv`, of a kernel
-    of dims `kernel`, None where unknown) pooled over `pooling` or None; None when this
-    path does not apply."""
+) -> winograd_weight.Layout | None:
+    """U's layout for a conv (`aotk.conv`'s attributes `conv`, of a kernel of dims
+    `kernel`, None where unknown) pooled over `pooling` or None; None when this path
+    does not apply."""
     static = [d for d in kernel if d is not None]
     if len(static) != len(kernel) or not takes(elem, static, conv, pooling):
         return None
-    cin, cout = static[2], static[3]
     plan = plan_for(elem, static)
-    assert plan is not None and isinstance(cin, int) and isinstance(cout, int)
-    return plan.tf.points, cin, cout
+    assert plan is not None
+    return plan.layout()
+
+
+def weight_shape(
+    elem: Attribute, kernel: Sequence[DimV | None], conv: dict[str, Any], pooling: Any
+) -> tuple[int, ...] | None:
+    """U's dims (`winograd_weight.Layout.dims`) for a conv, as `weight_layout` takes it;
+    None when this path does not apply."""
+    layout = weight_layout(elem, kernel, conv, pooling)
+    if layout is None:
+        return None
+    cin, cout = kernel[2], kernel[3]
+    assert isinstance(cin, int) and isinstance(cout, int)
+    return layout.dims(elem, (cin, cout))
 
 
 def scratch_elems(
@@ -165,10 +183,13 @@ def scratch_elems(
         return 0
     plan = plan_for(elem, kernel)
     assert plan is not None
+    u = 0 if packed else math.prod(dims)
+    cin, cout = kernel[2], kernel[3]
+    assert isinstance(cin, int) and isinstance(cout, int)
+    channels = (cin, cout)
     if plan.gemms:
-        return conv_winograd_gemm.scratch_elems(k, elem, plan.tf, dims[1:], packed)
-    slots = SLOTS * _slot_elems(plan.tf, plan.block, dims[1:])
-    return (0 if packed else dims[0] * dims[1] * dims[2]) + slots
+        return k.add(u, conv_winograd_gemm.scratch_elems(plan.tf, channels))
+    return u + SLOTS * _slot_elems(plan.tf, plan.block, channels)
 
 
 def _slot_elems(tf: Transform, block: int, channels: tuple[int, int]) -> int:
@@ -204,9 +225,10 @@ def emit(
     by = conv_winograd_gemm.emit if layout.gemms else _in_register_tiles
 
     def winograd() -> None:
-        free = 0 if packed else layout.tf.points * cin * cout  # the scratch after U
+        u_layout = layout.layout()
+        free = 0 if packed else math.prod(u_layout.dims(out.elem, (cin, cout)))  # after U
         if packed is None:
-            winograd_weight.transform(k, (scratch, w), layout.tf, vt, (cin, cout))
+            winograd_weight.transform(k, (scratch, w), u_layout, vt, (cin, cout))
         by(k, bufs, (g, grid, mode), (scratch, packed or scratch, free), shapes, epilogue)
 
     # given U, a call of a register tile's rows of tiles was faster than the direct conv:

@@ -52,6 +52,23 @@ def row_tile(elem: Attribute) -> int:
     return _tiles(elem).mr
 
 
+def sliver_lanes(elem: Attribute) -> int:
+    """Lanes of the vectors a sliver is read in (its width is a multiple)."""
+    return _tiles(elem).lanes
+
+
+def packed_columns(k: Kernel, elem: Attribute, n: DimV) -> DimV:
+    """N rounded up to whole slivers."""
+    width = sliver_width(elem)
+    return k.mul(k.div(k.add(n, width - 1), width), width)
+
+
+def sliver_at(k: Kernel, j: DimV, kk: DimV, kdim: DimV, elem: Attribute) -> DimV:
+    """Where B[kk, j] is in the packed slivers."""
+    width = sliver_width(elem)
+    return k.add(_sliver_column(k, width, j, kdim), k.mul(kk, width))
+
+
 def packed_elems(k: Kernel, elem: Attribute, n: DimV, kdim: DimV) -> DimV:
     """Elements of a packed B: K rows of N rounded up to whole slivers."""
     return packed.all_of_b_elems(k, _tiles(elem), n, kdim)

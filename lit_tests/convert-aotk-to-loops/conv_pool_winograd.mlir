@@ -47,7 +47,7 @@
 // CHECK-COUNT-6:   vector.maskedload %x[
 // CHECK:         } {aotk.parallel =
 // CHECK-NEXT:    scf.for
-// CHECK:           func.call @aotk_uk_matmul_float32_packed(
+// CHECK:           func.call @aotk_uk_matmul_float32_prepacked(
 // CHECK-NEXT:    }
 // CHECK-COUNT-36:  vector.load
 // CHECK-COUNT-12:  arith.maximumf %{{.*}}, %{{.*}} : vector<8xf32>

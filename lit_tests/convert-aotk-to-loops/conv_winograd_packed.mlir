@@ -72,3 +72,30 @@ func.func @packed_few_tiles(%x: tensor<?x?x?x32xf32>, %w: tensor<3x3x32x64xf32>,
   }
   func.return %y : tensor<?x?x?x64xf32>
 }
+
+// Given U in the matmuls' slivers (36 points x 25 slivers x 400 x 16), the conv of 400
+// channels (products by matmuls, `conv_winograd.mlir`'s @wide) makes no U: per block,
+// the input transform, the prepacked matmul on each point's view of %u, the output
+// transform; the workspace holds V and M alone (37793792 bytes less U's 23040000).
+// CHECK-LABEL: func.func @packed_wide(
+// CHECK-SAME:      %u: memref<5760000xf32>
+// CHECK-NOT:     aotk.parallel
+// CHECK:         scf.for
+// CHECK-COUNT-6:   vector.maskedload %x[
+// CHECK:         } {aotk.parallel = 2 : i64}
+// CHECK:           ptr_xdsl.to_ptr %u
+// CHECK:           func.call @aotk_uk_matmul_float32_prepacked(
+// CHECK:         } {aotk.parallel = 2 : i64}
+// CHECK-NOT:     aotk.parallel
+// CHECK:         func.return
+// CHECK-LABEL: func.func @packed_wide_workspace_size(
+// CHECK:         arith.constant 14753792 : index
+// KERNEL-LABEL: func.func @packed_wide(
+// KERNEL-NOT:     %w[
+// KERNEL:         func.return
+func.func @packed_wide(%x: tensor<?x15x17x400xf32>, %w: tensor<3x3x400x400xf32>, %u: tensor<36x25x400x16xf32>) -> tensor<?x15x17x400xf32> {
+  %y = aotk.conv_fused %x, %w packed %u strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 epilogue(%acc) : (tensor<?x15x17x400xf32>, tensor<3x3x400x400xf32>, tensor<36x25x400x16xf32>) -> tensor<?x15x17x400xf32> {
+    aotk.yield %acc : tensor<f32>
+  }
+  func.return %y : tensor<?x15x17x400xf32>
+}

@@ -237,24 +237,29 @@ def test_micro_kernels_are_optimized_once_for_a_target(
 
 
 @pytest.mark.parametrize("cpu", [None, "x86-64-v3"])
+@pytest.mark.parametrize("channels, layout", [((32, 48), "f4"), ((320, 320), "f4_slivers")])
 def test_a_conv_kernel_packed_for_the_target_and_again_by_set_variable(
-    tmp_path: Path, cpu: str | None
+    tmp_path: Path, cpu: str | None, channels: tuple[int, int], layout: str
 ) -> None:
     """The library makes the Winograd convs' U when the model is created and in
-    aotk_model_set_variable, with its target's transform micro-kernel."""
+    aotk_model_set_variable, with its target's transform micro-kernel: row-major, or in
+    the target's slivers for the products by matmuls (16 floats wide on x86-64-v3, 48
+    on an AVX-512 host)."""
     if cpu is not None and not build.runs_here(cpu):
         pytest.skip(f"this CPU cannot run {cpu} code")
     rng = np.random.default_rng(4)
-    x = K.placeholder((None, 16, 16, 32))
-    w = K.variable(rng.standard_normal((3, 3, 32, 48)).astype(np.float32) * 0.1, name="w")
+    cin, cout = channels
+    x = K.placeholder((None, 16, 16, cin))
+    scale = 0.5 / np.sqrt(cin)
+    w = K.variable(rng.standard_normal((3, 3, cin, cout)).astype(np.float32) * scale, name="w")
     f = K.function([x], [K.relu(K.conv2d(x, w, padding="same"))])
-    assert [p.transform for p in f._packs] == ["f4"]
+    assert [p.transform for p in f._packs] == [layout]
     exported = aotk.export(f, tmp_path, "conv", target_cpu=cpu)
     g = aotk.load(exported.library)
-    xs = rng.standard_normal((2, 16, 16, 32)).astype(np.float32)
+    xs = rng.standard_normal((2, 16, 16, cin)).astype(np.float32)
     before = np.asarray(g([xs]))
     assert_close(before, np.asarray(f([xs])), msg=str(cpu))
-    value = rng.standard_normal((3, 3, 32, 48)).astype(np.float32) * 0.1
+    value = rng.standard_normal((3, 3, cin, cout)).astype(np.float32) * scale
     g.set_variable("w", value)
     K.set_value(w, value)
     after = np.asarray(g([xs]))

@@ -8,11 +8,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import Float32Type
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from aotk import interp
 from aotk.context import make_context
+from aotk.kernels import matmul_prepacked
 
 WINDOW = "strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0]"
 X, W, B = "tensor<?x12x12x32xf32>", "tensor<3x3x32x48xf32>", "tensor<48xf32>"
@@ -88,6 +90,19 @@ def test_a_packed_operand_the_conv_would_not_read_is_rejected(
     module = _parse(_text("aotk.conv_fused", **kwargs))
     with pytest.raises(VerifyException, match=message):
         module.verify()
+
+
+def test_a_conv_by_matmuls_takes_u_in_slivers() -> None:
+    """400 channels in and out: the products are matmuls, which read each point's U in
+    the prepacked matmul's slivers; a row-major U is refused, naming the sliver shape."""
+    width = matmul_prepacked.sliver_width(Float32Type())
+    text = _text("aotk.conv_fused")
+    for old, new in (("x32x", "x400x"), ("x48x", "x400x"), ("<48x", "<400x")):
+        text = text.replace(old, new)
+    want = f"tensor<36x{-(-400 // width)}x400x{width}xf32>"
+    _parse(text.replace("tensor<36x400x400xf32>", want)).verify()
+    with pytest.raises(VerifyException, match=f"packed must be {want} for this conv"):
+        _parse(text).verify()
 
 
 def test_operands_and_types_must_agree() -> None:
