@@ -15,7 +15,11 @@
  * loops of one kernel do not pay a futex wake-up each. Counters use the GCC/Clang
  * __atomic builtins; without them, claims take the mutex and nobody spins.
  */
+#if defined(__linux__)
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#else
 #define _POSIX_C_SOURCE 200809L
+#endif
 
 #include "aotk_pool_internal.h"
 
@@ -88,13 +92,37 @@ static int g_key_ok = 0;
 
 static void make_key(void) { g_key_ok = pthread_key_create(&g_key, NULL) == 0; }
 
-static int online_cores(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
+/* The CPUs this process may run on: its affinity mask (taskset, a container's cpuset),
+ * where the OS tells it, else the online ones. More threads than that only wait on
+ * each other's cores. */
+static int available_cpus(void) {
+  long n = 0;
+#if defined(__linux__)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+#endif
+  if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
   return n < 1 ? 1 : (n > AOTK_MAX_THREADS ? AOTK_MAX_THREADS : (int)n);
 }
 
+/* The positive thread count variable `name` holds (for OMP_NUM_THREADS, the first of a
+ * per-level list "4,2": `list` is ','), capped at AOTK_MAX_THREADS; 0 if it is unset or
+ * holds anything else (the Python side warns about those). */
+static int env_threads(const char *name, char list) {
+  const char *env = getenv(name);
+  if (env == NULL || *env == '\0') return 0;
+  char *end = NULL;
+  long n = strtol(env, &end, 10);
+  if (end == env || (*end != '\0' && (list == 0 || *end != list)) || n <= 0) return 0;
+  return n > AOTK_MAX_THREADS ? AOTK_MAX_THREADS : (int)n;
+}
+
+/* n threads, capped; n <= 0: AOTK_NUM_THREADS, else OMP_NUM_THREADS's first entry, else
+ * one per available CPU. */
 static int resolve_threads(int n) {
-  if (n <= 0) return online_cores();
+  if (n <= 0) n = env_threads("AOTK_NUM_THREADS", 0);
+  if (n <= 0) n = env_threads("OMP_NUM_THREADS", ',');
+  if (n <= 0) return available_cpus();
   return n > AOTK_MAX_THREADS ? AOTK_MAX_THREADS : n;
 }
 
@@ -313,25 +341,10 @@ aotk_pool *aotk_pool_bind(aotk_pool *pool) {
   return previous;
 }
 
-/* The positive thread count variable `name` holds (for OMP_NUM_THREADS, the first of a
- * per-level list "4,2": `list` is ','), capped at AOTK_MAX_THREADS; 0 if it is unset or
- * holds anything else (the Python side warns about those). */
-static int env_threads(const char *name, char list) {
-  const char *env = getenv(name);
-  if (env == NULL || *env == '\0') return 0;
-  char *end = NULL;
-  long n = strtol(env, &end, 10);
-  if (end == env || (*end != '\0' && (list == 0 || *end != list)) || n <= 0) return 0;
-  return n > AOTK_MAX_THREADS ? AOTK_MAX_THREADS : (int)n;
-}
-
 /* Under g_mu: the size the default pool has, or will have when it is created. */
 static int default_size_locked(void) {
   if (g_default != NULL) return g_default->n_threads;
-  if (g_requested_set) return resolve_threads(g_requested);
-  int n = env_threads("AOTK_NUM_THREADS", 0);
-  if (n == 0) n = env_threads("OMP_NUM_THREADS", ',');
-  return n > 0 ? n : online_cores();
+  return resolve_threads(g_requested_set ? g_requested : 0);
 }
 
 void aotk_set_default_threads(int n) {

@@ -8,7 +8,8 @@
  *
  * A kernel uses the pool bound to its calling thread (aotk_pool_bind), else the
  * process-wide default pool, created at first use with AOTK_NUM_THREADS threads, else
- * OMP_NUM_THREADS (its first entry), else one per online core. A call made while its
+ * OMP_NUM_THREADS (its first entry), else one per CPU the process may run on (its
+ * affinity mask, on Linux). A call made while its
  * pool is busy (a nested call from inside a task, or another thread already running a
  * loop on the pool) runs serially in the caller.
  */
@@ -27,7 +28,7 @@ typedef void (*aotk_task_fn)(void *ctx, int64_t begin, int64_t end);
 typedef struct aotk_pool aotk_pool;
 
 /* A pool of n_threads threads, the caller counted (n_threads - 1 are started); n_threads
- * <= 0 means one per online core. NULL on failure. */
+ * <= 0 means the default pool's size from the environment (above). NULL on failure. */
 aotk_pool *aotk_pool_create(int n_threads);
 
 /* Stop and join the pool's threads and free it; NULL is a no-op. The pool must be idle,
@@ -41,8 +42,8 @@ int aotk_pool_threads(const aotk_pool *pool);
  * the previous binding. */
 aotk_pool *aotk_pool_bind(aotk_pool *pool);
 
-/* Size the default pool: n threads, n <= 0 meaning one per online core. The current
- * default pool is retired (and freed once no loop still runs on it). */
+/* Size the default pool: n threads, n <= 0 meaning as the environment says (above). The
+ * current default pool is retired (and freed once no loop still runs on it). */
 void aotk_set_default_threads(int n);
 
 /* Threads of the default pool (as it is, or as it will be created). */

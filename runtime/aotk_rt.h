@@ -83,7 +83,9 @@ typedef struct aotk_model aotk_model;
 
 /* Options of <name>_create; NULL means all defaults (zero-initialise to get them). */
 typedef struct {
-  int n_threads;            /* threads for parallel loops; <= 0: one per online core */
+  int n_threads;            /* threads for parallel loops; <= 0: $AOTK_NUM_THREADS, else the
+                               first entry of $OMP_NUM_THREADS, else one per CPU the
+                               process may run on (its affinity mask, on Linux) */
   const char *weights_path; /* a `<name>.weights` file; NULL: the weights built into the
                                library (a library exported with external weights needs it) */
 } aotk_options;

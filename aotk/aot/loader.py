@@ -22,6 +22,7 @@ from aotk import runtime, signing
 from aotk.aot import elf_check
 from aotk.call_check import coerce_input
 from aotk.call_path import OutputPool
+from aotk.codegen import native_runtime
 from aotk.dialect import trace
 
 DTYPE_CODES = {
@@ -54,6 +55,10 @@ def load(
 ) -> LoadedModel:
     """Open lib<name>.so as a callable like the K.function it was exported from.
 
+    Its pool has `n_threads` threads; 0: as many as this process's kernels run on
+    (`aotk.set_num_threads`) once aotk's pool is running, else the library's default
+    (`aotk_options.n_threads`: the environment, else one per available CPU).
+
     With `signing_key`, the library (and weights file) must match the `.sig` files that
     `aotk.export(..., signing_key=...)` wrote; the bytes checked are the bytes loaded."""
     if signing_key is None:
@@ -82,7 +87,7 @@ class LoadedModel:
     def __init__(self, path: Path, weights: str | Path | None = None, n_threads: int = 0):
         where = f"aotk.load('{path}')"
         self.path, self.name, self.where = path, _model_name(path, where), where
-        self._weights, self._threads = weights, n_threads
+        self._weights, self._threads = weights, n_threads  # as asked: a pickle re-resolves 0
         self._blobs: tuple[bytes, bytes | None] | None = None  # set when unpickled
         elf_check.check_library(path, self.name, where)
         try:
@@ -92,7 +97,8 @@ class LoadedModel:
         self.info = self._read_info()
         self._outputs = OutputPool([np.dtype(d) for d in self.info["output_dtypes"]])
         self._model = ctypes.c_void_p()
-        options = Options(n_threads, None if weights is None else os.fsencode(weights))
+        threads = n_threads if n_threads > 0 else native_runtime.threads_if_running()
+        options = Options(threads, None if weights is None else os.fsencode(weights))
         create = getattr(self._lib, f"{self.name}_create")
         self._check(create(ctypes.byref(self._model), ctypes.byref(options)))
 

@@ -9,8 +9,8 @@ before anything loads it; without a private cache directory (`paths`), the pool 
 into a fresh private temporary directory for this process. Without a C compiler, a serial
 `aotk_parallel_for` made with llvmlite stands in, and kernels run on one thread.
 Kernels use `set_threads(n)` threads, else $AOTK_NUM_THREADS, else the first entry of
-$OMP_NUM_THREADS, else one per core. A value that is not a positive count is ignored with
-a warning.
+$OMP_NUM_THREADS, else one per CPU the process may run on (its affinity mask: taskset, a
+container's cpuset). A value that is not a positive count is ignored with a warning.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def _load_serial() -> None:
 
 
 def set_threads(n: int) -> None:
-    """Run kernels on n threads (n <= 0: one per core); no-op without the C pool."""
+    """Run kernels on n threads (n <= 0: the default, above); no-op without the C pool."""
     ensure_loaded()
     if _lib is not None:
         _lib.aotk_set_default_threads(int(n))
@@ -215,3 +215,10 @@ def threads() -> int:
     """Threads kernels run on (the default pool's size; 1 without the C pool)."""
     ensure_loaded()
     return int(_lib.aotk_get_default_threads()) if _lib is not None else 1
+
+
+def threads_if_running() -> int:
+    """`threads()` when the C pool is loaded already, else 0 (nothing is built)."""
+    with _lock:
+        lib = _lib
+    return int(lib.aotk_get_default_threads()) if lib is not None else 0

@@ -45,6 +45,24 @@ def test_portable_build_runs_and_matches(tmp_path: Path) -> None:
     np.testing.assert_allclose(g([x]), f([x]), rtol=1e-6, atol=1e-7)
 
 
+def test_a_loaded_model_runs_on_as_many_threads_as_the_process(tmp_path: Path) -> None:
+    """aotk.load's default is the count `aotk.set_num_threads` gave; n_threads overrides
+    it. The pool sizes a model's values do not depend on."""
+    f = mlp(np.random.default_rng(1), (9, 17, 3))
+    library = aotk.export(f, tmp_path, "threads").library
+    x = np.random.default_rng(2).standard_normal((11, 9)).astype(np.float32)
+    before = aotk.get_num_threads()
+    try:
+        for n in (1, 3):
+            aotk.set_num_threads(n)
+            g = aotk.load(library)
+            assert g.threads == n
+            np.testing.assert_array_equal(g([x]), f([x]))
+        assert aotk.load(library, n_threads=2).threads == 2
+    finally:
+        aotk.set_num_threads(before)
+
+
 def test_bad_target_options_are_clear_errors(tmp_path: Path) -> None:
     f = mlp(np.random.default_rng(0), (4, 2))
     with pytest.raises(ValueError, match="give target_features for cpu 'znver9'"):

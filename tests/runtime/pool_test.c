@@ -230,7 +230,16 @@ static void test_default_pool(void) {
   free(ctx.slots);
 }
 
-int main(void) {
+/* `pool_test threads`: the size of a pool created with n_threads 0 (an exported model's,
+ * made with default options), from the environment and the affinity mask. */
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "threads") == 0) {
+    aotk_pool *pool = aotk_pool_create(0);
+    CHECK(pool != NULL);
+    printf("%d\n", aotk_pool_threads(pool));
+    aotk_pool_destroy(pool);
+    return 0;
+  }
   test_sums();
   test_nested();
   test_concurrent_callers();

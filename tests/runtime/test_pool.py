@@ -64,6 +64,45 @@ def test_pool_program(cc: str, tmp_path: Path) -> None:
     assert ran.returncode == 0 and ran.stdout.strip() == "ok", ran.stderr
 
 
+def _one_cpu() -> None:
+    """Run the child on the first CPU this process may use."""
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
+@pytest.mark.parametrize(
+    ("env", "one_cpu", "expected"),
+    [
+        ({"AOTK_NUM_THREADS": "3", "OMP_NUM_THREADS": "2"}, False, 3),
+        ({"OMP_NUM_THREADS": "3,2"}, False, 3),
+        ({"AOTK_NUM_THREADS": "0"}, True, 1),
+        ({}, True, 1),
+        ({}, False, len(os.sched_getaffinity(0))),
+        ({"AOTK_NUM_THREADS": "2"}, True, 2),  # asked for: kept, on one CPU or not
+    ],
+)
+def test_a_pool_of_default_size_follows_the_environment_and_affinity(
+    cc: str, tmp_path: Path, env: dict[str, str], one_cpu: bool, expected: int
+) -> None:
+    """An exported model made with default options sizes its pool as the process-wide
+    default pool does: AOTK_NUM_THREADS, else OMP_NUM_THREADS, else one thread per CPU
+    of the affinity mask (taskset, a container's cpuset), not per online CPU."""
+    exe = tmp_path / "pool_test"
+    built = _build(cc, exe, "-O1")
+    assert built.returncode == 0, built.stderr
+    clean = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    ran = subprocess.run(
+        [str(exe), "threads"],
+        env={**clean, **env},
+        preexec_fn=_one_cpu if one_cpu else None,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert int(ran.stdout) == expected
+
+
 @pytest.mark.parametrize("sanitizer", ["address,undefined", "thread"])
 def test_pool_program_under_sanitizer(cc: str, tmp_path: Path, sanitizer: str) -> None:
     exe = tmp_path / "pool_test"
@@ -132,10 +171,19 @@ def test_set_and_get_num_threads() -> None:
         for n in (1, 3, 2):
             aotk.set_num_threads(n)
             assert aotk.get_num_threads() == n
-        aotk.set_num_threads(0)
-        assert aotk.get_num_threads() == os.cpu_count()
+        aotk.set_num_threads(0)  # back to the default: the environment's, else a CPU each
+        assert aotk.get_num_threads() == _default_threads()
     finally:
         aotk.set_num_threads(before)
+
+
+def _default_threads() -> int:
+    """The default pool's size in this process, by `native_runtime`'s documented rule."""
+    for name in ("AOTK_NUM_THREADS", "OMP_NUM_THREADS"):
+        first = os.environ.get(name, "").split(",")[0]
+        if first.isdigit() and int(first) > 0:
+            return int(first)
+    return len(os.sched_getaffinity(0))
 
 
 def _threads_with(**env: str) -> tuple[int, str]:
@@ -171,7 +219,7 @@ def test_thread_count_from_environment(env: dict[str, str], expected: int) -> No
 
 def test_a_bad_thread_count_is_ignored_with_a_warning() -> None:
     count, stderr = _threads_with(AOTK_NUM_THREADS="0", OMP_NUM_THREADS="x,2")
-    assert count == os.cpu_count()
+    assert count == len(os.sched_getaffinity(0))
     assert "AOTK_NUM_THREADS='0' is not a positive thread count; ignored" in stderr
     assert "OMP_NUM_THREADS='x,2' is not a positive thread count; ignored" in stderr
 
