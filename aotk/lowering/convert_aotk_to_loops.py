@@ -4,7 +4,8 @@ Expects aotk ops (fused or not) on tensors. Leaves no `aotk.*` op: each function
 `@f(inputs..., outputs..., workspace, dims...)` on flat memrefs, whose dynamic dims come
 in as i64 arguments, plus `@f_workspace_size(dims...) -> i64` (-1 when a size overflows)
 and `@f_output_dims`. Kernels never allocate: intermediates are 64-byte aligned slices of
-the caller's workspace.
+the caller's workspace, a slice taken again once its values are dead (`workspace_plan`);
+the three functions plan it apart and must agree.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, ptr
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
@@ -44,6 +46,8 @@ from aotk.kernels.scalar import storage_type
 from aotk.lowering.op_memo import OpMemo
 from aotk.lowering.outline_kernels import EntryAliasing
 from aotk.lowering.update_in_place import in_place_updates, overwritten
+from aotk.lowering.workspace_liveness import Liveness
+from aotk.lowering.workspace_plan import WorkspacePlan
 
 ALIGN = 64
 
@@ -74,7 +78,11 @@ class _Lowerer:
         builder = Builder(InsertPoint.at_end(block))
         self.k = SizeKernel(builder) if checked else Kernel(builder)
         self.bufs: dict[SSAValue, Buf] = {}
-        self.ws_offset: DimV = 0
+        self.plan = WorkspacePlan()
+        self.live = Liveness(self.plan)
+        self.live.start(fn.body.block)
+        self._made: list[int] = []  # slices allocated while lowering the current op
+        self._result_slice: dict[SSAValue, int] = {}
         self.ws: SSAValue | None = None
         self._scratch: dict[Any, Buf] = {}
         updates = variable_updates(fn)
@@ -83,10 +91,15 @@ class _Lowerer:
         self.memo: OpMemo | None = None  # set for code
 
     def dims_from_args(self, dim_args: list[SSAValue]) -> dict[tuple[int, int], SSAValue]:
-        return {
+        dims: dict[tuple[int, int], SSAValue] = {
             key: self.k.b.insert(arith.IndexCastOp(a, INDEX)).result
             for key, a in zip(dynamic_dims(self.fn), dim_args, strict=True)
         }
+        for key, value in dims.items():
+            self.plan.keys.name(value, key)
+        # arena bases go here, once the arenas' sizes are known (`WorkspacePlan`)
+        self.plan.start_at(self.k.b.insert(arith.ConstantOp(IntegerAttr(0, IndexType()))))
+        return dims
 
     def bind_input(
         self,
@@ -101,14 +114,19 @@ class _Lowerer:
 
     def alloc(self, t: Attribute, dims: list[DimV]) -> Buf:
         item = dtypes.byte_size(elem_of(t))
-        size = self.k.mul(self.k.product(dims), item)
-        # rounded up to ALIGN, unless its static factor makes it a multiple already
-        static = math.prod(d for d in dims if isinstance(d, int)) * item
-        padded = size if static % ALIGN == 0 else self.k.round_up(size, ALIGN)
-        offset, self.ws_offset = self.ws_offset, self.k.accumulate(self.ws_offset, padded)
+
+        def padded() -> DimV:
+            size = self.k.mul(self.k.product(dims), item)
+            # rounded up to ALIGN, unless its static factor makes it a multiple already
+            static = math.prod(d for d in dims if isinstance(d, int)) * item
+            return size if static % ALIGN == 0 else self.k.round_up(size, ALIGN)
+
+        place = self.plan.take(self.k, dims, item, padded)
+        self._made.append(place)
         if self.ws is None:  # planning the workspace size only
             return Buf(self.k.index(0), tuple(dims), elem_of(t))
-        p = self.k.b.insert(make(ptr.PtrAddOp, [self.ws, self.k.index(offset)], [PTR])).results[0]
+        offset = self.k.index(self.plan.offset(self.k, place))
+        p = self.k.b.insert(make(ptr.PtrAddOp, [self.ws, offset], [PTR])).results[0]
         mem = self.k.b.insert(make(ptr.FromPtrOp, [p], [flat_memref(t)])).results[0]
         return Buf(mem, tuple(dims), elem_of(t))
 
@@ -140,11 +158,34 @@ class _Lowerer:
     ) -> list[Buf]:
         """The buffers of `op`'s results: an output's own buffer if `targets` names one,
         else a workspace slice."""
-        outs = [targets.get(r) or self.alloc(r.type, list(dims)) for r in op.results]
-        outs = [Buf(o.mem, tuple(dims), o.elem) for o in outs]
+        outs = []
+        for r in op.results:
+            target = targets.get(r)
+            if target is None:
+                target = self.alloc(r.type, list(dims))
+                self._result_slice[r] = self._made[-1]
+            outs.append(Buf(target.mem, tuple(dims), target.elem))
         for r, o in zip(op.results, outs, strict=True):
             self.bufs[r] = o
         return outs
+
+    def lower_top(self, at: int, op: Any, out_targets: dict[SSAValue, Buf]) -> None:
+        """Lower op `at` of the function's block, then free the workspace slices that
+        died with it (`workspace_plan`)."""
+        self._made = []
+        self.lower_op(op, out_targets)
+        self.live.settle(at, {r: self._holds(op, r, out_targets) for r in op.results}, self._made)
+
+    def _holds(self, op: Any, r: SSAValue, out_targets: dict[SSAValue, Buf]) -> frozenset[int]:
+        """The slices result `r` of top-level `op` lives on: its own, or (a view) its
+        source's; for an op with regions, whatever it allocated or its operands hold."""
+        if lookup(op).kind is Kind.REGION:
+            return frozenset(self._made).union(*(self.live.holds(v) for v in op.operands))
+        if r in self._result_slice:
+            return frozenset({self._result_slice[r]})
+        if r in out_targets or not op.operands:
+            return frozenset()
+        return self.live.holds(op.operands[0])
 
     def lower_op(self, op: Any, out_targets: dict[SSAValue, Buf]) -> None:
         opdef = lookup(op)
@@ -185,10 +226,16 @@ class _Lowerer:
 def lower_function(fn: func.FuncOp) -> list[func.FuncOp]:
     """The kernel (and the loops its ops share) and workspace-size functions of one aotk
     function."""
-    return [*_kernel(fn), _workspace_size(fn), _output_dims(fn)]
+    kernel, taken = _kernel(fn)
+    size, size_taken = _workspace_size(fn)
+    dims, dims_taken = _output_dims(fn)
+    # the kernel's buffers must be where its size was computed for them (output dims
+    # stop before the final copies)
+    assert taken == size_taken and taken[: len(dims_taken)] == dims_taken, "plans differ"
+    return [*kernel, size, dims]
 
 
-def _kernel(fn: func.FuncOp) -> list[func.FuncOp]:
+def _kernel(fn: func.FuncOp) -> tuple[list[func.FuncOp], list[Any]]:
     ins, outs = fn.function_type.inputs.data, fn.function_type.outputs.data
     n_dims = len(dynamic_dims(fn))
     block = Block(
@@ -206,19 +253,20 @@ def _kernel(fn: func.FuncOp) -> list[func.FuncOp]:
         low.bind_input(arg, mem, i, dims)
     returned = _returned(fn)
     targets = _output_targets(fn, list(out_args), low.in_place)
-    for op in fn.body.block.ops:
+    for at, op in enumerate(fn.body.block.ops):
         if not isinstance(op, func.ReturnOp):
-            low.lower_op(op, targets)
+            low.lower_top(at, op, targets)
     sources = _stage_updates(low, fn)
     for v, src, out in zip(returned, sources, out_args, strict=True):
         if src.mem is not out:  # computed elsewhere, or into another output
             low.k.copy(src, Buf(out, src.dims, elem_of(v.type)))
     low.k.b.insert(func.ReturnOp())
+    low.plan.finish(low.k)
     kernel = func.FuncOp(fn.sym_name.data, (list(block.arg_types), []), Region(block))
     _name_args(kernel, fn, len(ins), len(outs))
     if aliased:
         metadata.set_ints(kernel, metadata.MAY_ALIAS, sorted(aliased))
-    return [kernel, *low.memo.functions]
+    return [kernel, *low.memo.functions], low.plan.taken
 
 
 def _plan(fn: func.FuncOp, block: Block, checked: bool) -> _Lowerer:
@@ -229,28 +277,31 @@ def _plan(fn: func.FuncOp, block: Block, checked: bool) -> _Lowerer:
         low.bind_input(arg, None, i, dims)
     outputs = [low.k.index(0)] * len(fn.function_type.outputs)
     targets = _output_targets(fn, outputs, low.in_place)
-    for op in fn.body.block.ops:
+    for at, op in enumerate(fn.body.block.ops):
         if not isinstance(op, func.ReturnOp):
-            low.lower_op(op, targets)
+            low.lower_top(at, op, targets)
+    low.plan.finish(low.k)
     return low
 
 
-def _workspace_size(fn: func.FuncOp) -> func.FuncOp:
+def _workspace_size(fn: func.FuncOp) -> tuple[func.FuncOp, list[Any]]:
     n_dims = len(dynamic_dims(fn))
     block = Block(arg_types=[i64] * n_dims)
     low = _plan(fn, block, checked=True)
     _stage_updates(low, fn)
     assert isinstance(low.k, SizeKernel)
-    low.k.check(low.ws_offset)
-    total = low.k.b.insert(arith.IndexCastOp(low.k.index(low.ws_offset), i64)).result
+    size = low.plan.size(low.k)
+    low.k.check(size)
+    total = low.k.b.insert(arith.IndexCastOp(low.k.index(size), i64)).result
     if low.k.overflowed is not None:  # -1: some size overflows at these dims
         minus_one = low.k.b.insert(arith.ConstantOp(IntegerAttr(-1, i64))).result
         total = low.k.b.insert(arith.SelectOp(low.k.overflowed, minus_one, total)).result
     low.k.b.insert(func.ReturnOp(total))
-    return func.FuncOp(f"{fn.sym_name.data}_workspace_size", ([i64] * n_dims, [i64]), Region(block))
+    name = f"{fn.sym_name.data}_workspace_size"
+    return func.FuncOp(name, ([i64] * n_dims, [i64]), Region(block)), low.plan.taken
 
 
-def _output_dims(fn: func.FuncOp) -> func.FuncOp:
+def _output_dims(fn: func.FuncOp) -> tuple[func.FuncOp, list[Any]]:
     """`@f_output_dims(dims..., out)`: writes every output's dims, in order, as i64 to `out`.
 
     An exported library sizes and checks its callers' output buffers with it, so the
@@ -267,7 +318,7 @@ def _output_dims(fn: func.FuncOp) -> func.FuncOp:
         low.k.store_flat(out, j, value)
     low.k.b.insert(func.ReturnOp())
     name = f"{fn.sym_name.data}_output_dims"
-    return func.FuncOp(name, ([*[i64] * n_dims, ptr.PtrType()], []), Region(block))
+    return func.FuncOp(name, ([*[i64] * n_dims, ptr.PtrType()], []), Region(block)), low.plan.taken
 
 
 def _stage_updates(low: _Lowerer, fn: func.FuncOp) -> list[Buf]:

@@ -3,12 +3,13 @@
 // A recurrent step h @ U and its gradient's g @ U^T: U is defined outside the scan, so
 // each is packed once before the loop over the steps, into workspace slices of K rows
 // of N rounded up to whole slivers (2 AVX2 vectors, 16 columns): 12 x 32 floats from
-// byte 192 (after the carry), then 20 x 16 from byte 1728. The steps multiply by the
+// byte 0, then 20 x 16 from byte 1536 (the arena of static sizes of whole 64-byte
+// units, `workspace_plan`; the carry and the steps' values follow). The steps multiply by the
 // packed copies, and the first one starts from the step's input x: it writes x + s @ U,
 // and no add loop is left. The matmuls of two step values stay plain calls.
 // CHECK-LABEL: func.func @recurrent(
-// CHECK:         %[[OFF1:.*]] = arith.constant 1728 : index
-// CHECK:         %[[OFF0:.*]] = arith.constant 192 : index
+// CHECK:         %[[OFF1:.*]] = arith.constant 1536 : index
+// CHECK:         %[[OFF0:.*]] = arith.constant 0 : index
 // CHECK:         %[[AT0:.*]] = ptr_xdsl.ptradd %workspace, %[[OFF0]]
 // CHECK-NEXT:    %[[PACKED0:.*]] = ptr_xdsl.from_ptr %[[AT0]] : !ptr_xdsl.ptr -> memref<?xf32>
 // CHECK-NEXT:    %[[P0:.*]] = ptr_xdsl.to_ptr %[[PACKED0]]

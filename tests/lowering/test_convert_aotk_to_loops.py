@@ -124,14 +124,27 @@ def test_an_intermediate_of_5x3_float32_takes_one_64_byte_chunk():
     assert workspace_size(module) == 64  # 60 bytes, rounded up to the alignment
 
 
-def test_intermediates_are_aligned_one_after_another():
+def test_intermediates_alive_together_are_aligned_one_after_another():
     x = placeholder((5, 3), "float32", "x")
     d = placeholder((7,), "float64", "d")
     b = placeholder((65,), "int8", "b")
-    a = emit(reduce.ReduceSumOp, emit(un.ExpOp, x), axes=(0, 1), keepdims=False)  # 60 -> 64
-    c = emit(reduce.ReduceMaxOp, emit(un.TanhOp, d), axes=(0,), keepdims=False)  # 56 -> 64
-    e = emit(reduce.ReduceMinOp, emit(un.NegOp, b), axes=(0,), keepdims=False)  # 65 -> 128
-    assert workspace_size(loops([x, d, b], [a, c, e])) == 256
+    ex, td, nb = emit(un.ExpOp, x), emit(un.TanhOp, d), emit(un.NegOp, b)  # 60, 56, 65 bytes
+    a = emit(reduce.ReduceSumOp, ex, axes=(0, 1), keepdims=False)
+    c = emit(reduce.ReduceMaxOp, td, axes=(0,), keepdims=False)
+    e = emit(reduce.ReduceMinOp, nb, axes=(0,), keepdims=False)
+    assert workspace_size(loops([x, d, b], [a, c, e])) == 64 + 64 + 128
+
+
+def test_a_dead_intermediates_slice_is_taken_by_one_it_holds():
+    """exp(x) dies in its sum; tanh(d), 56 bytes, takes its 60-byte slice; neg(b), 65
+    bytes, does not fit it, but the slice is the workspace's last: it grows to 128."""
+    x = placeholder((5, 3), "float32", "x")
+    d = placeholder((7,), "float64", "d")
+    b = placeholder((65,), "int8", "b")
+    a = emit(reduce.ReduceSumOp, emit(un.ExpOp, x), axes=(0, 1), keepdims=False)
+    c = emit(reduce.ReduceMaxOp, emit(un.TanhOp, d), axes=(0,), keepdims=False)
+    e = emit(reduce.ReduceMinOp, emit(un.NegOp, b), axes=(0,), keepdims=False)
+    assert workspace_size(loops([x, d, b], [a, c, e])) == 128
 
 
 def test_workspace_grows_with_the_dynamic_dims():

@@ -1,0 +1,110 @@
+"""The workspace plan: slices reused once their values die (`workspace_plan`,
+`workspace_liveness`), dims keyed by how they are computed (`dim_keys`)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import emit, placeholder
+from test_convert_aotk_to_loops import loops, workspace_size
+from xdsl.builder import Builder
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType
+from xdsl.ir import Block
+from xdsl.rewriter import InsertPoint
+
+from aotk.dialect import linalg, reduce, shape
+from aotk.kernels.kernel import Kernel
+from aotk.lowering.dim_keys import DimKeys
+from aotk.lowering.workspace_plan import _Arena
+
+
+def test_an_arena_takes_the_smallest_free_run_and_merges_what_is_given_back() -> None:
+    arena = _Arena()
+    a, b, c, d = (arena.take(size) for size in (64, 128, 64, 256))
+    assert (a, b, c, d) == (0, 64, 192, 256) and arena.units == 512
+    arena.give(b, 128)
+    arena.give(a, 64)  # merges with the run after it
+    assert arena.free == [(0, 192)]
+    assert arena.take(64) == 0  # the smallest run that holds it, cut
+    assert arena.free == [(64, 128)]
+    arena.give(c, 64)  # merges with the run before it
+    assert arena.free == [(64, 192)]
+    arena.give(d, 256)  # and with both: one run to the end
+    assert arena.free == [(64, 448)]
+    assert arena.take(1024) == 64 and arena.units == 1088  # the last run, grown
+    assert arena.take(0) == 0 and arena.free == []
+
+
+def _keys() -> tuple[DimKeys, Kernel, list]:
+    block = Block(arg_types=[IndexType(), IndexType()])
+    keys = DimKeys()
+    for i, arg in enumerate(block.args):
+        keys.name(arg, (i, 0))
+    return keys, Kernel(Builder(InsertPoint.at_end(block))), list(block.args)
+
+
+def test_dims_computed_alike_have_one_key_however_shared() -> None:
+    keys, k, (n, m) = _keys()
+    twice = [k.index_op(arith.MuliOp, n, 7) for _ in range(2)]  # two SSA values
+    assert twice[0] is not twice[1] and keys.key(twice[0]) == keys.key(twice[1])
+    assert keys.key(n) != keys.key(m)
+    # broadcasting a batch with itself: max(n, n) is n; max(n, m) is neither
+    assert keys.key(k.index_op(arith.MaxUIOp, n, n)) == keys.key(n)
+    both = k.index_op(arith.MaxUIOp, n, m)
+    assert keys.key(both) not in (keys.key(n), keys.key(m))
+    assert keys.key(k.index_op(arith.MaxUIOp, both, n)) == keys.key(both)
+    # a reshape's -1: (n * 7 * 2) / 14 is n; n * 7 is 7 times n
+    rows = k.index_op(arith.MuliOp, k.index_op(arith.MuliOp, n, 7), 2)
+    assert keys.key(k.index_op(arith.DivUIOp, rows, 14)) == keys.key(n)
+    assert keys.scaled(keys.key(twice[0])) == (7, keys.key(n))  # type: ignore[arg-type]
+
+
+def test_only_arith_on_input_dims_is_rebuilt_at_the_start() -> None:
+    keys, k, (n, m) = _keys()
+    both = k.index_op(arith.MaxUIOp, n, m)
+    key = keys.key(both)
+    assert key is not None and keys.at_start(key)
+    made: dict = {}
+    rebuilt = keys.rebuild(k, key, made)
+    assert rebuilt is not both and isinstance(rebuilt.owner, arith.MaxUIOp)  # type: ignore[union-attr]
+    assert keys.rebuild(k, key, made) is rebuilt  # shared once made
+    unknown = Block(arg_types=[IndexType()]).args[0]  # a loop's index, say
+    assert keys.key(k.index_op(arith.AddiOp, n, unknown)) is None
+
+
+def test_a_chain_needs_two_intermediates_and_one_scratch_whatever_its_length() -> None:
+    """Four matmuls of a batch of n rows: each product dies in the next, so two rows of
+    1 KiB a row are live at once; the matmuls' packing scratch is given back after each
+    and taken again by the next, so the static part is one matmul's scratch."""
+    x = placeholder((None, 256), "float32", "x")
+    w = placeholder((256, 256), "float32", "w")
+    h = x
+    for _ in range(4):
+        h = emit(linalg.MatMulOp, h, w)
+    chain = loops([x, w], [emit(reduce.ReduceSumOp, h, axes=(1,), keepdims=False)])
+    one = loops([x, w], [emit(linalg.MatMulOp, x, w)])  # into its output: scratch alone
+    scratch = workspace_size(one, 0)
+    assert scratch > 0
+    for n in (0, 1, 3, 100):
+        assert workspace_size(chain, n) == scratch + 2 * 1024 * n
+
+
+@pytest.mark.parametrize("kept", [False, True])
+def test_a_view_keeps_its_source_alive(kept: bool) -> None:
+    """e = x @ w, summed at once, read again through a reshape at the end must keep its
+    slice while t = x @ w2 and t @ w are made: three rows of 1 KiB live then; when
+    nothing reads the reshape, e dies in its sum and t takes its slice: two."""
+    x = placeholder((None, 256), "float32", "x")
+    w = placeholder((256, 256), "float32", "w")
+    w2 = placeholder((256, 256), "float32", "w2")
+    e = emit(linalg.MatMulOp, x, w)
+    outs = [emit(reduce.ReduceSumOp, e, axes=(1,), keepdims=False)]
+    v = emit(shape.ReshapeOp, e, shape=(-1, 16, 16))
+    u = emit(linalg.MatMulOp, emit(linalg.MatMulOp, x, w2), w)
+    outs.append(emit(reduce.ReduceSumOp, u, axes=(1,), keepdims=False))
+    if kept:
+        outs.append(emit(reduce.ReduceSumOp, v, axes=(1, 2), keepdims=False))
+    module = loops([x, w, w2], outs)
+    scratch = workspace_size(module, 0)
+    rows = 3 if kept else 2
+    assert [workspace_size(module, n) - scratch for n in (1, 10)] == [rows * 1024, rows * 10240]
