@@ -178,11 +178,12 @@ class _Lowerer:
 
     def _holds(self, op: Any, r: SSAValue, out_targets: dict[SSAValue, Buf]) -> frozenset[int]:
         """The slices result `r` of top-level `op` lives on: its own, or (a view) its
-        source's; for an op with regions, whatever it allocated or its operands hold."""
-        if lookup(op).kind is Kind.REGION:
-            return frozenset(self._made).union(*(self.live.holds(v) for v in op.operands))
+        source's; for a result of an op with regions bound otherwise (a scan's carry),
+        whatever the op allocated or its operands hold."""
         if r in self._result_slice:
             return frozenset({self._result_slice[r]})
+        if lookup(op).kind is Kind.REGION:
+            return frozenset(self._made).union(*(self.live.holds(v) for v in op.operands))
         if r in out_targets or not op.operands:
             return frozenset()
         return self.live.holds(op.operands[0])

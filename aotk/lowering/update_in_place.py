@@ -13,6 +13,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
+from aotk.dialect import strided_views
 from aotk.dialect.base import shape_of
 from aotk.dialect.fused import FusedOp
 from aotk.dialect.in_place import aliases, elementwise_in, read_after
@@ -37,7 +38,7 @@ def in_place_updates(fn: func.FuncOp, updates: dict[int, int]) -> set[int]:
             continue
         old = aliases(block.args[arg])
         in_place = (
-            len(writer.results) == 1
+            _one_index_each(writer)
             and _static(value)
             and elementwise_in(writer, value, block.args[arg], old)
         )
@@ -52,6 +53,14 @@ def overwritten(fn: func.FuncOp, updates: dict[int, int], in_place: set[int]) ->
     the update, not read in place after it (`dialect.strided_views`)."""
     args = fn.body.block.args
     return {alias for out in in_place if updates[out] >= 0 for alias in aliases(args[updates[out]])}
+
+
+def _one_index_each(writer: Operation) -> bool:
+    """Whether each element `writer` writes, in every result, is computed from its
+    operands at that index alone, before it is stored: one result, or an elementwise
+    loop's several (SGD with momentum's `v = m * mu - lr * g` and `w + v`, fused, write
+    m and w in place in one pass)."""
+    return len(writer.results) == 1 or strided_views.elementwise_loop(writer)
 
 
 def _computes(op: Operation) -> bool:

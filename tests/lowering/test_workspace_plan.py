@@ -13,6 +13,7 @@ from xdsl.ir import Block
 from xdsl.rewriter import InsertPoint
 
 from aotk.dialect import linalg, reduce, shape
+from aotk.dialect import unary as un
 from aotk.kernels.kernel import Kernel
 from aotk.lowering.dim_keys import DimKeys
 from aotk.lowering.workspace_plan import _Arena
@@ -108,3 +109,17 @@ def test_a_view_keeps_its_source_alive(kept: bool) -> None:
     scratch = workspace_size(module, 0)
     rows = 3 if kept else 2
     assert [workspace_size(module, n) - scratch for n in (1, 10)] == [rows * 1024, rows * 10240]
+
+
+def test_a_fused_result_does_not_hold_its_operands() -> None:
+    """exp(tanh(x @ w)) three times: each fused elementwise loop (an op with a region)
+    writes a slice of its own, so the product it reads dies in it: two rows of 1 KiB
+    live at once, not three."""
+    x = placeholder((None, 256), "float32", "x")
+    w = placeholder((256, 256), "float32", "w")
+    h = x
+    for _ in range(3):
+        h = emit(un.ExpOp, emit(un.TanhOp, emit(linalg.MatMulOp, h, w)))
+    module = loops([x, w], [emit(reduce.ReduceSumOp, h, axes=(1,), keepdims=False)])
+    scratch = workspace_size(module, 0)
+    assert [workspace_size(module, n) - scratch for n in (1, 10)] == [2 * 1024, 2 * 10240]
