@@ -42,6 +42,28 @@ def test_an_sgd_step_updates_every_weight_in_place() -> None:
     np.testing.assert_allclose(K.get_value(b), b0 - 0.1 * (2 * y).sum(0), rtol=1e-5)
 
 
+def test_momentum_and_weight_written_in_place_by_one_fused_loop() -> None:
+    """SGD with momentum, Keras's way: v = 0.9 m - lr g, m <- v, w <- w + v. The two new
+    values are one elementwise loop's two results; each element of m and w is read
+    before it is written, so both are written in place (they were computed aside and
+    copied at the end). Two steps, against NumPy."""
+    rng = np.random.default_rng(3)
+    w0, m0 = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    xs = rng.standard_normal((3, 4)).astype(np.float32)
+    w, m, x = _var(w0, "w"), _var(m0, "m"), K.placeholder((3, 4))
+    (g,) = K.gradients(K.sum(K.square(w * x)), [w])
+    v = 0.9 * m - 0.1 * g
+    f = K.function([x], [], [K.update(m, v), K.update(w, w + v)])
+    assert _in_place(f) == {"w", "m"}
+    want_w, want_m = w0.astype(np.float32), m0.astype(np.float32)
+    for _ in range(2):
+        f([xs])
+        want_m = 0.9 * want_m - 0.1 * (2 * want_w * xs * xs)
+        want_w = want_w + want_m
+    np.testing.assert_allclose(K.get_value(m), want_m, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(K.get_value(w), want_w, rtol=1e-5, atol=1e-6)
+
+
 def test_an_old_value_read_by_another_update_is_not_overwritten() -> None:
     """a <- a * 2 and c <- c + a: c must see the old a, whichever update comes first."""
     a0, c0 = np.arange(4.0), np.ones(4)
