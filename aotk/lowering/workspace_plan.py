@@ -13,10 +13,12 @@ computed alike from the same dynamic input dims (`DimKeys`): the kernel and its
 workspace-size and output-dims functions are planned apart, with different SSA values
 (the size function checks and shares its arithmetic), and must come to the same plan.
 
-Buffers whose run-time dims are input dims (the batch) or none live in arenas, one per
-product of such dims: offsets and sizes in units of that product, placed best-fit with
-free runs merged, as in a static allocator. An arena's base is known once every arena's
-size is (`finish`, at the kernel's start). Other sizes, and factors below
+Buffers of static sizes, or whose run-time dims can be computed at the kernel's start
+(from the input dims by `arith` alone: a batch, the max of two batches; constant factors
+go in the static factor) live in arenas, one per product of such dims: offsets and sizes
+in units of that product, placed best-fit with free runs merged, as in a static
+allocator. An arena's base and unit are known once every arena's size is (`finish`, at
+the kernel's start). Other sizes, and factors below
 `ARENA_FACTOR` that are not whole units (rounding them up to 64 bytes a row would waste
 more than it saves), take slices after the arenas, shared only with their own kind.
 """
@@ -44,8 +46,8 @@ ARENA_FACTOR = 16 * UNIT  # bytes per product from which any factor goes in an a
 
 @dataclass
 class _Arena:
-    """Buffers of one size class of input dims: offsets and sizes in units of their
-    product (bytes, for static sizes), free runs kept sorted and merged."""
+    """Buffers of one size class: offsets and sizes in units of the product of its dims
+    (bytes, for static sizes), free runs kept sorted and merged."""
 
     units: int = 0  # its size
     free: list[tuple[int, int]] = field(default_factory=list)  # (offset, size)
