@@ -54,13 +54,11 @@ class Liveness:
         return self._holds.get(value, frozenset())
 
 
-def _used(op: Operation, block: Block) -> set[SSAValue]:
+def _used(op: Operation, block: Block) -> list[SSAValue]:
     """Values of `block` (its arguments, its ops' results) that `op` uses, in its regions
-    too."""
-    used = set(op.operands)
-    for inner in ops_within(op):
-        used.update(v for v in inner.operands if _defined_in(v, block))
-    return {v for v in used if _defined_in(v, block)}
+    too, in the order met: every plan of a function must give slices back in one order."""
+    used = dict.fromkeys(v for inner in ops_within(op) for v in inner.operands)
+    return [v for v in used if _defined_in(v, block)]
 
 
 def _defined_in(value: SSAValue, block: Block) -> bool:
