@@ -42,8 +42,10 @@ def compile_traced(module: ModuleOp) -> jit.CompiledModule:
     # imported here: `import aotk.backend` does not need LLVM until the first compile
     from aotk import compile_cache, micro_kernels
     from aotk.codegen import llvm_ir
+    from aotk.kernels import conv_winograd
 
-    key = (structure(module), llvm_ir.host_cpu(), llvm_ir.host_features())
+    options = conv_winograd.option_tag()  # lowering choices the environment makes
+    key = (structure(module) + options, llvm_ir.host_cpu(), llvm_ir.host_features())
     if key not in _CACHE:
         if compile_cache.enabled():
             code, compiled = compile_cache.get_or_compile(

@@ -172,3 +172,42 @@ def test_packed_convs_still_take_their_epilogue_and_pool(rng: np.random.Generato
         ops = [op for op in main.body.block.ops if op.name != "func.return"]
         assert [op.name for op in ops] == [name] and len(packs) == 1
         assert isinstance(ops[0], EpilogueConvOp) and ops[0].packed is not None
+
+
+def test_winograd_switched_off_keeps_convs_direct(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AOTK_CONV_WINOGRAD=0: no U is packed; the conv, a graph compiled already with
+    Winograd on (its kernel as an input), is compiled again rather than taken from the
+    cache (once: with nothing packed, the captured kernel is an argument like the
+    placeholder); the values, other roundings of the same sums, are nearer float64."""
+    from aotk import function
+
+    x = K.placeholder((None, 16, 16, 32))
+    w = K.variable((rng.standard_normal((3, 3, 32, 48)) / np.sqrt(288)).astype(np.float32))
+    kernel = K.placeholder((3, 3, 32, 48))
+    xs = rng.standard_normal((2, 16, 16, 32)).astype(np.float32)
+    want = _conv(xs, K.get_value(w))
+
+    def build() -> tuple[Any, Any]:
+        return (
+            K.function([x], [K.conv2d(x, w, padding="same")]),
+            K.function([x, kernel], [K.conv2d(x, kernel, padding="same")]),
+        )
+
+    on, on_written = build()
+    assert [p.transform for p in on._packs] == ["f4"]
+    monkeypatch.setenv("AOTK_CONV_WINOGRAD", "0")
+    before = function.COMPILE_COUNT + function.DISK_HITS
+    off, off_written = build()
+    assert off._packs == []
+    assert function.COMPILE_COUNT + function.DISK_HITS == before + 1
+    got = {"on": on([xs])[0], "off": off([xs])[0]}
+    got["on_written"] = on_written([xs, K.get_value(w)])[0]
+    got["off_written"] = off_written([xs, K.get_value(w)])[0]
+    assert not np.array_equal(got["on_written"], got["off_written"])
+    np.testing.assert_array_equal(got["off"], got["off_written"])
+    for name, value in got.items():
+        _check(value, want, "float32", name)
+    err = {name: np.abs(value - want).max() for name, value in got.items()}
+    assert err["off"] < err["on"], err

@@ -39,6 +39,7 @@ the terms' magnitudes, 8-17 against the direct kernels' 2.2-3.1 (F(2 x 2, 3 x 3)
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -75,14 +76,27 @@ MIN_TILES = 12
 GEMM_U_BYTES = 64 << 20
 
 
+def enabled() -> bool:
+    """Whether convs may take this path (and their kernel gradients `conv_winograd_grad`'s):
+    `AOTK_CONV_WINOGRAD=0` keeps every conv on the direct kernels, whose float32 rounding
+    is closer to the exact sum (above), at 2-4 times the time. Read as a function is
+    compiled, and part of its cache key (`option_tag`)."""
+    return os.environ.get("AOTK_CONV_WINOGRAD", "1") not in ("0", "off", "false")
+
+
+def option_tag() -> str:
+    """How `enabled` changes the code a function compiles to, for cache keys."""
+    return "" if enabled() else " winograd=off"
+
+
 def applies(
     elem: Attribute, kernel: Sequence[DimV], win: Window, pooling: Sequence[int] | None
 ) -> bool:
     """Whether this path computes a conv of `kernel` dims (3, 3, C, K) and window `win`,
-    pooled over `pooling` windows or not (None): float32 or float64, stride and dilation
-    1, no groups, 2 x 2 windows, a vector of input and output channels, and a plan
-    (`plan_for`)."""
-    if not isinstance(elem, Float32Type | Float64Type) or len(kernel) != 4:
+    pooled over `pooling` windows or not (None): `enabled`, float32 or float64, stride
+    and dilation 1, no groups, 2 x 2 windows, a vector of input and output channels, and
+    a plan (`plan_for`)."""
+    if not enabled() or not isinstance(elem, Float32Type | Float64Type) or len(kernel) != 4:
         return False
     taps_h, taps_w, cin, cout = kernel
     if (taps_h, taps_w) != (3, 3) or win.groups != 1:
