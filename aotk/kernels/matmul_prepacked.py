@@ -58,9 +58,8 @@ def sliver_lanes(elem: Attribute) -> int:
 
 
 def packed_columns(k: Kernel, elem: Attribute, n: DimV) -> DimV:
-    """N rounded up to whole slivers."""
-    width = sliver_width(elem)
-    return k.mul(k.div(k.add(n, width - 1), width), width)
+    """N rounded up to whole slivers (a packed B of one row)."""
+    return packed_elems(k, elem, n, 1)
 
 
 def sliver_at(k: Kernel, j: DimV, kk: DimV, kdim: DimV, elem: Attribute) -> DimV:
