@@ -6,7 +6,7 @@ ops may still read the old value. When it is elementwise in the old one (read at
 index it is written, never broadcast), or its writer accumulates into it (a matmul
 update), and nothing after its writer reads the old value,
 writing it in place is safe, and saves the copy and its workspace. This module holds the
-rule, and applies it to a scan's carries; `lowering.update_in_place` applies it to a
+rule, and applies it to a scan's carries; `dialect.update_in_place` applies it to a
 function's variable updates.
 """
 
@@ -54,7 +54,7 @@ def carries_in_place(scan: ScanOp, absorbed: Set[Operation]) -> set[int]:
 def aliases(arg: SSAValue, strided: bool = False) -> set[SSAValue]:
     """`arg` and every view of it (their buffers are arg's); with `strided`, the slices
     read in place too (not those of a variable overwritten in place:
-    `lowering.update_in_place.overwritten`)."""
+    `dialect.update_in_place.overwritten`)."""
     found, frontier = {arg}, [arg]
     while frontier:
         for use in frontier.pop().uses:
@@ -67,14 +67,16 @@ def aliases(arg: SSAValue, strided: bool = False) -> set[SSAValue]:
 
 def elementwise_in(writer: Operation, value: SSAValue, arg: SSAValue, old: set[SSAValue]) -> bool:
     """`writer` computes `value` elementwise, reading the old buffer only as `arg` itself
-    of the result's type (so at the index it writes); or it accumulates into `arg`
-    (`OpDef.accumulates_into`: read where, and before, it writes) and reads no other
-    part of the old buffer."""
+    of the result's type (so at the index it writes); or it accumulates (`OpDef.
+    accumulates_into`) into `arg` (read where, and before, it writes) or into a value
+    apart from the old buffer (copied in first: Keras's momentum `0.9 m - lr x^T dz` is
+    a matmul accumulating into `0.9 m`), and reads no other part of the old buffer."""
     into = accumulates_into(writer)
     if into is not None:
         others = [o for i, o in enumerate(writer.operands) if i != into]
         accumulator = writer.operands[into]
-        return accumulator is arg and arg.type == value.type and not set(others) & old
+        into_old = accumulator is arg and arg.type == value.type
+        return (into_old or accumulator not in old) and not set(others) & old
     return strided_views.elementwise_loop(writer) and all(
         o not in old or (o is arg and o.type == value.type) for o in writer.operands
     )

@@ -37,6 +37,7 @@ from aotk.dialect import metadata, strided_views
 from aotk.dialect.base import elem_of, located, shape_of, tensor
 from aotk.dialect.elementwise import lower_scalar
 from aotk.dialect.registry import Kind, is_registered, kind_of, lookup
+from aotk.dialect.update_in_place import in_place_updates, overwritten, variable_updates
 from aotk.ir_walk import ops_within
 from aotk.kernels import elementwise_nest, library
 from aotk.kernels.checked_sizes import SizeKernel
@@ -45,7 +46,6 @@ from aotk.kernels.make import flat_memref_type, make
 from aotk.kernels.scalar import storage_type
 from aotk.lowering.op_memo import OpMemo
 from aotk.lowering.outline_kernels import EntryAliasing
-from aotk.lowering.update_in_place import in_place_updates, overwritten
 from aotk.lowering.workspace_liveness import Liveness
 from aotk.lowering.workspace_plan import WorkspacePlan
 
@@ -182,6 +182,9 @@ class _Lowerer:
         whatever the op allocated or its operands hold."""
         if r in self._result_slice:
             return frozenset({self._result_slice[r]})
+        target = out_targets.get(r)
+        if target is not None and self.bufs[r].mem is target.mem:
+            return frozenset()  # computed into an output (a weight updated in place)
         if lookup(op).kind is Kind.REGION:
             return frozenset(self._made).union(*(self.live.holds(v) for v in op.operands))
         if r in out_targets or not op.operands:
@@ -343,12 +346,6 @@ def _returned(fn: func.FuncOp) -> list[SSAValue]:
     ret = fn.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
     return list(ret.arguments)
-
-
-def variable_updates(fn: func.FuncOp) -> dict[int, int]:
-    """Output index -> input index (or -1) of each variable the function updates."""
-    pairs = metadata.ints(fn, metadata.UPDATES)
-    return dict(zip(pairs[::2], pairs[1::2], strict=True))
 
 
 def _output_targets(

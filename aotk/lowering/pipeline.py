@@ -30,7 +30,7 @@ STAGES: dict[str, str] = {
     "graph": (
         "aotk-simplify,canonicalize,aotk-cse,aotk-merge-scans,dce,aotk-hoist-scan-matmuls,"
         "aotk-scan-accumulations,dce,aotk-matmul-updates,dce,aotk-split-dilated-convs,"
-        "aotk-fuse,aotk-conv-pool,aotk-cse,dce"
+        "aotk-fuse,aotk-conv-pool,aotk-cse,dce,aotk-early-updates"
     ),
     "loops": f"convert-aotk-to-loops,{OUTLINED_CLEANUP}",
     "llvm": ",".join(
@@ -120,6 +120,12 @@ def _split_dilated_convs() -> type[ModulePass]:
     return AotkSplitDilatedConvsPass
 
 
+def _early_updates() -> type[ModulePass]:
+    from aotk.transforms.early_updates import AotkEarlyUpdatesPass
+
+    return AotkEarlyUpdatesPass
+
+
 def _conv_pool() -> type[ModulePass]:
     from aotk.transforms.conv_pool import AotkConvPoolPass
 
@@ -189,6 +195,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "aotk-matmul-updates": _matmul_updates,
     "aotk-split-dilated-convs": _split_dilated_convs,
     "aotk-conv-pool": _conv_pool,
+    "aotk-early-updates": _early_updates,
     "aotk-canonicalize": _canonicalize,
     "aotk-cse": _cse,
     "aotk-check-stage": _check_stage,

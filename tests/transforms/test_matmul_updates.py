@@ -16,9 +16,8 @@ from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.matmul_update import MatMulUpdateOp
 from aotk.dialect.unary import NegOp
+from aotk.dialect.update_in_place import in_place_updates, variable_updates
 from aotk.lowering import pipeline
-from aotk.lowering.convert_aotk_to_loops import variable_updates
-from aotk.lowering.update_in_place import in_place_updates
 
 pytestmark = pytest.mark.usefixtures("float64")  # see conftest.py
 PASS = "aotk-simplify,canonicalize,aotk-cse,dce,aotk-matmul-updates,dce"

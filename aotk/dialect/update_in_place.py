@@ -13,11 +13,17 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
-from aotk.dialect import strided_views
+from aotk.dialect import metadata, strided_views
 from aotk.dialect.base import shape_of
 from aotk.dialect.fused import FusedOp
 from aotk.dialect.in_place import aliases, elementwise_in, read_after
 from aotk.dialect.registry import Kind, kind_of
+
+
+def variable_updates(fn: func.FuncOp) -> dict[int, int]:
+    """Output index -> input index (or -1) of each variable the function updates."""
+    pairs = metadata.ints(fn, metadata.UPDATES)
+    return dict(zip(pairs[::2], pairs[1::2], strict=True))
 
 
 def in_place_updates(fn: func.FuncOp, updates: dict[int, int]) -> set[int]:
