@@ -230,7 +230,8 @@ class WorkspacePlan:
 
     def _slice(self, k: Kernel, shape: tuple[int, SizeClass | None], padded: DimV) -> int:
         """A slice after the arenas: the smallest free one of its class that holds it,
-        else the free one at the end grown, else a new one there."""
+        else the free one at the end grown (never shrunk: the workspace's size is the
+        furthest end), else a new one there."""
         factor, size_class = shape
         free = self._free.get(size_class, []) if size_class is not None else []
         fits = [i for i in free if self._slices[i].factor >= factor]
@@ -241,7 +242,9 @@ class WorkspacePlan:
             best = last[0]
             free.remove(best)
             piece = self._slices[best]
-            piece.factor, piece.end = factor, k.accumulate(piece.offset, padded)
+            # never below its end: a run merged from slices padded to 64 bytes can be
+            # longer than the new buffer, and buffers of earlier ops lay there
+            piece.factor, piece.end = factor, k.max(piece.end, k.accumulate(piece.offset, padded))
             self._end = piece.end
         else:
             best = len(self._slices)

@@ -8,7 +8,7 @@ from conftest import emit, placeholder
 from test_convert_aotk_to_loops import loops, workspace_size
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType
+from xdsl.dialects.builtin import IndexType, IntegerAttr
 from xdsl.ir import Block
 from xdsl.rewriter import InsertPoint
 
@@ -16,7 +16,7 @@ from aotk.dialect import linalg, reduce, shape
 from aotk.dialect import unary as un
 from aotk.kernels.kernel import Kernel
 from aotk.lowering.dim_keys import DimKeys
-from aotk.lowering.workspace_plan import _Arena
+from aotk.lowering.workspace_plan import WorkspacePlan, _Arena
 
 
 def test_an_arena_takes_the_smallest_free_run_and_merges_what_is_given_back() -> None:
@@ -123,3 +123,18 @@ def test_a_fused_result_does_not_hold_its_operands() -> None:
     module = loops([x, w], [emit(reduce.ReduceSumOp, h, axes=(1,), keepdims=False)])
     scratch = workspace_size(module, 0)
     assert [workspace_size(module, n) - scratch for n in (1, 10)] == [2 * 1024, 2 * 10240]
+
+
+def test_a_merged_run_at_the_end_taken_again_keeps_the_workspace_as_long() -> None:
+    """Three scalars (4 bytes, 64 with padding) given back merge into one run of 192
+    bytes at the end, which a 16-byte buffer then takes: the earlier ops wrote all 192,
+    so the size stays 192 (it fell to 64: a kernel wrote past its workspace)."""
+    block = Block()
+    k = Kernel(Builder(InsertPoint.at_end(block)))
+    plan = WorkspacePlan()
+    plan.start_at(k.b.insert(arith.ConstantOp(IntegerAttr(0, IndexType()))))
+    scalars = [plan.take(k, [], 4, lambda: 64) for _ in range(3)]
+    assert plan.size(k) == 192
+    plan.give_back(scalars)
+    plan.take(k, [4], 4, lambda: 64)
+    assert plan.size(k) == 192
