@@ -159,7 +159,8 @@ def _conv_weight(op: Any, block: Block, n_inputs: int) -> Reader | None:
     if kernel is None:
         return None
     elem, dims = elem_of(kernel.type), shape_of(kernel.type)
-    layout = conv_winograd.weight_layout(elem, dims, attrs, pooling)
+    image = shape_of(op.x.type)[1:-1]
+    layout = conv_winograd.weight_layout(elem, dims, attrs, pooling, image)
     return None if layout is None else (kernel.index, winograd_weight.key_of(layout))
 
 

@@ -226,7 +226,8 @@ def winograd_scratch(k: Kernel, ins: list[Buf], result_type: Attribute, **attrs:
     """The scratch of `kernels.conv_winograd` when it computes this conv (attributes
     `attrs`; ins: x, the kernel, and U when the op is given it), else none."""
     packed = len(ins) > 2
-    return conv_winograd.scratch_elems(k, elem_of(result_type), ins[1].dims, (attrs, None), packed)
+    shape = (attrs, None, ins[0].dims[1:-1])
+    return conv_winograd.scratch_elems(k, elem_of(result_type), ins[1].dims, shape, packed)
 
 
 def _grad(g: Any, y: Any, x: Any, kernel: Any, **attrs: Any) -> tuple[Any, ...]:

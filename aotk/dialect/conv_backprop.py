@@ -259,7 +259,8 @@ def _scratch(k: Kernel, ins: list[Buf], result_type: Attribute, *, wrt: str, **a
     """The scratch of `kernels.conv_winograd_grad` when it computes this kernel gradient."""
     if wrt != Wrt.KERNEL:
         return 0
-    return conv_winograd_grad.scratch_elems(k, elem_of(result_type), ins[2].dims, attrs)
+    elem, image = elem_of(result_type), ins[1].dims[1:-1]
+    return conv_winograd_grad.scratch_elems(k, elem, ins[2].dims, attrs, image)
 
 
 register(

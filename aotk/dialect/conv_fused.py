@@ -207,7 +207,11 @@ class EpilogueConvOp(ConvWindowOp):
             return
         elem = elem_of(self.x.type)
         dims = conv_winograd.weight_shape(
-            elem, shape_of(self.kernel.type), self.conv_attrs(), self.pooling()
+            elem,
+            shape_of(self.kernel.type),
+            self.conv_attrs(),
+            self.pooling(),
+            shape_of(self.x.type)[1:-1],
         )
         if dims is None:
             raise VerifyException(

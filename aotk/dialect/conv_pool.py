@@ -129,7 +129,8 @@ def _scratch(k: Kernel, ins: list[Buf], result_type: Attribute, **attrs: Any) ->
     out = (_pooled_dims(k, ins, **attrs), elem)
     bands = k.max(conv_pool.band_elems(k, out, n_out, window), 1)
     # Winograd's, and the bands for a call of too few tiles for it
-    winograd = conv_winograd.scratch_elems(k, elem, ins[1].dims, (conv, window), len(ins) > 2)
+    shape = (conv, window, ins[0].dims[1:-1])
+    winograd = conv_winograd.scratch_elems(k, elem, ins[1].dims, shape, len(ins) > 2)
     return k.max(bands, winograd)
 
 
@@ -157,7 +158,7 @@ def _emit(
     def direct() -> None:
         conv_pool.emit(k, (out, x, w), g, (conv_pool.Pooling(window, mode), scratch), epilogue)
 
-    if conv_winograd.takes(out.elem, w.dims, op.conv_attrs(), window):
+    if conv_winograd.takes(out.elem, w.dims, op.conv_attrs(), window, x.dims[1:-1]):
         conv_winograd.emit(k, (out, x, w), g, (mode, scratch), epilogue, direct, packed)
     else:
         direct()

@@ -26,14 +26,15 @@ output transform, four a tile.
   and nothing is read past a buffer's end.
 
 A call of fewer tiles than `min_tiles` runs the direct conv instead (`choose`); given U,
-one of fewer than a register tile's rows. Rounding differs from the direct sum: the
-transforms add and subtract scaled inputs before the products. Measured in float32
-against float64 on random convs of 32 to 256 channels, the root-mean-square error was
-2.4-2.9 times the direct kernels' (with F4's points 0, +-1, 2, -1/2: 1.2-2.7 x 10^-6 on
-outputs of magnitude 1.4); the largest error, in units in the last place of the sum of
-the terms' magnitudes, 8-17 against the direct kernels' 2.2-3.1 (F(2 x 2, 3 x 3)'s
-0.6-0.7 times the direct kernels', for 2.25 times fewer products, not 4, and slower:
-`plan_for`).
+one of fewer than a register tile's rows. So do images whose outputs fill less than
+`MIN_FILL` of the tiles over them (2 x 2 outputs: a quarter), whatever the batch.
+Rounding differs from the direct sum: the transforms add and subtract scaled inputs
+before the products. Measured in float32 against float64 on random convs of 32 to 256
+channels, the root-mean-square error was 2.4-2.9 times the direct kernels' (with F4's
+points 0, +-1, 2, -1/2: 1.2-2.7 x 10^-6 on outputs of magnitude 1.4); the largest error,
+in units in the last place of the sum of the terms' magnitudes, 8-17 against the direct
+kernels' 2.2-3.1 (F(2 x 2, 3 x 3)'s 0.6-0.7 times the direct kernels', for 2.25 times
+fewer products, not 4, and slower: `plan_for`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from aotk import dtypes
 from aotk.kernels import conv_tile, conv_winograd_gemm, heuristics, winograd_weight
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.conv_geometry import Epilogue, Geometry, Values
+from aotk.kernels.dim_arith import STATIC
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 from aotk.kernels.window import Window
@@ -71,6 +73,12 @@ SLOTS = 8  # runs of blocks, each with its own scratch (~250 KiB for W5's second
 # 7 images (16 tiles) took 1.2-2.1 times the direct conv's time, 14 x 14 (49 tiles)
 # 0.73-0.86; F4's 12 tiles are as many outputs as 48 of those.
 MIN_TILES = 12
+# Outputs must fill this much of the F4 tiles over them: on 2 x 2 images a tile's 36
+# products make 4 outputs, the direct conv's 9 each, and with the transforms Winograd
+# took 1.2-1.3 times the direct conv's time (512 channels, 8-32 images, two threads),
+# its kernel gradient 2.1 times at 32 images; 3 x 3 images (a fill of 0.56) took half
+# the direct conv's time, their kernel gradient 0.85-0.88.
+MIN_FILL = 1 / 3
 # U made in a call (36 C K values) takes at most this (512 channels in and out: 37.7 MB
 # in float32); larger convs take the direct kernels
 GEMM_U_BYTES = 64 << 20
@@ -90,12 +98,17 @@ def option_tag() -> str:
 
 
 def applies(
-    elem: Attribute, kernel: Sequence[DimV], win: Window, pooling: Sequence[int] | None
+    elem: Attribute,
+    kernel: Sequence[DimV],
+    win: Window,
+    pooling: Sequence[int] | None,
+    image: Sequence[object],
 ) -> bool:
-    """Whether this path computes a conv of `kernel` dims (3, 3, C, K) and window `win`,
-    pooled over `pooling` windows or not (None): `enabled`, float32 or float64, stride
-    and dilation 1, no groups, 2 x 2 windows, a vector of input and output channels, and
-    a plan (`plan_for`)."""
+    """Whether this path computes a conv of `kernel` dims (3, 3, C, K) and window `win`
+    over images of spatial dims `image` (ints where known), pooled over `pooling`
+    windows or not (None): `enabled`, float32 or float64, stride and dilation 1, no
+    groups, 2 x 2 windows, a vector of input and output channels, outputs that fill
+    F4's tiles (`fills_tiles`), and a plan (`plan_for`)."""
     if not enabled() or not isinstance(elem, Float32Type | Float64Type) or len(kernel) != 4:
         return False
     taps_h, taps_w, cin, cout = kernel
@@ -107,7 +120,19 @@ def applies(
         return False
     assert isinstance(cin, int) and isinstance(cout, int)  # a kernel's dims are static
     lanes = conv_tile.tile_shape(dtypes.byte_size(elem), cout)[0]
-    return min(cin, cout) >= lanes and plan_for(elem, kernel) is not None
+    if min(cin, cout) < lanes or not fills_tiles(win, image):
+        return False
+    return plan_for(elem, kernel) is not None
+
+
+def fills_tiles(win: Window, image: Sequence[object]) -> bool:
+    """Whether the conv's outputs over images of `image` dims (unknown unless ints) fill
+    at least MIN_FILL of the F4 tiles that cover them."""
+    if not all(isinstance(d, int) for d in image):
+        return True
+    out = win.out_dims(STATIC, list(image))
+    covered = math.prod(-(-d // F4.m) * F4.m for d in out)
+    return math.prod(out) >= MIN_FILL * covered
 
 
 class Plan(NamedTuple):
@@ -149,19 +174,29 @@ def min_tiles(tf: Transform) -> int:
     return MIN_TILES * F4.m**2 // tf.m**2
 
 
-def takes(elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any], pooling: Any) -> bool:
+def takes(
+    elem: Attribute,
+    kernel: Sequence[DimV],
+    conv: dict[str, Any],
+    pooling: Any,
+    image: Sequence[object],
+) -> bool:
     """`applies` to a conv of `aotk.conv`'s attributes `conv`."""
-    return applies(elem, kernel, Window.of_conv(kernel[:-2], **conv), pooling)
+    return applies(elem, kernel, Window.of_conv(kernel[:-2], **conv), pooling, image)
 
 
 def weight_layout(
-    elem: Attribute, kernel: Sequence[DimV | None], conv: dict[str, Any], pooling: Any
+    elem: Attribute,
+    kernel: Sequence[DimV | None],
+    conv: dict[str, Any],
+    pooling: Any,
+    image: Sequence[object],
 ) -> winograd_weight.Layout | None:
     """U's layout for a conv (`aotk.conv`'s attributes `conv`, of a kernel of dims
-    `kernel`, None where unknown) pooled over `pooling` or None; None when this path
-    does not apply."""
+    `kernel`, None where unknown) over images of `image` dims, pooled over `pooling` or
+    None; None when this path does not apply."""
     static = [d for d in kernel if d is not None]
-    if len(static) != len(kernel) or not takes(elem, static, conv, pooling):
+    if len(static) != len(kernel) or not takes(elem, static, conv, pooling, image):
         return None
     plan = plan_for(elem, static)
     assert plan is not None
@@ -169,11 +204,15 @@ def weight_layout(
 
 
 def weight_shape(
-    elem: Attribute, kernel: Sequence[DimV | None], conv: dict[str, Any], pooling: Any
+    elem: Attribute,
+    kernel: Sequence[DimV | None],
+    conv: dict[str, Any],
+    pooling: Any,
+    image: Sequence[object],
 ) -> tuple[int, ...] | None:
     """U's dims (`winograd_weight.Layout.dims`) for a conv, as `weight_layout` takes it;
     None when this path does not apply."""
-    layout = weight_layout(elem, kernel, conv, pooling)
+    layout = weight_layout(elem, kernel, conv, pooling, image)
     if layout is None:
         return None
     cin, cout = kernel[2], kernel[3]
@@ -185,13 +224,13 @@ def scratch_elems(
     k: Kernel,
     elem: Attribute,
     kernel: Sequence[DimV],
-    conv: tuple[dict[str, Any], Any],
+    conv: tuple[dict[str, Any], Any, Sequence[object]],
     packed: bool,
 ) -> DimV:
     """The scratch elements this path needs for a conv (conv = (`aotk.conv`'s
-    attributes, the pooling or None), as `weight_shape` takes them), given U (`packed`)
-    or not; 0 when it does not apply. U unless packed, then each slot's V, M and four
-    vectors (or `conv_winograd_gemm.scratch_elems`)."""
+    attributes, the pooling or None, the images' dims), as `weight_shape` takes them),
+    given U (`packed`) or not; 0 when it does not apply. U unless packed, then each
+    slot's V, M and four vectors (or `conv_winograd_gemm.scratch_elems`)."""
     dims = weight_shape(elem, kernel, *conv)
     if dims is None:
         return 0

@@ -58,14 +58,21 @@ def block() -> int:
     return 3 * block_tiles()
 
 
-def scratch_elems(k: Kernel, elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any]) -> DimV:
+def scratch_elems(
+    k: Kernel,
+    elem: Attribute,
+    kernel: Sequence[DimV],
+    conv: dict[str, Any],
+    image: Sequence[object],
+) -> DimV:
     """The scratch this path needs for the kernel gradient of a conv (`aotk.conv`'s
-    attributes `conv`, a kernel of dims `kernel`), or 0 when it does not apply: the
+    attributes `conv`, a kernel of dims `kernel`, over images of `image` dims), or 0
+    when it does not apply: the
     forward's conditions, whole vectors of output channels, and a run's sums within
     SUMS_L2 times L2 (they are read and written once a block: 256 x 256 channels measured
     0.66-0.71 of the direct gradient's time, 384 x 384 0.88), or else the sums of all
     runs (36 C K) within the forward's `GEMM_U_BYTES` (`conv_winograd_grad_gemm`)."""
-    if not conv_winograd.takes(elem, kernel, conv, None):
+    if not conv_winograd.takes(elem, kernel, conv, None, image):
         return 0
     cin, cout = kernel[2], kernel[3]
     assert isinstance(cin, int) and isinstance(cout, int)

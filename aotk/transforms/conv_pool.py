@@ -95,7 +95,8 @@ class PoolIntoConv(RewritePattern):
 def _reads_as_pooled(conv: ConvFusedOp, packed: SSAValue, window: Any) -> bool:
     """Whether the conv pooled over `window` takes Winograd's path with the same U."""
     kernel, elem = shape_of(conv.kernel.type), elem_of(conv.kernel.type)
-    dims = conv_winograd.weight_shape(elem, kernel, conv.conv_attrs(), window)
+    image = shape_of(conv.x.type)[1:-1]
+    dims = conv_winograd.weight_shape(elem, kernel, conv.conv_attrs(), window, image)
     return dims == tuple(shape_of(packed.type))
 
 

@@ -152,7 +152,7 @@ def test_winograd_convs_match_interpreted(dtype: str) -> None:
     for c in cases:
         attrs = {name: value for name, value in c.conv.items() if name != "rank"}
         win = Window.of_conv(c.w[:2], **attrs)
-        assert conv_winograd.applies(elem, c.w, win, c.window)
+        assert conv_winograd.applies(elem, c.w, win, c.window, c.x[1:3])
         plan = conv_winograd.plan_for(elem, c.w)
         assert plan is not None
         tf = plan.tf

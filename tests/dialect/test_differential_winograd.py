@@ -61,12 +61,13 @@ CASES = [
     _case("odd_height", (12, 5, 6, 16), (3, 3, 16, 16), [(12, 5, 6, 16)] * 2),
     # 3 x 6 x 7 tiles: blocks in several runs, the last block shifted back
     _case("many_tiles", (3, 12, 14, 16), (3, 3, 16, 24), [(3, 12, 14, 16)] * 2, padding="same"),
-    # one output an image: tiles overhanging both ways
-    _case("one_output", (None, 3, 3, 16), (3, 3, 16, 16), [(48, 3, 3, 16), (5, 3, 3, 16)]),
+    # 5 x 5 outputs an image: 2 x 2 tiles, overhanging both ways by 3 (fewer outputs
+    # take the direct conv: `fills_tiles`)
+    _case("overhanging", (None, 7, 7, 16), (3, 3, 16, 16), [(12, 7, 7, 16), (2, 7, 7, 16)]),
     _case("dynamic_spatial", (None, None, None, 16), (3, 3, 16, 32),
           [(2, 9, 10, 16), (1, 3, 4, 16)], padding="same"),
 ]  # fmt: skip
-FLOAT64_CASES = ["odd_width_uneven", "many_tiles", "one_output"]
+FLOAT64_CASES = ["odd_width_uneven", "many_tiles", "overhanging"]
 # Channels whose F4 blocks overflow L2 take matmuls (in float64, half as many): odd
 # outputs, channels no multiple of a vector, two blocks of 128 tiles (the last shifted
 # back), and a second call of fewer tiles than Winograd takes.
@@ -134,7 +135,7 @@ def _applies(case: Case, dtype: str) -> bool:
     """Whether Winograd computes the case, in its first call at least."""
     attrs = {name: v for name, v in case[4].items() if name != "rank"}
     win = Window.of_conv(case[2][:2], **attrs)
-    if not conv_winograd.applies(ELEMS[dtype], case[2], win, None):
+    if not conv_winograd.applies(ELEMS[dtype], case[2], win, None, case[1][1:3]):
         return False
     tf = _transform(case, dtype)
     return not case[3] or _tiles(case, 0, tf.m) >= conv_winograd.min_tiles(tf)
@@ -175,7 +176,7 @@ GRAD_CASES = [
           pad_before=(1, 0), pad_after=(0, 2)),
     _case("partial_block", (3, 12, 14, 16), (3, 3, 16, 80), [(3, 12, 14, 16)] * 2,
           padding="same"),
-    _case("one_output", (None, 3, 3, 16), (3, 3, 16, 16), [(48, 3, 3, 16), (5, 3, 3, 16)]),
+    _case("overhanging", (None, 7, 7, 16), (3, 3, 16, 16), [(12, 7, 7, 16), (2, 7, 7, 16)]),
     _case("dynamic_spatial", (None, None, None, 16), (3, 3, 16, 32),
           [(2, 9, 10, 16), (1, 3, 4, 16)], padding="same"),
 ]  # fmt: skip
@@ -203,7 +204,7 @@ GEMM_GRAD_CASES = {
 def _grad_scratch(case: Case, dtype: str) -> DimV:
     attrs = {name: v for name, v in case[4].items() if name != "rank"}
     k = Kernel(Builder(InsertPoint.at_end(Block())))
-    return conv_winograd_grad.scratch_elems(k, ELEMS[dtype], case[2], attrs)
+    return conv_winograd_grad.scratch_elems(k, ELEMS[dtype], case[2], attrs, case[1][1:3])
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -270,6 +271,37 @@ def test_other_convs_keep_the_direct_kernels(why: str, dtype: str, kernel: Any, 
     assert _applies(_case(why, (1, 8, 8, 256), (3, 3, 256, 256), []), "float32")
 
 
+@pytest.mark.parametrize(
+    ("image", "padding", "winograd"),
+    [
+        ((1, 1), "same", False),
+        ((2, 2), "same", False),
+        ((4, 4), "explicit", False),  # no pads: 2 x 2 outputs
+        ((2, 5), "same", False),  # 10 outputs in two tiles: 0.31 of them
+        ((3, 3), "same", True),  # 0.56
+        ((5, 5), "same", True),  # 0.39
+        ((None, None), "same", True),  # known at run time: by the count of tiles
+    ],
+)
+def test_outputs_that_fill_few_of_the_f4_tiles_keep_the_direct_kernels(
+    image: tuple[int | None, int | None], padding: str, winograd: bool
+) -> None:
+    """A third of the F4 tiles over the outputs must be outputs, whatever the batch; the
+    forward and the kernel gradient alike."""
+    case = _case("small", (None, *image, 64), (3, 3, 64, 64), [], padding=padding)
+    assert _applies(case, "float32") == winograd
+    assert bool(_grad_scratch(case, "float32")) == winograd
+
+
+def test_a_batch_of_2_x_2_images_runs_the_direct_conv_without_winograd_scratch() -> None:
+    """64 images of 2 x 2 (64 F4 tiles, which took Winograd): the direct conv, no U or
+    V in the workspace, values as interpreted."""
+    case = _case("tiny", (None, 2, 2, 64), (3, 3, 64, 64), [(64, 2, 2, 64), (3, 2, 2, 64)],
+                 padding="same")  # fmt: skip
+    f = _check([case], "float32", [None])
+    assert int(f._ws_size(64)) == 0
+
+
 def test_the_transform_is_a_correlation_and_its_kernel_gradient() -> None:
     """F4's matrices, in float64 to rounding: a tile's 4 x 4 outputs are the 3 x 3
     correlation of its 6 x 6 patch, and G^T [V * (A e A^T)] G is the kernel gradient of
@@ -306,14 +338,16 @@ def test_toom_cook_gives_the_usual_f4_matrices_for_its_usual_points() -> None:
 def _random_case(rng: np.random.Generator, i: int) -> Case:
     """A conv Winograd computes: random channels (a vector or more, partial vectors
     among them), image sizes from 1, and pads of 0 to 2 on each side (2 on both sides:
-    outputs larger than the image)."""
+    outputs larger than the image), whose outputs fill F4's tiles enough."""
     cin, cout = (int(c) for c in rng.choice([16, 20, 33, 48], 2))
     pads = [tuple(int(p) for p in rng.integers(0, 3, 2)) for _ in range(2)]
+    kw = {"pad_before": pads[0], "pad_after": pads[1]}
+    win = Window.of_conv((3, 3), **conv_attrs(2, **kw))
     while True:
         size = tuple(int(s) for s in rng.integers(1, 14, 2))
-        if all(s + lo + hi >= 3 for s, lo, hi in zip(size, *pads, strict=True)):
+        fits = all(s + lo + hi >= 3 for s, lo, hi in zip(size, *pads, strict=True))
+        if fits and conv_winograd.fills_tiles(win, size):
             break
-    kw = {"pad_before": pads[0], "pad_after": pads[1]}
     one = _case("one", (1, *size, cin), (3, 3, cin, cout), [(1, *size, cin)], **kw)
     # images enough for Winograd's tiles, and a few more
     batch = -(-conv_winograd.MIN_TILES // _tiles(one, 0)) + int(rng.integers(0, 3))
