@@ -154,6 +154,8 @@ class CallPath:
                 self._kernel(*pointers, *plan.dims)
             for var in self._updated:  # other functions' packed copies of it are stale
                 runtime.bump_version(var)
+        if self._workspace.checked:
+            self._workspace.verify(plan.workspace, self.sig.where)
         return outs
 
     def _coerce(self, values: Sequence[Any]) -> list[np.ndarray]:

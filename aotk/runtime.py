@@ -8,6 +8,7 @@ in place, and only strided or misaligned arrays are copied.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from typing import Any
 
@@ -77,10 +78,19 @@ class SlotAddresses:
 
 
 class Workspace:
-    """Scratch memory for intermediates: grows on demand, one buffer per thread."""
+    """Scratch memory for intermediates: grows on demand, one buffer per thread.
+
+    With `AOTK_CHECK_WORKSPACE=1` (the test suite sets it), GUARD bytes of a pattern
+    follow each call's workspace and are checked after it: a kernel that writes past
+    its workspace (a wrong size computed for it) raises instead of corrupting the heap.
+    """
+
+    GUARD = 4096
+    PATTERN = 0xA5
 
     def __init__(self) -> None:
         self._local = threading.local()
+        self.checked = os.environ.get("AOTK_CHECK_WORKSPACE", "0") not in ("0", "")
 
     def get(self, nbytes: int) -> np.ndarray:
         return self._held(nbytes)[2]
@@ -88,7 +98,19 @@ class Workspace:
     def address(self, nbytes: int) -> int:
         """The address of this thread's buffer of at least `nbytes`; 0 for none (a
         kernel that needs no workspace never reads its pointer)."""
-        return self._held(nbytes)[1] if nbytes else 0
+        if self.checked:
+            self._held(nbytes + self.GUARD)[2][nbytes : nbytes + self.GUARD] = self.PATTERN
+        return self._held(nbytes)[1] if nbytes or self.checked else 0
+
+    def verify(self, nbytes: int, where: str) -> None:
+        """Raise if the guard after `nbytes` (set by `address`) was written."""
+        guard = self._held(nbytes + self.GUARD)[2][nbytes : nbytes + self.GUARD]
+        written = np.flatnonzero(guard != self.PATTERN)
+        if written.size:
+            raise RuntimeError(
+                f"{where}: the kernel wrote {written[-1] + 1} bytes past its workspace of "
+                f"{nbytes} bytes (a wrong workspace size: a bug in aotk)"
+            )
 
     def _held(self, nbytes: int) -> tuple[int, int, np.ndarray]:
         """(size, address, buffer) of this thread's buffer, grown to `nbytes` if needed."""

@@ -25,6 +25,8 @@ from xdsl.ir import Block, Region
 
 # tests/keras runs real Keras on aotk; Keras reads this when a test module imports it
 os.environ["KERAS_BACKEND"] = "aotk.backend"
+# every compiled call checks that its kernel stayed within its workspace (`runtime.Workspace`)
+os.environ.setdefault("AOTK_CHECK_WORKSPACE", "1")
 
 from aotk import interp, micro_kernels
 from aotk.codegen import jit

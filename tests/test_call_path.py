@@ -3,6 +3,8 @@ never stale."""
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -119,3 +121,33 @@ def test_a_bad_shape_after_planned_calls_is_still_refused() -> None:
         f([np.ones((2, 3), np.float32), np.ones((4, 3), np.float32)])
     with pytest.raises(ValueError, match="expects shape"):
         f([np.ones((2, 4), np.float32)] * 2)
+
+
+def test_a_write_past_the_workspace_is_caught_when_checked() -> None:
+    """The guard after a checked call's workspace: untouched, nothing is said; a byte
+    written past the end raises, naming how far."""
+    workspace = runtime.Workspace()
+    workspace.checked = True
+    at = workspace.address(100)
+    workspace.verify(100, "f")
+    ctypes.memset(at + 100 + 9, 0, 1)  # the tenth byte past the end
+    with pytest.raises(RuntimeError, match="wrote 10 bytes past its workspace of 100 bytes"):
+        workspace.verify(100, "f")
+
+
+def test_a_compiled_call_with_too_small_a_workspace_raises_when_checked() -> None:
+    """A function whose workspace size is understated by 64 bytes: the kernel writes
+    into the guard, and the call raises rather than corrupting the heap."""
+    x = K.placeholder((None, 32))
+    w = K.variable(np.eye(32, dtype=np.float32))
+    f = K.function([x], [K.sum(K.exp(K.dot(K.tanh(K.dot(x, w)), w)), axis=1)])
+    xs = np.ones((8, 32), np.float32)
+    f([xs])
+    caller = f._caller
+    assert caller._workspace.checked  # the test suite checks every call (conftest.py)
+    size = caller._workspace_bytes([8])
+    assert size >= 64
+    caller._workspace_sizes[(8,)] = size - 64
+    caller._plans.clear()
+    with pytest.raises(RuntimeError, match="past its workspace"):
+        f([xs])
