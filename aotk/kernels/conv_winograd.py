@@ -27,7 +27,8 @@ output transform, four a tile.
 
 A call of fewer tiles than `min_tiles` runs the direct conv instead (`choose`); given U,
 one of fewer than a register tile's rows. So do images whose outputs fill less than
-`MIN_FILL` of the tiles over them (2 x 2 outputs: a quarter), whatever the batch.
+a third (`MIN_FILL_PARTS`) of the tiles over them (2 x 2 outputs: a quarter), whatever
+the batch: known at compile time, or at run time for images of dynamic dims.
 Rounding differs from the direct sum: the transforms add and subtract scaled inputs
 before the products. Measured in float32 against float64 on random convs of 32 to 256
 channels, the root-mean-square error was 2.4-2.9 times the direct kernels' (with F4's
@@ -78,7 +79,7 @@ MIN_TILES = 12
 # took 1.2-1.3 times the direct conv's time (512 channels, 8-32 images, two threads),
 # its kernel gradient 2.1 times at 32 images; 3 x 3 images (a fill of 0.56) took half
 # the direct conv's time, their kernel gradient 0.85-0.88.
-MIN_FILL = 1 / 3
+MIN_FILL_PARTS = 3  # at least one part in this many
 # U made in a call (36 C K values) takes at most this (512 channels in and out: 37.7 MB
 # in float32); larger convs take the direct kernels
 GEMM_U_BYTES = 64 << 20
@@ -127,12 +128,13 @@ def applies(
 
 def fills_tiles(win: Window, image: Sequence[object]) -> bool:
     """Whether the conv's outputs over images of `image` dims (unknown unless ints) fill
-    at least MIN_FILL of the F4 tiles that cover them."""
+    at least one part in MIN_FILL_PARTS of the F4 tiles that cover them (`choose` checks
+    dims known only at run time)."""
     if not all(isinstance(d, int) for d in image):
         return True
     out = win.out_dims(STATIC, list(image))
     covered = math.prod(-(-d // F4.m) * F4.m for d in out)
-    return math.prod(out) >= MIN_FILL * covered
+    return MIN_FILL_PARTS * math.prod(out) >= covered
 
 
 class Plan(NamedTuple):
@@ -288,7 +290,17 @@ def emit(
     # batch 1, one thread, 12 x 12 x 128 channels (9 F4 tiles) 0.15 ms against 0.48,
     # 10 x 10 x 256 0.63-0.74 against 1.16
     least = shapes.rows if packed else min_tiles(layout.tf)
-    choose(k, (out.dims[0], *grid), (winograd, direct), least)
+    choose(
+        k, (out.dims[0], *grid), (winograd, direct), least, image_fill(k, out.dims[1:3], grid, side)
+    )
+
+
+def image_fill(
+    k: Kernel, out: Sequence[DimV], grid: Sequence[DimV], side: int
+) -> tuple[DimV, DimV]:
+    """(outputs, outputs the tiles cover) of an image of `out` dims in tiles of `side`
+    outputs a side (pooled ones, with a pool)."""
+    return k.product(list(out)), k.product([k.mul(n, side) for n in grid])
 
 
 def _in_register_tiles(
@@ -329,18 +341,25 @@ def choose(
     grid: tuple[DimV, DimV, DimV],
     paths: tuple[Callable[[], None], Callable[[], None]],
     least: int = MIN_TILES,
+    fill: tuple[DimV, DimV] | None = None,
 ) -> None:
     """Build `winograd()` of paths = (winograd, direct) where a call has at least `least`
-    tiles (grid: images x tile rows x tile columns), else `direct()`: from the image's
-    static size when it is enough, else both, picked at run time."""
+    tiles (grid: images x tile rows x tile columns) and, given fill = (outputs, outputs
+    the tiles cover) of an image, they fill a part in MIN_FILL_PARTS (`fills_tiles`);
+    else `direct()`: from the image's static size when it is enough, else both, picked at
+    run time."""
     winograd, direct = paths
     per_image, tiles = k.product(grid[1:]), k.product(grid)
     if isinstance(per_image, int) and per_image >= least:
-        winograd()
+        winograd()  # a static image: `fills_tiles` chose this path
     elif isinstance(tiles, int):
         (winograd if tiles >= least else direct)()
     else:
-        k.if_else(k.compare("slt", tiles, least), direct, winograd)
+        few = k.compare("slt", tiles, least)
+        if fill is not None and not isinstance(per_image, int):
+            sparse = k.compare("slt", k.mul(fill[0], MIN_FILL_PARTS), fill[1])
+            few = k.either(few, sparse)
+        k.if_else(few, direct, winograd)
 
 
 def _block_size(k: Kernel, tiles: DimV, shapes: Shapes) -> DimV:

@@ -121,7 +121,8 @@ def emit(
     if tf is None:
         paths = (lambda: conv_winograd_grad_gemm.emit(k, bufs, (g, grid, scratch), shapes), direct)
         least = conv_winograd.min_tiles(F4)
-        conv_winograd.choose(k, (dy.dims[0], *grid), paths, least)
+        fill = conv_winograd.image_fill(k, dy.dims[1:3], grid, side)
+        conv_winograd.choose(k, (dy.dims[0], *grid), paths, least, fill)
         return
     points = tf.points
 
@@ -147,7 +148,8 @@ def emit(
         kernel_from_sums(k, (dw, scratch), shapes, sums)
 
     least = conv_winograd.min_tiles(tf)
-    conv_winograd.choose(k, (dy.dims[0], grid[0], grid[1]), (winograd, direct), least)
+    fill = conv_winograd.image_fill(k, dy.dims[1:3], grid, side)
+    conv_winograd.choose(k, (dy.dims[0], grid[0], grid[1]), (winograd, direct), least, fill)
 
 
 def _accumulate(k: Kernel, at: Block, shapes: Shapes, where: tuple[DimV, DimV]) -> None:

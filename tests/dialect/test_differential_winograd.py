@@ -388,3 +388,31 @@ def test_winograd_conv_in_a_scan_step_and_its_gradients_match_interpreted() -> N
     # terms per element: 16 x 9 products a step; the kernel gradient sums 3 steps x 2
     # images x 144 positions of them, the input gradient 3 steps x 16 x 9
     run_both([x, w, s0], [last, gw, gx], calls, scales=[10.0 * 144, 10.0 * 864, 10.0 * 432])
+
+
+def test_images_of_run_time_dims_that_fill_few_tiles_take_the_direct_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Image dims known only at run time: 64 images of 2 x 2 (64 tiles, a quarter of them
+    outputs) take the direct conv and kernel gradient, bit for bit a function's compiled
+    with Winograd off; 16 images of 8 x 8 take Winograd, whose rounding differs."""
+    from aotk import backend as K
+
+    rng = np.random.default_rng(9)
+    w0 = (rng.standard_normal((3, 3, 64, 64)) * 0.05).astype(np.float32)
+
+    def build() -> Any:
+        x, w = K.placeholder((None, None, None, 64)), K.variable(w0)
+        y = K.conv2d(x, w, padding="same")
+        return K.function([x], [y, *K.gradients(K.sum(y * y), [w])])
+
+    on = build()
+    monkeypatch.setenv("AOTK_CONV_WINOGRAD", "0")
+    off = build()
+    tiny = rng.standard_normal((64, 2, 2, 64)).astype(np.float32)
+    for a, b in zip(on([tiny]), off([tiny]), strict=True):
+        np.testing.assert_array_equal(a, b)
+    big = rng.standard_normal((16, 8, 8, 64)).astype(np.float32)
+    for a, b in zip(on([big]), off([big]), strict=True):
+        assert not np.array_equal(a, b)
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-3 * np.abs(b).max())
