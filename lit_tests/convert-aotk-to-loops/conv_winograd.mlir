@@ -48,10 +48,14 @@
 // CHECK:         arith.constant 1961984 : index
 
 // The same conv on images of any size: a call of fewer than 12 tiles (U is made in
-// every call, and few blocks leave threads idle) runs the direct conv's register tiles.
+// every call, and few blocks leave threads idle) runs the direct conv's register tiles,
+// as does one whose outputs fill less than a third of the tiles' (3 x 2 x 2 < 16).
 // CHECK-LABEL: func.func @few_tiles(
 // CHECK:         %[[FEW:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : index
-// CHECK-NEXT:    scf.if %[[FEW]] {
+// CHECK-NEXT:    %[[OUTPUTS:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK-NEXT:    %[[SPARSE:.*]] = arith.cmpi slt, %[[OUTPUTS]], %{{.*}} : index
+// CHECK-NEXT:    %[[DIRECT:.*]] = arith.ori %[[FEW]], %[[SPARSE]] : i1
+// CHECK-NEXT:    scf.if %[[DIRECT]] {
 // CHECK-NOT:       vector.maskedload
 // CHECK:             vector.fma
 // CHECK:         } else {

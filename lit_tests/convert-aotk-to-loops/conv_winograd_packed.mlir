@@ -56,11 +56,15 @@ func.func @packed_pooled(%x: tensor<?x16x16x32xf32>, %w: tensor<3x3x32x64xf32>, 
 
 // On images of any size, given U, a call of fewer tiles than a register tile's 5 rows
 // runs the direct conv (on the kernel itself), not fewer than 12 as without U: made
-// once, U no longer weighs on a call of few tiles.
+// once, U no longer weighs on a call of few tiles. Outputs filling less than a third of
+// the tiles' run it too.
 // CHECK-LABEL: func.func @packed_few_tiles(
 // CHECK-DAG:     %[[ROWS:.*]] = arith.constant 5 : index
 // CHECK:         %[[FEW:.*]] = arith.cmpi slt, %{{.*}}, %[[ROWS]] : index
-// CHECK-NEXT:    scf.if %[[FEW]] {
+// CHECK-NEXT:    %[[OUTPUTS:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK-NEXT:    %[[SPARSE:.*]] = arith.cmpi slt, %[[OUTPUTS]], %{{.*}} : index
+// CHECK-NEXT:    %[[DIRECT:.*]] = arith.ori %[[FEW]], %[[SPARSE]] : i1
+// CHECK-NEXT:    scf.if %[[DIRECT]] {
 // CHECK:             vector.load %w[
 // CHECK:         } else {
 // CHECK-NOT:       %w[
