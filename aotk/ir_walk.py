@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 
 def ops_within(op: Operation) -> list[Operation]:
@@ -22,6 +22,18 @@ def ops_within(op: Operation) -> list[Operation]:
     out = [op]
     _append_nested(out, op.regions)
     return out
+
+
+def block_values_used(op: Operation, block: Block) -> list[SSAValue]:
+    """Values of `block` (its arguments, its ops' results) that `op`, one of its ops, uses
+    in its regions too, in the order met (a plan built from them is the same each time)."""
+    used = dict.fromkeys(v for inner in ops_within(op) for v in inner.operands)
+    return [v for v in used if _defined_in(v, block)]
+
+
+def _defined_in(value: SSAValue, block: Block) -> bool:
+    owner = value.owner
+    return owner is block or (isinstance(owner, Operation) and owner.parent_block() is block)
 
 
 def ops_in_region(region: Region) -> list[Operation]:

@@ -52,7 +52,7 @@ from aotk import dtypes
 from aotk.kernels import conv_tile, conv_winograd_gemm, heuristics, winograd_weight
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.conv_geometry import Epilogue, Geometry, Values
-from aotk.kernels.dim_arith import STATIC
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 from aotk.kernels.window import Window
@@ -132,9 +132,8 @@ def fills_tiles(win: Window, image: Sequence[object]) -> bool:
     dims known only at run time)."""
     if not all(isinstance(d, int) for d in image):
         return True
-    out = win.out_dims(STATIC, list(image))
-    covered = math.prod(-(-d // F4.m) * F4.m for d in out)
-    return MIN_FILL_PARTS * math.prod(out) >= covered
+    outputs, covered = image_fill(STATIC, win.out_dims(STATIC, list(image)), F4.m)
+    return MIN_FILL_PARTS * outputs >= covered
 
 
 class Plan(NamedTuple):
@@ -290,17 +289,15 @@ def emit(
     # batch 1, one thread, 12 x 12 x 128 channels (9 F4 tiles) 0.15 ms against 0.48,
     # 10 x 10 x 256 0.63-0.74 against 1.16
     least = shapes.rows if packed else min_tiles(layout.tf)
-    choose(
-        k, (out.dims[0], *grid), (winograd, direct), least, image_fill(k, out.dims[1:3], grid, side)
-    )
+    choose(k, (out.dims[0], *grid), (winograd, direct), least, image_fill(k, out.dims[1:3], side))
 
 
-def image_fill(
-    k: Kernel, out: Sequence[DimV], grid: Sequence[DimV], side: int
-) -> tuple[DimV, DimV]:
+def image_fill(a: DimArith, out: Sequence[Dim], side: int) -> tuple[Dim, Dim]:
     """(outputs, outputs the tiles cover) of an image of `out` dims in tiles of `side`
-    outputs a side (pooled ones, with a pool)."""
-    return k.product(list(out)), k.product([k.mul(n, side) for n in grid])
+    outputs a side (pooled ones, with a pool), known statically (`STATIC`) or computed
+    by a kernel."""
+    tiles = [a.mul(a.div(a.add(d, side - 1), side), side) for d in out]
+    return a.product(list(out)), a.product(tiles)
 
 
 def _in_register_tiles(

@@ -121,7 +121,7 @@ def emit(
     if tf is None:
         paths = (lambda: conv_winograd_grad_gemm.emit(k, bufs, (g, grid, scratch), shapes), direct)
         least = conv_winograd.min_tiles(F4)
-        fill = conv_winograd.image_fill(k, dy.dims[1:3], grid, side)
+        fill = conv_winograd.image_fill(k, dy.dims[1:3], side)
         conv_winograd.choose(k, (dy.dims[0], *grid), paths, least, fill)
         return
     points = tf.points
@@ -148,7 +148,7 @@ def emit(
         kernel_from_sums(k, (dw, scratch), shapes, sums)
 
     least = conv_winograd.min_tiles(tf)
-    fill = conv_winograd.image_fill(k, dy.dims[1:3], grid, side)
+    fill = conv_winograd.image_fill(k, dy.dims[1:3], side)
     conv_winograd.choose(k, (dy.dims[0], grid[0], grid[1]), (winograd, direct), least, fill)
 
 

@@ -177,9 +177,10 @@ class _Lowerer:
         self.live.settle(at, {r: self._holds(op, r, out_targets) for r in op.results}, self._made)
 
     def _holds(self, op: Any, r: SSAValue, out_targets: dict[SSAValue, Buf]) -> frozenset[int]:
-        """The slices result `r` of top-level `op` lives on: its own, or (a view) its
-        source's; for a result of an op with regions bound otherwise (a scan's carry),
-        whatever the op allocated or its operands hold."""
+        """The slices result `r` of top-level `op` lives on: its own, none when it was
+        computed into an output, or (a view) its source's; for a result of an op with
+        regions bound otherwise (a scan's carry), whatever the op allocated or its
+        operands hold."""
         if r in self._result_slice:
             return frozenset({self._result_slice[r]})
         target = out_targets.get(r)
@@ -187,7 +188,7 @@ class _Lowerer:
             return frozenset()  # computed into an output (a weight updated in place)
         if lookup(op).kind is Kind.REGION:
             return frozenset(self._made).union(*(self.live.holds(v) for v in op.operands))
-        if r in out_targets or not op.operands:
+        if not op.operands:
             return frozenset()
         return self.live.holds(op.operands[0])
 

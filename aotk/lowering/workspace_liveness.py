@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, SSAValue
 
-from aotk.ir_walk import ops_within
+from aotk.ir_walk import block_values_used
 from aotk.lowering.workspace_plan import WorkspacePlan
 
 
@@ -30,7 +30,7 @@ class Liveness:
         """Find each top-level value's last user; returned values have none."""
         ops = list(block.ops)
         for at, op in enumerate(ops):
-            for v in _used(op, block):
+            for v in block_values_used(op, block):
                 self._last[v] = at if at < len(ops) - 1 else len(ops)
         for v, at in self._last.items():
             self._dying.setdefault(at, []).append(v)
@@ -52,15 +52,3 @@ class Liveness:
 
     def holds(self, value: SSAValue) -> frozenset[int]:
         return self._holds.get(value, frozenset())
-
-
-def _used(op: Operation, block: Block) -> list[SSAValue]:
-    """Values of `block` (its arguments, its ops' results) that `op` uses, in its regions
-    too, in the order met: every plan of a function must give slices back in one order."""
-    used = dict.fromkeys(v for inner in ops_within(op) for v in inner.operands)
-    return [v for v in used if _defined_in(v, block)]
-
-
-def _defined_in(value: SSAValue, block: Block) -> bool:
-    owner = value.owner
-    return owner is block or (isinstance(owner, Operation) and owner.parent_block() is block)

@@ -10,9 +10,9 @@ averages are updated during the forward pass, after the batch's statistics.
 The operands an update waits for include small pure values (rank 0: a learning rate
 decayed by the step count, Adam's bias corrections) and values only it reads (momentum's
 `0.9 m`) that Keras also traces after the gradients; those move with it, which costs no
-memory. Ops only move earlier,
-each after its operands and, for an update, after every other reader of the buffers it
-overwrites: the updates written in place stay exactly those.
+memory. Ops only move earlier, each after its operands and, for an update, after every
+other reader of the buffers it overwrites: the updates written in place stay exactly
+those.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from xdsl.traits import is_side_effect_free
 from aotk.dialect.base import shape_of
 from aotk.dialect.in_place import aliases, top_level
 from aotk.dialect.update_in_place import in_place_updates, variable_updates
-from aotk.ir_walk import ops_within
+from aotk.ir_walk import block_values_used
 
 # results of at most this many elements in all are computed as early as they can be
 SMALL_ELEMENTS = 64
@@ -47,6 +47,10 @@ class _Schedule:
     done: set[Operation] = field(default_factory=set)
 
     def __post_init__(self) -> None:
+        self.number()
+
+    def number(self) -> None:
+        """Positions 0, 1, 2, ... in the block's order."""
         self.at = {op: float(i) for i, op in enumerate(self.block.ops)}
 
     def defined_at(self, value: SSAValue) -> Operation | None:
@@ -71,24 +75,13 @@ class _Schedule:
         after = op.prev_op
         low = self.at[after] if after is not None else self.at[before] - 1.0
         if self.at[before] - low < 1e-6:  # halved too often: number them again
-            self.__post_init__()
+            self.number()
         else:
             self.at[op] = (low + self.at[before]) / 2
 
     def latest(self, ops: list[Operation | None]) -> Operation | None:
         found = [op for op in ops if op is not None]
         return max(found, key=self.at.__getitem__) if found else None
-
-
-def _used(op: Operation, block: Block) -> list[SSAValue]:
-    """Values of `block` (its arguments, its ops' results) that `op` uses, in its regions
-    too."""
-    used = dict.fromkeys(v for inner in ops_within(op) for v in inner.operands)
-    return [v for v in used if v.owner is block or _parent_block(v.owner) is block]
-
-
-def _parent_block(owner: Operation | Block) -> Block | None:
-    return owner.parent_block() if isinstance(owner, Operation) else None
 
 
 def _small(op: Operation) -> bool:
@@ -143,7 +136,7 @@ def _anchors(
     """The ops `op` must follow, and the pure ops only it reads (`privates`: they follow
     their own anchors, which count as `op`'s)."""
     anchors: list[Operation | None] = []
-    for producer in (schedule.defined_at(v) for v in _used(op, schedule.block)):
+    for producer in (schedule.defined_at(v) for v in block_values_used(op, schedule.block)):
         if producer is None or producer in privates:
             continue
         if producer in schedule.overwrites or _small(producer):
