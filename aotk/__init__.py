@@ -26,7 +26,8 @@ def load(path: Any, **options: Any) -> Any:
 
 def set_num_threads(n: int) -> None:
     """Run compiled kernels on n threads (n <= 0: back to the default, $AOTK_NUM_THREADS,
-    else $OMP_NUM_THREADS's first entry, else one per CPU the process may run on).
+    else $OMP_NUM_THREADS's first entry, else one per CPU the process may run on, at most
+    its cgroups' CPU quota).
 
     See `aotk.codegen.native_runtime`.
     """

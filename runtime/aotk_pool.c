@@ -15,21 +15,17 @@
  * loops of one kernel do not pay a futex wake-up each. Counters use the GCC/Clang
  * __atomic builtins; without them, claims take the mutex and nobody spins.
  */
-#if defined(__linux__)
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
-#else
 #define _POSIX_C_SOURCE 200809L
-#endif
 
 #include "aotk_pool_internal.h"
+
+#include "aotk_cpus_internal.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <time.h>
-#include <unistd.h>
 
-#define AOTK_MAX_THREADS 256
 #define AOTK_CHUNKS_PER_THREAD 4
 /* How long an idle worker (or a waiting caller) polls before it sleeps. */
 #define AOTK_SPIN_NS 100000L
@@ -91,40 +87,6 @@ static pthread_key_t g_key;
 static int g_key_ok = 0;
 
 static void make_key(void) { g_key_ok = pthread_key_create(&g_key, NULL) == 0; }
-
-/* The CPUs this process may run on: its affinity mask (taskset, a container's cpuset),
- * where the OS tells it, else the online ones. More threads than that only wait on
- * each other's cores. */
-static int available_cpus(void) {
-  long n = 0;
-#if defined(__linux__)
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
-#endif
-  if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : (n > AOTK_MAX_THREADS ? AOTK_MAX_THREADS : (int)n);
-}
-
-/* The positive thread count variable `name` holds (for OMP_NUM_THREADS, the first of a
- * per-level list "4,2": `list` is ','), capped at AOTK_MAX_THREADS; 0 if it is unset or
- * holds anything else (the Python side warns about those). */
-static int env_threads(const char *name, char list) {
-  const char *env = getenv(name);
-  if (env == NULL || *env == '\0') return 0;
-  char *end = NULL;
-  long n = strtol(env, &end, 10);
-  if (end == env || (*end != '\0' && (list == 0 || *end != list)) || n <= 0) return 0;
-  return n > AOTK_MAX_THREADS ? AOTK_MAX_THREADS : (int)n;
-}
-
-/* n threads, capped; n <= 0: AOTK_NUM_THREADS, else OMP_NUM_THREADS's first entry, else
- * one per available CPU. */
-static int resolve_threads(int n) {
-  if (n <= 0) n = env_threads("AOTK_NUM_THREADS", 0);
-  if (n <= 0) n = env_threads("OMP_NUM_THREADS", ',');
-  if (n <= 0) return available_cpus();
-  return n > AOTK_MAX_THREADS ? AOTK_MAX_THREADS : n;
-}
 
 static void cpu_relax(void) {
 #if AOTK_ATOMICS && (defined(__x86_64__) || defined(__i386__))
@@ -297,7 +259,7 @@ aotk_pool *aotk_pool_create(int n_threads) {
   pthread_once(&g_key_once, make_key);
   aotk_pool *pool = (aotk_pool *)calloc(1, sizeof *pool);
   if (pool == NULL) return NULL;
-  pool->n_threads = resolve_threads(n_threads);
+  pool->n_threads = aotk_resolve_threads(n_threads);
   int n_workers = pool->n_threads - 1;
   pool->threads = (pthread_t *)calloc((size_t)n_workers + 1, sizeof *pool->threads);
   pool->workers = (struct worker *)calloc((size_t)n_workers + 1, sizeof *pool->workers);
@@ -344,7 +306,7 @@ aotk_pool *aotk_pool_bind(aotk_pool *pool) {
 /* Under g_mu: the size the default pool has, or will have when it is created. */
 static int default_size_locked(void) {
   if (g_default != NULL) return g_default->n_threads;
-  return resolve_threads(g_requested_set ? g_requested : 0);
+  return aotk_resolve_threads(g_requested_set ? g_requested : 0);
 }
 
 void aotk_set_default_threads(int n) {
@@ -352,7 +314,7 @@ void aotk_set_default_threads(int n) {
   pthread_mutex_lock(&g_mu);
   g_requested = n;
   g_requested_set = 1;
-  if (g_default != NULL && g_default->n_threads != resolve_threads(n)) {
+  if (g_default != NULL && g_default->n_threads != aotk_resolve_threads(n)) {
     /* Loops may still run on it: the last one out frees it (release_default). */
     g_default->retired = 1;
     if (g_default->users == 0) doomed = g_default;

@@ -7,9 +7,9 @@
  * which chunk, on the number of threads, or on timing.
  *
  * A kernel uses the pool bound to its calling thread (aotk_pool_bind), else the
- * process-wide default pool, created at first use with AOTK_NUM_THREADS threads, else
- * OMP_NUM_THREADS (its first entry), else one per CPU the process may run on (its
- * affinity mask, on Linux). A call made while its
+ * process-wide default pool, created at first use with as many threads as
+ * aotk_cpus_internal.h says: AOTK_NUM_THREADS, else OMP_NUM_THREADS (its first entry),
+ * else one per CPU the process may run on, at most its CPU quota. A call made while its
  * pool is busy (a nested call from inside a task, or another thread already running a
  * loop on the pool) runs serially in the caller.
  */

@@ -23,12 +23,20 @@ from aotk.codegen import llvm_ir
 from aotk.codegen.llvm_ir import required_features
 from aotk.shipping import missing_features
 
-RUNTIME_SOURCES = ("aotk_rt.c", "aotk_model.c", "aotk_run.c", "aotk_pool.c", "aotk_print.c")
+RUNTIME_SOURCES = (
+    "aotk_rt.c",
+    "aotk_model.c",
+    "aotk_run.c",
+    "aotk_pool.c",
+    "aotk_cpus.c",
+    "aotk_print.c",
+)
 RUNTIME_HEADERS = (
     "aotk_rt.h",
     "aotk_model_info_internal.h",
     "aotk_model_internal.h",
     "aotk_pool_internal.h",
+    "aotk_cpus_internal.h",
 )
 
 _V2 = ("cx16", "popcnt", "sahf", "sse3", "sse4.1", "sse4.2", "ssse3")

@@ -10,7 +10,9 @@ into a fresh private temporary directory for this process. Without a C compiler,
 `aotk_parallel_for` made with llvmlite stands in, and kernels run on one thread.
 Kernels use `set_threads(n)` threads, else $AOTK_NUM_THREADS, else the first entry of
 $OMP_NUM_THREADS, else one per CPU the process may run on (its affinity mask: taskset, a
-container's cpuset). A value that is not a positive count is ignored with a warning.
+container's cpuset), at most its cgroups' CPU quota rounded up (docker --cpus, a Kubernetes
+CPU limit; `runtime/aotk_cpus.c`). A value that is not a positive count is ignored with a
+warning.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import llvmlite.binding as llvm_binding
 
 from aotk import paths, timing
 
-SOURCES = ("aotk_pool_internal.h", "aotk_pool.c")
+SOURCES = ("aotk_pool_internal.h", "aotk_pool.c", "aotk_cpus_internal.h", "aotk_cpus.c")
 LIBRARY = "libaotk_pool.so"
 
 # Runs fn(ctx, 0, n) on the calling thread: the whole contract, minus the threads.
@@ -105,8 +107,8 @@ def _compile_into(cc: str, path: Path) -> bool:
     fd, tmp = tempfile.mkstemp(prefix=f".{LIBRARY}.", dir=path.parent)
     os.close(fd)
     try:
-        source = paths.runtime_dir() / "aotk_pool.c"
-        cmd = [*cc.split(), "-O2", "-fPIC", "-shared", "-pthread", str(source), "-o", tmp]
+        sources = [str(paths.runtime_dir() / name) for name in SOURCES if name.endswith(".c")]
+        cmd = [*cc.split(), "-O2", "-fPIC", "-shared", "-pthread", *sources, "-o", tmp]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
         timing.count_compile("c")
         digest = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()

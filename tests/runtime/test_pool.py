@@ -45,6 +45,7 @@ def _build(cc: str, out: Path, *flags: str) -> subprocess.CompletedProcess[str]:
         *flags,
         str(PROGRAM),
         str(RUNTIME / "aotk_pool.c"),
+        str(RUNTIME / "aotk_cpus.c"),
         "-o",
         str(out),
     ]
@@ -76,12 +77,12 @@ def _one_cpu() -> None:
         ({"OMP_NUM_THREADS": "3,2"}, False, 3),
         ({"AOTK_NUM_THREADS": "0"}, True, 1),
         ({}, True, 1),
-        ({}, False, len(os.sched_getaffinity(0))),
+        ({}, False, None),  # None: a thread per CPU of the process (_cpus)
         ({"AOTK_NUM_THREADS": "2"}, True, 2),  # asked for: kept, on one CPU or not
     ],
 )
 def test_a_pool_of_default_size_follows_the_environment_and_affinity(
-    cc: str, tmp_path: Path, env: dict[str, str], one_cpu: bool, expected: int
+    cc: str, tmp_path: Path, env: dict[str, str], one_cpu: bool, expected: int | None
 ) -> None:
     """An exported model made with default options sizes its pool as the process-wide
     default pool does: AOTK_NUM_THREADS, else OMP_NUM_THREADS, else one thread per CPU
@@ -100,7 +101,7 @@ def test_a_pool_of_default_size_follows_the_environment_and_affinity(
         check=False,
     )
     assert ran.returncode == 0, ran.stderr
-    assert int(ran.stdout) == expected
+    assert int(ran.stdout) == (_cpus() if expected is None else expected)
 
 
 @pytest.mark.parametrize("sanitizer", ["address,undefined", "thread"])
@@ -183,7 +184,21 @@ def _default_threads() -> int:
         first = os.environ.get(name, "").split(",")[0]
         if first.isdigit() and int(first) > 0:
             return int(first)
-    return len(os.sched_getaffinity(0))
+    return _cpus()
+
+
+def _cpus() -> int:
+    """The CPUs of this process's affinity mask, at most its CPU quota."""
+    return min(len(os.sched_getaffinity(0)), _cpu_quota() or 256)
+
+
+def _cpu_quota() -> int:
+    """This system's CPU quota as the runtime reads it (tested in test_cpu_quota.py)."""
+    cc = native_runtime.compiler()
+    assert cc is not None
+    function = ctypes.CDLL(str(native_runtime.build(cc))).aotk_cpu_quota
+    function.argtypes = [ctypes.c_char_p]
+    return function(b"")
 
 
 def _threads_with(**env: str) -> tuple[int, str]:
@@ -219,7 +234,7 @@ def test_thread_count_from_environment(env: dict[str, str], expected: int) -> No
 
 def test_a_bad_thread_count_is_ignored_with_a_warning() -> None:
     count, stderr = _threads_with(AOTK_NUM_THREADS="0", OMP_NUM_THREADS="x,2")
-    assert count == len(os.sched_getaffinity(0))
+    assert count == _cpus()
     assert "AOTK_NUM_THREADS='0' is not a positive thread count; ignored" in stderr
     assert "OMP_NUM_THREADS='x,2' is not a positive thread count; ignored" in stderr
 
