@@ -6,6 +6,7 @@ Each module below owns one family of functions and lists them in its `__all__`.
 from __future__ import annotations
 
 from aotk import keras_compat as _keras_compat
+from aotk import keras_names as _keras_names
 from aotk.backend import error_names as _error_names
 from aotk.backend import operators as _operators
 from aotk.backend.config import *  # noqa: F403
@@ -30,3 +31,4 @@ _error_names.name_errors(globals())
 _operators.install()
 if _keras_compat.wanted():
     _keras_compat.install()
+    _keras_names.expose(globals())

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
@@ -200,3 +204,35 @@ def test_a_variable_set_as_a_layer_attribute_is_a_trainable_weight():
     before = K.get_value(layer.shift)
     model.train_on_batch(np.zeros((4, 3), np.float32), np.full((4, 3), 2.0, np.float32))
     assert np.all(K.get_value(layer.shift) > before)  # trained: the loss pulls it up to 2
+
+
+_CLEAR_SESSION = """
+import sys
+if sys.argv[1] == "aotk first":
+    import aotk.backend
+from keras import backend as KB, layers
+import aotk.backend as K
+from aotk.keras_names import KNOWN_BACKENDS_ONLY
+print([n for n in KNOWN_BACKENDS_ONLY if getattr(KB, n, None) is not getattr(K, n)])
+first = layers.Dense(2).name
+KB.clear_session()
+print(first, layers.Dense(2).name, layers.Dense(2).name)
+"""
+
+
+@pytest.mark.parametrize("order", ["keras first", "aotk first"])
+def test_keras_backend_has_the_session_names_of_its_known_backends(order):
+    """Keras 2.3.1 hands `clear_session` and the session functions on from TensorFlow
+    only; on aotk they are there too, whichever of the two a program imports first, and
+    `keras.backend.clear_session()` starts the layer names again as it does on TF."""
+    env = {**os.environ, "KERAS_BACKEND": "aotk.backend"}
+    ran = subprocess.run(
+        [sys.executable, "-c", _CLEAR_SESSION, order],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.splitlines() == ["[]", "dense_1 dense_1 dense_2"]
