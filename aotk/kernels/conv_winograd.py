@@ -16,8 +16,8 @@ output transform, four a tile.
   before the threads start, or given: made once for a weight the function does not
   write (`aotk.weight_packs`).
 - The tiles of all images, in order, go in blocks of up to `Shapes.block` (fewer when
-  there are few tiles, `_block_size`), the last shifted back to end at the last tile;
-  threads split the blocks in `SLOTS` runs, each with its own scratch. Per block, the
+  there are few tiles), the last shifted back to end at the last tile; threads split
+  the blocks in runs, each with its own scratch (`winograd_register`). Per block, the
   input transform writes V = B^T d B (points x tiles x C); the products V[xi] U[xi] in
   register tiles (`rows` tiles x `nvec` vectors of output channels) write M (points x
   tiles x K); the output transform A^T M A, the epilogue, then the pools, with masked
@@ -46,29 +46,24 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute
 
 from aotk import dtypes
-from aotk.kernels import conv_tile, conv_winograd_gemm, heuristics, winograd_weight
-from aotk.kernels import matmul_microkernel as mk
-from aotk.kernels.conv_geometry import Epilogue, Geometry, Values
+from aotk.kernels import (
+    conv_tile,
+    conv_winograd_gemm,
+    heuristics,
+    winograd_register,
+    winograd_weight,
+)
+from aotk.kernels.conv_geometry import Epilogue, Geometry
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
-from aotk.kernels.scalar import const
 from aotk.kernels.window import Window
-from aotk.kernels.winograd_block import (
-    Block,
-    Shapes,
-    block_tiles,
-    input_transform,
-    m_at,
-    shifted,
-    v_at,
-)
-from aotk.kernels.winograd_output import output_transform, outputs_per_side, spill_elems
+from aotk.kernels.winograd_block import Shapes, block_tiles
+from aotk.kernels.winograd_output import outputs_per_side
 from aotk.kernels.winograd_tile import F4, Transform
 
-SLOTS = 8  # runs of blocks, each with its own scratch (~250 KiB for W5's second conv)
 # Fewer tiles in a call run the direct conv: U is made in every call, and few blocks
 # keep threads idle. Measured at batch 1 by F(2 x 2, 3 x 3), in tiles of 4 outputs: 7 x
 # 7 images (16 tiles) took 1.2-2.1 times the direct conv's time, 14 x 14 (49 tiles)
@@ -243,13 +238,7 @@ def scratch_elems(
     channels = (cin, cout)
     if plan.gemms:
         return k.add(u, conv_winograd_gemm.scratch_elems(plan.tf, channels))
-    return u + SLOTS * _slot_elems(plan.tf, plan.block, channels)
-
-
-def _slot_elems(tf: Transform, block: int, channels: tuple[int, int]) -> int:
-    """A slot's V and M for a block of `block` tiles, then room for a tile's output
-    vectors (`spill_elems`)."""
-    return tf.points * block * sum(channels) + spill_elems(tf)
+    return u + winograd_register.scratch_elems(plan.tf, plan.block, channels)
 
 
 def emit(
@@ -276,7 +265,7 @@ def emit(
     shapes = Shapes(vt, rows, min(most, cout // lanes), cin, cout, layout.tf, layout.block)
     side = outputs_per_side(shapes, mode)
     grid = (k.div(k.add(out.dims[1], side - 1), side), k.div(k.add(out.dims[2], side - 1), side))
-    by = conv_winograd_gemm.emit if layout.gemms else _in_register_tiles
+    by = conv_winograd_gemm.emit if layout.gemms else winograd_register.emit
 
     def winograd() -> None:
         u_layout = layout.layout()
@@ -298,39 +287,6 @@ def image_fill(a: DimArith, out: Sequence[Dim], side: int) -> tuple[Dim, Dim]:
     by a kernel."""
     tiles = [a.mul(a.div(a.add(d, side - 1), side), side) for d in out]
     return a.product(list(out)), a.product(tiles)
-
-
-def _in_register_tiles(
-    k: Kernel,
-    bufs: tuple[Buf, Buf, Buf],
-    where: tuple[Geometry, tuple[DimV, DimV], str | None],
-    given: tuple[Buf, Buf, int],
-    shapes: Shapes,
-    epilogue: Epilogue | None,
-) -> None:
-    """The conv (as `conv_winograd_gemm.emit` takes it) in blocks of tiles whose V and
-    M fit L2, threads splitting the blocks in SLOTS runs."""
-    out, x = bufs[:2]
-    g, grid, mode = where
-    scratch, u, free = given
-    tf, cin, cout = shapes.tf, shapes.cin, shapes.cout
-    tiles = k.product([out.dims[0], *grid])
-    block = _block_size(k, tiles, shapes)
-    blocks = k.div(k.add(tiles, k.sub(block, 1)), block)
-    count = k.min(block, tiles)
-    slots = k.min(blocks, SLOTS)
-    slot_elems = _slot_elems(tf, shapes.block, (cin, cout))
-    with k.loop(slots, parallel=True) as s:
-        v_base = k.add(free, k.mul(s, slot_elems))
-        m_base = k.add(v_base, tf.points * shapes.block * cin)
-        first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
-        with k.loop(last, lb=first) as b:
-            t0 = k.min(k.mul(b, block), k.sub(tiles, count))
-            at = Block((out, x), g, grid, mode, scratch, v_base, m_base, t0)
-            input_transform(k, at, shapes, count)
-            _products(k, (at, u), shapes, count)
-            spill = k.add(m_base, tf.points * shapes.block * cout)
-            output_transform(k, at, shapes, (0, count), (epilogue, spill))
 
 
 def choose(
@@ -357,57 +313,3 @@ def choose(
             sparse = k.compare("slt", k.mul(fill[0], MIN_FILL_PARTS), fill[1])
             few = k.either(few, sparse)
         k.if_else(few, direct, winograd)
-
-
-def _block_size(k: Kernel, tiles: DimV, shapes: Shapes) -> DimV:
-    """Tiles per block: `block_tiles`, or fewer (a multiple of the register tile's rows)
-    when that leaves fewer blocks than runs: a conv of 49 tiles in 3 blocks kept the
-    second thread idle a third of the time."""
-    rows = shapes.rows
-    per_run = k.div(k.add(tiles, SLOTS * rows - 1), SLOTS * rows)
-    return k.mul(k.max(k.min(per_run, shapes.block // rows), 1), rows)
-
-
-def _products(k: Kernel, where: tuple[Block, Buf], shapes: Shapes, count: DimV) -> None:
-    """M[xi] = V[xi] U[xi] for the block's `count` tiles (at least `rows`: `choose`), in
-    register tiles of `rows` tiles by nvec vectors of output channels, the last shifted
-    back; where = (the block, U's buffer, U from its start)."""
-    at, u = where
-    rows, nvec, cout = shapes.rows, shapes.nvec, shapes.cout
-    width = nvec * shapes.lanes
-    with k.loop(shapes.tf.points) as xi:
-        with k.loop(-(-cout // width)) as j:
-            o = shifted(k, j, width, cout)
-            with k.loop(k.div(k.add(count, rows - 1), rows)) as rb:
-                r0 = k.min(k.mul(rb, rows), k.sub(count, rows))
-                accs = _product_tile(k, (at, u), shapes, (xi, r0, o))
-                m_row = k.add(m_at(k, at, shapes, xi, r0), o)
-                for r in range(rows):
-                    for v in range(nvec):
-                        offset = k.add(m_row, r * cout + v * shapes.lanes)
-                        mk.vstore(k, at.scratch, offset, accs[r * nvec + v])
-
-
-def _product_tile(
-    k: Kernel, bufs: tuple[Block, Buf], shapes: Shapes, where: tuple[SSAValue, DimV, DimV]
-) -> Sequence[SSAValue]:
-    """The accumulators of M[xi, r0:r0 + rows, o:o + nvec vectors], summed over C."""
-    at, u = bufs
-    xi, r0, o = where
-    vt, rows, nvec, cin, cout = shapes.vt, shapes.rows, shapes.nvec, shapes.cin, shapes.cout
-    v_row = v_at(k, at, shapes, xi, r0)
-    u_row = k.add(k.mul(k.mul(xi, cin), cout), o)
-
-    def step(c: SSAValue, accs: Values) -> list[SSAValue]:
-        u_at = k.add(u_row, k.mul(c, cout))
-        us = [mk.vload(k, u, k.add(u_at, v * shapes.lanes), vt) for v in range(nvec)]
-        new = list(accs)
-        for r in range(rows):
-            scalar = k.load_flat(at.scratch, k.add(v_row, k.add(c, r * cin)))
-            broadcast = mk.splat(k, scalar, vt)
-            for v in range(nvec):
-                new[r * nvec + v] = mk.vfma(k, broadcast, us[v], accs[r * nvec + v])
-        return new
-
-    zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
-    return k.fold_loop(cin, [zero] * (rows * nvec), step)
