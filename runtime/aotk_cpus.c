@@ -1,4 +1,4 @@
-/* aotk runtime: the default size of a pool (see aotk_cpus_internal.h).
+/* aotk runtime: the default size of a pool (see aotk_cpus_internal.h); C99 + pthreads.
  *
  * A CPU quota caps the time a cgroup's threads may run each period, not the CPUs they may
  * run on. A pool with a thread per CPU of the affinity mask then has threads stopped for
@@ -18,6 +18,7 @@
 
 #include "aotk_cpus_internal.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,8 +204,14 @@ int aotk_cpu_quota(const char *root) {
   return n > AOTK_MAX_THREADS ? AOTK_MAX_THREADS : (int)n;
 }
 
+static pthread_once_t g_quota_once = PTHREAD_ONCE_INIT;
+static int g_quota = 0;
+
+static void read_quota(void) { g_quota = aotk_cpu_quota(""); }
+
 /* The CPUs this process may run on: its affinity mask where the OS tells it, else the
- * online ones; at most its cgroups' quota. */
+ * online ones; at most its cgroups' quota, read once (kernels ask for the default size
+ * on every call until the default pool exists). */
 static int available_cpus(void) {
   long n = 0;
 #if defined(__linux__)
@@ -212,8 +219,8 @@ static int available_cpus(void) {
   if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
 #endif
   if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
-  int quota = aotk_cpu_quota("");
-  if (quota > 0 && quota < n) n = quota;
+  pthread_once(&g_quota_once, read_quota);
+  if (g_quota > 0 && g_quota < n) n = g_quota;
   return n < 1 ? 1 : (n > AOTK_MAX_THREADS ? AOTK_MAX_THREADS : (int)n);
 }
 

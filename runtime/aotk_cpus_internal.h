@@ -1,9 +1,10 @@
-/* aotk runtime: how many threads a pool gets when nobody says (plain C99, libc only).
+/* aotk runtime: how many threads a pool gets when nobody says (C99 + pthreads).
  *
  * A pool asked for n <= 0 threads takes AOTK_NUM_THREADS, else the first entry of
  * OMP_NUM_THREADS, else one thread per CPU the process may run on: its affinity mask (on
  * Linux; taskset, a container's cpuset), capped by the CPU quota of its cgroups (docker
- * --cpus, a systemd CPUQuota, a Kubernetes CPU limit), rounded up to whole CPUs.
+ * --cpus, a systemd CPUQuota, a Kubernetes CPU limit), rounded up to whole CPUs and read
+ * once per process.
  */
 #ifndef AOTK_CPUS_INTERNAL_H
 #define AOTK_CPUS_INTERNAL_H
