@@ -90,6 +90,13 @@ class DimKeys:
                     return factor * m, base
         return 1, key
 
+    def at_least(self, big: int, small: int) -> bool:
+        """Whether the dim of `big` is at least that of `small` for every value of the
+        input dims: the same key, or a max taken over it (broadcast batch dims)."""
+        how = self._how[big]
+        maximum = isinstance(how, _Set) and how.name in ("arith.maxui", "arith.maxsi")
+        return big == small or (maximum and small in how.members)  # type: ignore[union-attr]
+
     def at_start(self, key: int) -> bool:
         """Whether the dim of `key` can be computed at the kernel's start: from input
         dims and constants by `arith` ops alone."""

@@ -26,6 +26,7 @@ more than it saves), take slices after the arenas, shared only with their own ki
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,6 +74,14 @@ class _Arena:
         self.units = offset + size
         return offset
 
+    def absorb(self, other: _Arena) -> int:
+        """Append `other`'s units, its free runs kept free; returns where they start."""
+        start = self.units
+        self.units += other.units
+        for offset, size in other.free:
+            self.give(start + offset, size)
+        return start
+
     def give(self, offset: int, size: int) -> None:
         if size == 0:
             return
@@ -110,6 +119,8 @@ class WorkspacePlan:
     # where each buffer went, in order: (arena, offset, size) or a slice's index
     taken: list[tuple[SizeClass, int, int] | int] = field(default_factory=list)
     _arenas: dict[SizeClass, _Arena] = field(default_factory=dict)
+    # a class whose buffers live in a larger class's arena: (that class, offset there)
+    _moved: dict[SizeClass, tuple[SizeClass, int]] = field(default_factory=dict)
     _placed: list[tuple[SizeClass, int, int] | int] = field(default_factory=list)
     _slices: list[_Slice] = field(default_factory=list)
     _free: dict[SizeClass, list[int]] = field(default_factory=dict)
@@ -130,9 +141,9 @@ class WorkspacePlan:
         factor, size_class = self._size_class(dims, item)
         if size_class is not None and all(self.keys.at_start(key) for key in size_class):
             if factor % UNIT == 0 or factor >= ARENA_FACTOR:
-                arena = self._arenas.setdefault(size_class, _Arena())
+                home = self._home(size_class)
                 size = -(-factor // UNIT) * UNIT
-                self._placed.append((size_class, arena.take(size), size))
+                self._placed.append((home, self._arenas[home].take(size), size))
                 return self._took(len(self._placed) - 1)
         self._placed.append(self._slice(k, (factor, size_class), padded()))
         return self._took(len(self._placed) - 1)
@@ -160,7 +171,8 @@ class WorkspacePlan:
                 self._give_slices([where])
             else:
                 size_class, offset, size = where
-                self._arenas[size_class].give(offset, size)
+                home, start = self._resolve(size_class)
+                self._arenas[home].give(start + offset, size)
 
     def size(self, k: Kernel) -> DimV:
         """The workspace's size in bytes: the arenas', then the slices'."""
@@ -189,6 +201,10 @@ class WorkspacePlan:
             units[size_class] = k.product([self.keys.rebuild(k, key, made) for key in size_class])
             base = k.add(base, k.mul(arena.units, units[size_class]))
         bases[None] = base
+        for size_class in self._moved:
+            home, start = self._resolve(size_class)
+            units[size_class] = units[home]
+            bases[size_class] = k.add(bases[home], k.mul(start, units[home]))
         for placeholders, values in ((self._bases, bases), (self._units, units)):
             for size_class, placeholder in placeholders.items():
                 placeholder.replace_all_uses_with(k.index(values[size_class]))  # type: ignore[index]
@@ -204,6 +220,52 @@ class WorkspacePlan:
             unit = k.product([self.keys.rebuild(k, key, made) for key in size_class])
             total = k.accumulate(total, k.mul(arena.units, unit))
         return total
+
+    def _home(self, size_class: SizeClass) -> SizeClass:
+        """The class of the arena buffers of `size_class` go in: its own, or one whose
+        unit is at least its unit for every value of the dims (a training step's
+        backward, of max(batch of x, batch of y) rows, reuses the forward's rows)."""
+        home = self._resolve(size_class)[0]
+        if home in self._arenas:
+            return home
+        for other in self._arenas:
+            if self._dominates(other, size_class):
+                self._moved[size_class] = (other, 0)
+                return other
+        self._open(size_class)
+        return size_class
+
+    def _open(self, size_class: SizeClass) -> None:
+        """A new arena for `size_class`, holding the arenas of the classes it dominates,
+        where the first of them was in the order (so offsets already emitted stay)."""
+        arena, order = _Arena(), {}
+        for other, old in self._arenas.items():
+            if self._dominates(size_class, other):
+                self._moved[other] = (size_class, arena.absorb(old))
+                order.setdefault(size_class, arena)
+            else:
+                order[other] = old
+        order.setdefault(size_class, arena)
+        self._arenas = order
+
+    def _resolve(self, size_class: SizeClass) -> tuple[SizeClass, int]:
+        """(the class whose arena holds `size_class`'s, where its units start there)."""
+        start = 0
+        while size_class in self._moved:
+            size_class, at = self._moved[size_class]
+            start += at
+        return size_class, start
+
+    def _dominates(self, big: SizeClass, small: SizeClass) -> bool:
+        """Whether a unit of `big` (a product of dims) holds one of `small`, for every
+        value of the dims; static sizes and different classes of as many dims only."""
+        if not small or big == small or len(big) != len(small) or len(big) > 4:
+            return False
+        at_least = self.keys.at_least
+        return any(
+            all(at_least(b, a) for b, a in zip(order, small, strict=True))
+            for order in itertools.permutations(big)
+        )
 
     def _placeholder(self, at: dict[Any, SSAValue], size_class: SizeClass | None) -> SSAValue:
         """The placeholder in `at` (bases or units) of a class, made at the start."""

@@ -24,14 +24,21 @@ from aotk.transforms.check_stage import AotkCheckStagePass
 
 
 @register_impls
-class _UnsignedDivision(InterpreterFunctions):
-    """xDSL 0.74's interpreter has no arith.divui, which the workspace plan rounds with."""
+class _Unsigned(InterpreterFunctions):
+    """xDSL 0.74's interpreter has no arith.divui, which the workspace plan rounds with,
+    nor arith.maxui, which broadcasts two batch dims."""
 
     @impl(arith.DivUIOp)
     def run_divui(
         self, interpreter: Interpreter, op: arith.DivUIOp, args: tuple[int, int]
     ) -> tuple[int]:
         return (args[0] // args[1],)
+
+    @impl(arith.MaxUIOp)
+    def run_maxui(
+        self, interpreter: Interpreter, op: arith.MaxUIOp, args: tuple[int, int]
+    ) -> tuple[int]:
+        return (max(args),)
 
 
 def loops(inputs: Sequence[trace.KTensor], outputs: Sequence[trace.KTensor]) -> ModuleOp:
@@ -48,7 +55,7 @@ def functions(module: ModuleOp) -> dict[str, func.FuncOp]:
 def workspace_size(module: ModuleOp, *dims: int) -> int:
     interpreter = Interpreter(module)
     register_implementations(interpreter, make_context())
-    interpreter.register_implementations(_UnsignedDivision())
+    interpreter.register_implementations(_Unsigned())
     [size] = interpreter.call_op("main_workspace_size", dims)
     return size
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from conftest import emit, placeholder
 from test_convert_aotk_to_loops import loops, workspace_size
@@ -12,6 +13,8 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr
 from xdsl.ir import Block
 from xdsl.rewriter import InsertPoint
 
+from aotk import backend as K
+from aotk.dialect import arithmetic as ar
 from aotk.dialect import linalg, reduce, shape
 from aotk.dialect import unary as un
 from aotk.kernels.kernel import Kernel
@@ -138,3 +141,67 @@ def test_a_merged_run_at_the_end_taken_again_keeps_the_workspace_as_long() -> No
     plan.give_back(scalars)
     plan.take(k, [4], 4, lambda: 64)
     assert plan.size(k) == 192
+
+
+def test_a_max_of_batch_dims_is_at_least_each_of_them() -> None:
+    keys, k, (n, m) = _keys()
+    kn, km = keys.key(n), keys.key(m)
+    both = keys.key(k.index_op(arith.MaxUIOp, n, m))
+    least = keys.key(k.index_op(arith.MinUIOp, n, m))
+    assert kn is not None and km is not None and both is not None and least is not None
+    assert keys.at_least(both, kn) and keys.at_least(both, km) and keys.at_least(kn, kn)
+    assert not keys.at_least(kn, both) and not keys.at_least(kn, km)
+    assert not keys.at_least(least, kn) and not keys.at_least(kn, least)
+
+
+def _forward_then_broadcast() -> tuple[list, list]:
+    """Two matmuls of x's n rows, then the second plus y's rows (a batch of max(n, m),
+    as a training step's loss makes its backward) and two matmuls of those."""
+    x = placeholder((None, 256), "float32", "x")
+    y = placeholder((None, 256), "float32", "y")
+    w = placeholder((256, 256), "float32", "w")
+    h = emit(linalg.MatMulOp, emit(linalg.MatMulOp, x, w), w)
+    u = emit(linalg.MatMulOp, emit(linalg.MatMulOp, emit(ar.AddOp, h, y), w), w)
+    return [x, y, w], [emit(reduce.ReduceSumOp, u, axes=(1,), keepdims=False)]
+
+
+def test_rows_of_a_max_of_batches_reuse_the_rows_of_one_batch() -> None:
+    """The forward's slices, of n rows, are free once the max(n, m) rows start: a unit of
+    those holds one of n rows, so one arena of two rows of max(n, m) does (it took two
+    rows of n and two of max(n, m) in arenas apart)."""
+    inputs, outputs = _forward_then_broadcast()
+    module = loops(inputs, outputs)
+    scratch = workspace_size(module, 0, 0)
+    for n, m in ((1, 1), (10, 10), (10, 1), (1, 10), (0, 7)):
+        assert workspace_size(module, n, m) - scratch == 2 * 1024 * max(n, m), (n, m)
+
+
+def test_two_classes_of_rows_go_side_by_side_in_one_of_their_max() -> None:
+    """x @ w (n rows) and y @ w (m rows) live when their sum (max(n, m) rows) is made:
+    both arenas move into the new one, one after the other, and the sum's next matmul
+    takes their two rows, merged: three rows of max(n, m) in all."""
+    x = placeholder((None, 256), "float32", "x")
+    y = placeholder((None, 256), "float32", "y")
+    w = placeholder((256, 256), "float32", "w")
+    t = emit(ar.AddOp, emit(linalg.MatMulOp, x, w), emit(linalg.MatMulOp, y, w))
+    u = emit(linalg.MatMulOp, emit(linalg.MatMulOp, t, w), w)
+    module = loops([x, y, w], [emit(reduce.ReduceSumOp, u, axes=(1,), keepdims=False)])
+    scratch = workspace_size(module, 0, 0)
+    for n, m in ((1, 1), (10, 3), (3, 10)):
+        assert workspace_size(module, n, m) - scratch == 3 * 1024 * max(n, m), (n, m)
+
+
+@pytest.mark.parametrize("apart", [False, True])
+@pytest.mark.parametrize(("n", "m"), [(5, 5), (5, 1), (1, 5)])
+def test_rows_placed_in_a_larger_class_compute_what_numpy_does(n: int, m: int, apart: bool) -> None:
+    """Both graphs compiled, with the workspace guard on (conftest): broadcasting either
+    way, no write past the workspace and the values NumPy gives."""
+    rng = np.random.default_rng(0)
+    x, y = (K.placeholder((None, 256)) for _ in range(2))
+    w = rng.standard_normal((256, 256)).astype(np.float32) / 16
+    c = K.constant(w)
+    t = K.dot(x, c) + K.dot(y, c) if apart else K.dot(K.dot(x, c), c) + y
+    f = K.function([x, y], [K.sum(K.dot(K.dot(t, c), c), axis=1)])
+    xv, yv = rng.standard_normal((n, 256)), rng.standard_normal((m, 256))
+    tv = xv @ w + yv @ w if apart else xv @ w @ w + yv
+    np.testing.assert_allclose(f([xv, yv])[0], (tv @ w @ w).sum(axis=1), rtol=1e-4, atol=1e-4)
