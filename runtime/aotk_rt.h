@@ -85,7 +85,8 @@ typedef struct aotk_model aotk_model;
 typedef struct {
   int n_threads;            /* threads for parallel loops; <= 0: $AOTK_NUM_THREADS, else the
                                first entry of $OMP_NUM_THREADS, else one per CPU the
-                               process may run on (its affinity mask, on Linux) */
+                               process may run on (its affinity mask, on Linux), at most
+                               its cgroups' CPU quota rounded up (a container's limit) */
   const char *weights_path; /* a `<name>.weights` file; NULL: the weights built into the
                                library (a library exported with external weights needs it) */
 } aotk_options;
