@@ -40,13 +40,14 @@ fewer products, not 4, and slower: `plan_for`).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, SSAValue
 
 from aotk import dtypes
 from aotk.kernels import (
@@ -295,21 +296,30 @@ def choose(
     paths: tuple[Callable[[], None], Callable[[], None]],
     least: int = MIN_TILES,
     fill: tuple[DimV, DimV] | None = None,
+    costs: tuple[DimV, DimV] | None = None,
 ) -> None:
     """Build `winograd()` of paths = (winograd, direct) where a call has at least `least`
-    tiles (grid: images x tile rows x tile columns) and, given fill = (outputs, outputs
-    the tiles cover) of an image, they fill a part in MIN_FILL_PARTS (`fills_tiles`);
-    else `direct()`: from the image's static size when it is enough, else both, picked at
-    run time."""
+    tiles (grid: images x tile rows x tile columns), given fill = (outputs, outputs the
+    tiles cover) of an image, they fill a part in MIN_FILL_PARTS (`fills_tiles`), and
+    given costs = (the direct path's, Winograd's), the first is not the smaller; else
+    `direct()`: decided statically where the dims tell, else both, picked at run time."""
     winograd, direct = paths
     per_image, tiles = k.product(grid[1:]), k.product(grid)
-    if isinstance(per_image, int) and per_image >= least:
-        winograd()  # a static image: `fills_tiles` chose this path
-    elif isinstance(tiles, int):
-        (winograd if tiles >= least else direct)()
+    direct_if: list[bool | SSAValue] = []
+    if not (isinstance(per_image, int) and per_image >= least):
+        direct_if.append(_less(k, tiles, least))
+    if fill is not None and not isinstance(per_image, int):  # static: `fills_tiles`
+        direct_if.append(_less(k, k.mul(fill[0], MIN_FILL_PARTS), fill[1]))
+    if costs is not None:
+        direct_if.append(_less(k, *costs))
+    run_time = [c for c in direct_if if not isinstance(c, bool)]
+    if True in direct_if:
+        direct()
+    elif not run_time:
+        winograd()
     else:
-        few = k.compare("slt", tiles, least)
-        if fill is not None and not isinstance(per_image, int):
-            sparse = k.compare("slt", k.mul(fill[0], MIN_FILL_PARTS), fill[1])
-            few = k.either(few, sparse)
-        k.if_else(few, direct, winograd)
+        k.if_else(functools.reduce(k.either, run_time), direct, winograd)
+
+
+def _less(k: Kernel, a: DimV, b: DimV) -> bool | SSAValue:
+    return a < b if isinstance(a, int) and isinstance(b, int) else k.compare("slt", a, b)

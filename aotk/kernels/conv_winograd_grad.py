@@ -13,14 +13,15 @@ runs; a run's blocks add their products to its own points x C x K sums (register
 of `rows` input channels by `nvec` vectors of output channels, loaded, summed over the
 block's tiles, stored); then every channel pair adds the runs' sums and takes G^T S G.
 Where a run's sums would not fit its budget, matmuls add to one set of sums
-(`conv_winograd_grad_gemm`). A call of fewer than `conv_winograd.min_tiles` tiles runs
-the direct gradient instead.
+(`conv_winograd_grad_gemm`). A call of fewer than `conv_winograd.min_tiles` tiles, or on
+images whose tiles' products the direct gradient's multiply-adds do not pay for
+(`costs`: 3 x 3 and 5 x 5 'same' images), runs the direct gradient instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Attribute, SSAValue
@@ -35,8 +36,10 @@ from aotk.kernels import (
 )
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.conv_geometry import Geometry, Values
+from aotk.kernels.dim_arith import STATIC, Dim, DimArith
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
+from aotk.kernels.window import Window
 from aotk.kernels.winograd_block import (
     Block,
     Shapes,
@@ -50,6 +53,12 @@ from aotk.kernels.winograd_tile import F4, Transform
 
 SLOTS = 4  # runs of blocks, each with its own sums: a few per thread, to even out
 SUMS_L2 = 4  # a run's sums up to 4 L2s (256 x 256 channels: 4 MiB a run)
+# Winograd's kernel gradient pays where the direct gradient's multiply-adds an image are
+# at least 3/2 of the tiles' products (`costs`). Measured at 512 channels in and out, two
+# threads, 'same' convs: 3 x 3 images (a ratio of 1.36) and 5 x 5 (1.17) took 1.4-1.8
+# times the direct gradient's time, at 32 images; 6 x 6 (1.78) 0.8, 9 x 9 (1.93) as long,
+# 10 x 10 (2.42) 0.74-0.84, 7 x 7 (2.51) 0.77 at 2 images, 0.62 at 32.
+RATIO = (3, 2)  # the least direct multiply-adds : tiles' products
 
 
 def block() -> int:
@@ -72,7 +81,7 @@ def scratch_elems(
     SUMS_L2 times L2 (they are read and written once a block: 256 x 256 channels measured
     0.66-0.71 of the direct gradient's time, 384 x 384 0.88), or else the sums of all
     runs (36 C K) within the forward's `GEMM_U_BYTES` (`conv_winograd_grad_gemm`)."""
-    if not conv_winograd.takes(elem, kernel, conv, None, image):
+    if not conv_winograd.takes(elem, kernel, conv, None, image) or not pays(kernel, conv, image):
         return 0
     cin, cout = kernel[2], kernel[3]
     assert isinstance(cin, int) and isinstance(cout, int)
@@ -84,6 +93,19 @@ def scratch_elems(
     if F4.points * cin * cout * dtypes.byte_size(elem) <= conv_winograd.GEMM_U_BYTES:
         return conv_winograd_grad_gemm.scratch_elems(k, elem, (cin, cout))
     return 0
+
+
+def pays(kernel: Sequence[DimV], conv: dict[str, Any], image: Sequence[object]) -> bool:
+    """Whether Winograd pays for images of `image` dims (`costs`); True where a dim is
+    known only at run time (`emit` then decides at each call)."""
+    if not all(isinstance(d, int) for d in image):
+        return True
+    win, sizes = Window.of_conv(kernel[:-2], **conv), cast(list[int], list(image))
+    pads = [win.pads(STATIC, size, d)[0] for d, size in enumerate(sizes)]
+    dilated = [win.dilated(STATIC, size, d) for d, size in enumerate(sizes)]
+    direct, products = costs(STATIC, pads, dilated, win.out_dims(STATIC, sizes), F4)
+    assert isinstance(direct, int) and isinstance(products, int)
+    return direct >= products
 
 
 def transform_for(elem: Attribute, kernel: Sequence[DimV]) -> Transform | None:
@@ -122,7 +144,8 @@ def emit(
         paths = (lambda: conv_winograd_grad_gemm.emit(k, bufs, (g, grid, scratch), shapes), direct)
         least = conv_winograd.min_tiles(F4)
         fill = conv_winograd.image_fill(k, dy.dims[1:3], side)
-        conv_winograd.choose(k, (dy.dims[0], *grid), paths, least, fill)
+        cost = costs(k, g.pad_before, g.dilated, g.out_dims, F4)
+        conv_winograd.choose(k, (dy.dims[0], *grid), paths, least, fill, cost)
         return
     points = tf.points
 
@@ -149,7 +172,27 @@ def emit(
 
     least = conv_winograd.min_tiles(tf)
     fill = conv_winograd.image_fill(k, dy.dims[1:3], side)
-    conv_winograd.choose(k, (dy.dims[0], grid[0], grid[1]), (winograd, direct), least, fill)
+    cost = costs(k, g.pad_before, g.dilated, g.out_dims, tf)
+    conv_winograd.choose(k, (dy.dims[0], *grid), (winograd, direct), least, fill, cost)
+
+
+def costs(
+    a: DimArith, pads: Sequence[Dim], sizes: Sequence[Dim], outs: Sequence[Dim], tf: Transform
+) -> tuple[Dim, Dim]:
+    """(the direct gradient's multiply-adds an image, the tiles' products) per channel
+    pair, scaled so that Winograd pays where the first is at least the second (`choose`):
+    the direct gradient skips the taps over the padding, which on small images are many
+    (3 x 3 images, 'same': 49 of 81), while every tile's products are made in full.
+    `pads`: the pads before each spatial axis, `sizes` the input's, `outs` the output's."""
+    direct, tiles = 1, 1
+    for pad, size, out in zip(pads, sizes, outs, strict=True):
+        taps = 0
+        for t in range(3):  # outputs o with o + t - pad inside the input: o + t in [lo, hi)
+            lo, hi = a.max(t, pad), a.min(a.add(out, t), a.add(size, pad))
+            taps = a.add(taps, a.sub(a.max(hi, lo), lo))
+        direct = a.mul(direct, taps)
+        tiles = a.mul(tiles, a.div(a.add(out, tf.m - 1), tf.m))
+    return a.mul(direct, RATIO[1]), a.mul(a.mul(tiles, tf.points), RATIO[0])
 
 
 def _accumulate(k: Kernel, at: Block, shapes: Shapes, where: tuple[DimV, DimV]) -> None:

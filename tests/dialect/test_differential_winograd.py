@@ -201,6 +201,11 @@ GEMM_GRAD_CASES = {
 }  # fmt: skip
 
 
+def _grad_pays(case: Case) -> bool:
+    attrs = {name: v for name, v in case[4].items() if name != "rank"}
+    return conv_winograd_grad.pays(case[2], attrs, case[1][1:3])
+
+
 def _grad_scratch(case: Case, dtype: str) -> DimV:
     attrs = {name: v for name, v in case[4].items() if name != "rank"}
     k = Kernel(Builder(InsertPoint.at_end(Block())))
@@ -272,25 +277,27 @@ def test_other_convs_keep_the_direct_kernels(why: str, dtype: str, kernel: Any, 
 
 
 @pytest.mark.parametrize(
-    ("image", "padding", "winograd"),
+    ("image", "padding", "winograd", "gradient"),
     [
-        ((1, 1), "same", False),
-        ((2, 2), "same", False),
-        ((4, 4), "explicit", False),  # no pads: 2 x 2 outputs
-        ((2, 5), "same", False),  # 10 outputs in two tiles: 0.31 of them
-        ((3, 3), "same", True),  # 0.56
-        ((5, 5), "same", True),  # 0.39
-        ((None, None), "same", True),  # known at run time: by the count of tiles
+        ((1, 1), "same", False, False),
+        ((2, 2), "same", False, False),
+        ((4, 4), "explicit", False, False),  # no pads: 2 x 2 outputs
+        ((2, 5), "same", False, False),  # 10 outputs in two tiles: 0.31 of them
+        ((3, 3), "same", True, False),  # 0.56; the gradient's 49 taps, a tile's 36
+        ((5, 5), "same", True, False),  # 0.39; 169 taps, 144 products
+        ((6, 6), "same", True, True),  # 0.56; 256 taps, 144 products
+        ((None, None), "same", True, True),  # known at run time: decided at each call
     ],
 )
 def test_outputs_that_fill_few_of_the_f4_tiles_keep_the_direct_kernels(
-    image: tuple[int | None, int | None], padding: str, winograd: bool
+    image: tuple[int | None, int | None], padding: str, winograd: bool, gradient: bool
 ) -> None:
     """A third of the F4 tiles over the outputs must be outputs, whatever the batch; the
-    forward and the kernel gradient alike."""
+    kernel gradient also needs the direct gradient's taps to pay for the tiles'
+    products (`conv_winograd_grad.costs`)."""
     case = _case("small", (None, *image, 64), (3, 3, 64, 64), [], padding=padding)
     assert _applies(case, "float32") == winograd
-    assert bool(_grad_scratch(case, "float32")) == winograd
+    assert bool(_grad_scratch(case, "float32")) == gradient
 
 
 def test_a_batch_of_2_x_2_images_runs_the_direct_conv_without_winograd_scratch() -> None:
@@ -361,9 +368,15 @@ def test_random_winograd_convs_and_gradients_match_interpreted(dtype: str) -> No
     cases = [_random_case(rng, i) for i in range(8)]
     assert all(_applies(c, dtype) for c in cases)
     _check(cases, dtype, [None, "relu", "tanh", None] * 2)
-    # the kernel gradients of those with whole vectors of output channels
-    grads = [c for c in cases if c[2][3] % (16 if dtype == "float32" else 8) == 0]
-    assert grads and all(_grad_scratch(c, dtype) for c in grads)
+    # the kernel gradients of those with whole vectors of output channels, on images
+    # where Winograd pays (`conv_winograd_grad.costs`)
+    lanes = 16 if dtype == "float32" else 8
+    grads = [c for c in cases if c[2][3] % lanes == 0 and _grad_pays(c)]
+    while len(grads) < 4:  # and more random convs, to check four
+        case = _random_case(rng, len(cases) + len(grads))
+        if case[2][3] % lanes == 0 and _grad_pays(case):
+            grads.append(case)
+    assert all(_grad_scratch(c, dtype) for c in grads)
     _check_gradients(grads, dtype, rng)
 
 
