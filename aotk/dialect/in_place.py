@@ -12,7 +12,7 @@ function's variable updates.
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Collection, Set
 
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation, SSAValue
@@ -83,10 +83,13 @@ def elementwise_in(writer: Operation, value: SSAValue, arg: SSAValue, old: set[S
 
 
 def read_after(
-    writer: Operation, old: set[SSAValue], order: dict[Operation, int], returned: list[SSAValue]
+    writer: Operation,
+    old: set[SSAValue],
+    order: dict[Operation, int],
+    returned: Collection[SSAValue],
 ) -> bool:
     """Whether the old buffer is returned, or read by an op after `writer`."""
-    if any(v in old for v in returned):
+    if not old.isdisjoint(returned):
         return True
     after = order[writer]
     for value in old:

@@ -31,6 +31,7 @@ def in_place_updates(fn: func.FuncOp, updates: dict[int, int]) -> set[int]:
     function does not read) whose value may be computed into the output buffer."""
     block = fn.body.block
     returned = list(block.last_op.operands) if block.last_op is not None else []
+    returned_set = set(returned)
     order = {op: i for i, op in enumerate(block.ops)}
     chosen: set[int] = set()
     for out, arg in updates.items():
@@ -48,7 +49,7 @@ def in_place_updates(fn: func.FuncOp, updates: dict[int, int]) -> set[int]:
             and _static(value)
             and elementwise_in(writer, value, block.args[arg], old)
         )
-        if in_place and not read_after(writer, old, order, returned):
+        if in_place and not read_after(writer, old, order, returned_set):
             chosen.add(out)
     return chosen
 

@@ -331,10 +331,11 @@ def _stage_updates(low: _Lowerer, fn: func.FuncOp) -> list[Buf]:
     input buffer are first copied aside, since the final copies may overwrite that input
     (`update(a, b), update(b, a)` must swap)."""
     inputs = {low.bufs[arg].mem for arg in fn.body.block.args}
+    updates = variable_updates(fn)
     sources = []
     for i, v in enumerate(_returned(fn)):
         buf = low.bufs[v]
-        if i in variable_updates(fn) and buf.mem in inputs:
+        if i in updates and buf.mem in inputs:
             staged = low.alloc(v.type, list(buf.dims))
             if low.code:
                 low.k.copy(buf, staged)
