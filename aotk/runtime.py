@@ -98,9 +98,11 @@ class Workspace:
     def address(self, nbytes: int) -> int:
         """The address of this thread's buffer of at least `nbytes`; 0 for none (a
         kernel that needs no workspace never reads its pointer)."""
-        if self.checked:
-            self._held(nbytes + self.GUARD)[2][nbytes : nbytes + self.GUARD] = self.PATTERN
-        return self._held(nbytes)[1] if nbytes or self.checked else 0
+        if not self.checked:
+            return self._held(nbytes)[1] if nbytes else 0
+        _, start, buf = self._held(nbytes + self.GUARD)
+        buf[nbytes : nbytes + self.GUARD] = self.PATTERN
+        return start
 
     def verify(self, nbytes: int, where: str) -> None:
         """Raise if the guard after `nbytes` (set by `address`) was written."""

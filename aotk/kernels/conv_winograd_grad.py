@@ -143,9 +143,8 @@ def emit(
     if tf is None:
         paths = (lambda: conv_winograd_grad_gemm.emit(k, bufs, (g, grid, scratch), shapes), direct)
         least = conv_winograd.min_tiles(F4)
-        fill = conv_winograd.image_fill(k, dy.dims[1:3], side)
         cost = costs(k, g.pad_before, g.dilated, g.out_dims, F4)
-        conv_winograd.choose(k, (dy.dims[0], *grid), paths, least, fill, cost)
+        conv_winograd.choose(k, (dy.dims[0], *grid), paths, least, costs=cost)
         return
     points = tf.points
 
@@ -171,9 +170,8 @@ def emit(
         kernel_from_sums(k, (dw, scratch), shapes, sums)
 
     least = conv_winograd.min_tiles(tf)
-    fill = conv_winograd.image_fill(k, dy.dims[1:3], side)
     cost = costs(k, g.pad_before, g.dilated, g.out_dims, tf)
-    conv_winograd.choose(k, (dy.dims[0], *grid), (winograd, direct), least, fill, cost)
+    conv_winograd.choose(k, (dy.dims[0], *grid), (winograd, direct), least, costs=cost)
 
 
 def costs(
@@ -182,7 +180,9 @@ def costs(
     """(the direct gradient's multiply-adds an image, the tiles' products) per channel
     pair, scaled so that Winograd pays where the first is at least the second (`choose`):
     the direct gradient skips the taps over the padding, which on small images are many
-    (3 x 3 images, 'same': 49 of 81), while every tile's products are made in full.
+    (3 x 3 images, 'same': 49 of 81), while every tile's products are made in full. It
+    implies the forward's fill rule (`conv_winograd.fills_tiles`): outputs filling less
+    than a third of the tiles' 16 make fewer than 48 taps a tile, 54 needed.
     `pads`: the pads before each spatial axis, `sizes` the input's, `outs` the output's."""
     direct, tiles = 1, 1
     for pad, size, out in zip(pads, sizes, outs, strict=True):

@@ -202,6 +202,8 @@ class WorkspacePlan:
             base = k.add(base, k.mul(arena.units, units[size_class]))
         bases[None] = base
         for size_class in self._moved:
+            if size_class not in self._bases and size_class not in self._units:
+                continue  # no offset emitted reads it
             home, start = self._resolve(size_class)
             units[size_class] = units[home]
             bases[size_class] = k.add(bases[home], k.mul(start, units[home]))
