@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from aotk import timing
+from aotk.codegen import native_runtime
 
 BUILT = 0  # micro-kernels helpers have reported building for this process
 REPORT = "built "  # the helper's line for each micro-kernel it compiled
@@ -102,6 +103,4 @@ def _stop(helper: subprocess.Popen[str]) -> int:
 
 
 def _cores() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    return native_runtime.cpus()

@@ -209,10 +209,9 @@ static int g_quota = 0;
 
 static void read_quota(void) { g_quota = aotk_cpu_quota(""); }
 
-/* The CPUs this process may run on: its affinity mask where the OS tells it, else the
- * online ones; at most its cgroups' quota, read once (kernels ask for the default size
- * on every call until the default pool exists). */
-static int available_cpus(void) {
+/* Read once: kernels ask for the default size on every call until the default pool
+ * exists. */
+int aotk_available_cpus(void) {
   long n = 0;
 #if defined(__linux__)
   cpu_set_t set;
@@ -239,6 +238,6 @@ static int env_threads(const char *name, char list) {
 int aotk_resolve_threads(int n) {
   if (n <= 0) n = env_threads("AOTK_NUM_THREADS", 0);
   if (n <= 0) n = env_threads("OMP_NUM_THREADS", ',');
-  if (n <= 0) return available_cpus();
+  if (n <= 0) return aotk_available_cpus();
   return n > AOTK_MAX_THREADS ? AOTK_MAX_THREADS : n;
 }

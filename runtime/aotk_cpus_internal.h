@@ -19,6 +19,11 @@ extern "C" {
  * AOTK_MAX_THREADS. */
 int aotk_resolve_threads(int n);
 
+/* The CPUs this process may run on: its affinity mask where the OS tells it, else the
+ * online ones; at most its cgroups' quota (below), read once per process. The pool's
+ * default without the variables, and how many threads aotk compiles on. */
+int aotk_available_cpus(void);
+
 /* Whole CPUs' worth of time the cgroups of this process may use per period, rounded up:
  * the tightest quota of its group and the groups above it, cgroup v1 or v2; 0 if none is
  * set or none can be read. Every file is read under `root` ("" for this system's own). */

@@ -11,14 +11,13 @@ to the thread pool.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm_binding
 
-from aotk.codegen import llvm_ir
+from aotk.codegen import llvm_ir, native_runtime
 
 # Below this much IR text one part compiles faster than starting threads saves.
 MIN_CHARS_PER_PART = 40_000
@@ -36,8 +35,9 @@ class Part:
 
 def parts_for(text: str) -> int:
     """How many parts to split `text` into on this host (1: do not split)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cores or 1, MAX_PARTS, len(text) // MIN_CHARS_PER_PART))
+    parts = min(MAX_PARTS, len(text) // MIN_CHARS_PER_PART)
+    # a thread per CPU the quota allows: more only queue behind the quota
+    return max(1, min(native_runtime.cpus(), parts)) if parts > 1 else 1
 
 
 def split(text: str, parts: int) -> list[str]:

@@ -189,6 +189,8 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.aotk_set_default_threads.restype = None
     lib.aotk_get_default_threads.argtypes = []
     lib.aotk_get_default_threads.restype = ctypes.c_int
+    lib.aotk_available_cpus.argtypes = []
+    lib.aotk_available_cpus.restype = ctypes.c_int
     return lib
 
 
@@ -217,6 +219,17 @@ def threads() -> int:
     """Threads kernels run on (the default pool's size; 1 without the C pool)."""
     ensure_loaded()
     return int(_lib.aotk_get_default_threads()) if _lib is not None else 1
+
+
+def cpus() -> int:
+    """The CPUs this process may run on, at most its CPU quota: how many threads aotk
+    compiles on (the affinity mask alone without the C pool)."""
+    ensure_loaded()
+    if _lib is not None:
+        return int(_lib.aotk_available_cpus())
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def threads_if_running() -> int:

@@ -239,6 +239,32 @@ def test_a_bad_thread_count_is_ignored_with_a_warning() -> None:
     assert "OMP_NUM_THREADS='x,2' is not a positive thread count; ignored" in stderr
 
 
+def test_aotk_compiles_on_the_cpus_it_may_use_whatever_the_variables_say() -> None:
+    """LLVM's parts and the micro-kernel helper: one thread per CPU of the affinity mask,
+    at most the quota; AOTK_NUM_THREADS sizes the kernels' pool, not the compiler."""
+    script = (
+        "import os, sys; from aotk.codegen import llvm_split, native_runtime as rt; "
+        "os.sched_setaffinity(0, os.sched_getaffinity(0) "
+        "if sys.argv[1] == 'all' else {min(os.sched_getaffinity(0))}); "
+        "print(rt.cpus(), llvm_split.parts_for('x' * 10**6))"
+    )
+
+    def run(cpus: str) -> list[str]:
+        env = {**os.environ, "AOTK_NUM_THREADS": "3", "OMP_NUM_THREADS": "5"}
+        ran = subprocess.run(
+            [sys.executable, "-c", script, cpus],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert ran.returncode == 0, ran.stderr[-2000:]
+        return ran.stdout.split()
+
+    assert run("all") == [str(_cpus()), str(min(_cpus(), 4))]
+    assert run("one") == ["1", "1"]
+
+
 def test_thread_count_problems() -> None:
     check = native_runtime.thread_count_problems
     assert check({"AOTK_NUM_THREADS": "4", "OMP_NUM_THREADS": "2,1"}) == []
