@@ -125,6 +125,17 @@ def test_which_permutations_are_batched_2d_transposes(perm, want) -> None:
         ((4, 5, 6, 7), (0, 1, 3, 2), "float16"),
         ((0, 5), (1, 0), "float32"),
         ((2, 3, 4), (1, 0, 2), "int32"),  # the generic nest
+        # squares in registers: strips of rows (rows <= cols) and of columns, with rows
+        # and columns past the last whole square, whole squares only, 8-byte lanes, a
+        # side narrower than a square (element by element), a conv kernel's input gradient
+        ((3, 40, 70), (0, 2, 1), "float32"),
+        ((2, 70, 40), (0, 2, 1), "int32"),
+        ((32, 48), (1, 0), "float32"),
+        ((48, 32), (1, 0), "float32"),
+        ((5, 17, 9), (0, 2, 1), "float64"),
+        ((3, 23, 8), (0, 2, 1), "int64"),
+        ((16, 15), (1, 0), "float32"),
+        ((3, 3, 1024, 256), (0, 1, 3, 2), "float32"),
     ],
 )
 def test_transpose_against_numpy(shape, perm, dtype) -> None:
