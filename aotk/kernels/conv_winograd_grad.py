@@ -8,10 +8,12 @@ and over the whole conv, per (input, output) channel pair,
 
 The sum is one matrix product C x tiles times tiles x K a point (36 for the 4 x 4
 tiles), with 4 times fewer multiply-adds than the direct gradient's. Tiles overhanging
-the output read e as 0 there. Threads split the blocks of `block()` tiles in `SLOTS`
-runs; a run's blocks add their products to its own points x C x K sums (register tiles
-of `rows` input channels by `nvec` vectors of output channels, loaded, summed over the
-block's tiles, stored); then every channel pair adds the runs' sums and takes G^T S G.
+the output read e as 0 there. Where every thread gets `RUN_BLOCKS` blocks of `block()`
+tiles, threads split them in `SLOTS` runs; a run's blocks add their products to its own
+points x C x K sums (register tiles of `rows` input channels by `nvec` vectors of output
+channels, loaded, summed over the block's tiles, stored). With fewer, one run takes every
+block, and threads split each block's transforms by tiles and its products by points.
+Then every channel pair adds the runs' sums and takes G^T S G.
 Where a run's sums would not fit its budget, matmuls add to one set of sums
 (`conv_winograd_grad_gemm`). A call of fewer than `conv_winograd.min_tiles` tiles, or on
 images whose tiles' products the direct gradient's multiply-adds do not pay for
@@ -32,6 +34,7 @@ from aotk.kernels import (
     conv_winograd,
     conv_winograd_grad_gemm,
     heuristics,
+    library,
     winograd_block,
 )
 from aotk.kernels import matmul_microkernel as mk
@@ -52,6 +55,13 @@ from aotk.kernels.winograd_block import (
 from aotk.kernels.winograd_tile import F4, Transform
 
 SLOTS = 4  # runs of blocks, each with its own sums: a few per thread, to even out
+# Runs are taken where each thread gets this many blocks; with fewer, one run's steps are
+# split across threads instead: a run costs filling and adding its sums, and a few runs
+# leave threads idle. At 128 channels, two threads, 32 images of 4 x 4 (one block) took
+# 0.26 ms against 0.52-0.54 in one run (the direct gradient 0.47-0.62); 8 x 8 (three
+# blocks, three runs) 1.29 against 1.70-1.78; 16 images of 16 x 16 (five blocks) 2.1-2.4
+# against 4.1 in four runs. From 10 blocks a thread on, runs were 3-5% faster.
+RUN_BLOCKS = 4
 SUMS_L2 = 4  # a run's sums up to 4 L2s (256 x 256 channels: 4 MiB a run)
 # Winograd's kernel gradient pays where the direct gradient's multiply-adds an image are
 # at least 3/2 of the tiles' products (`costs`). Measured at 512 channels in and out, two
@@ -151,20 +161,22 @@ def emit(
     def winograd() -> None:
         tiles = k.product([dy.dims[0], *grid])
         blocks = k.div(k.add(tiles, block() - 1), block())
-        slots = k.min(blocks, SLOTS)
+        enough = k.compare("sge", blocks, k.mul(library.parallel_width(k), RUN_BLOCKS))
+        slots = k.select(enough, k.min(blocks, SLOTS), 1)
         with k.loop(slots, parallel=True) as s:
             v_base = k.mul(s, _slot_elems(tf, cin, cout))
             m_base = k.add(v_base, points * block() * cin)
             sums = k.add(m_base, points * block() * cout)
             zero = mk.splat(k, const(k.b, 0.0, vt.element_type), vt)
-            mk.fill(k, scratch, (sums, points * cin * cout), zero)
+            mk.fill(k, scratch, (sums, points * cin * cout), zero, parallel=True)
             first, last = (k.div(k.mul(k.add(s, i), blocks), slots) for i in (0, 1))
             with k.loop(last, lb=first) as b:
                 t0 = k.mul(b, block())
                 at = Block((dy, x), g, (grid[0], grid[1]), None, scratch, v_base, m_base, t0)
                 count = k.min(block(), k.sub(tiles, t0))
-                winograd_block.input_transform(k, at, shapes, count)
-                gradient_transform(k, at, shapes, (0, count))
+                # one run: its steps split across threads (inside a run's task, serial)
+                winograd_block.input_transform(k, at, shapes, count, parallel=True)
+                gradient_transform(k, at, shapes, (0, count), parallel=True)
                 _accumulate(k, at, shapes, (sums, count))
         sums = (points * block() * (cin + cout), _slot_elems(tf, cin, cout), slots)
         kernel_from_sums(k, (dw, scratch), shapes, sums)
@@ -203,7 +215,7 @@ def _accumulate(k: Kernel, at: Block, shapes: Shapes, where: tuple[DimV, DimV]) 
     vectors = shapes.cout // shapes.lanes
     row_parts = [(rows, cin // rows, 0), (cin % rows, 1, cin // rows * rows)]
     vector_parts = [(nvec, vectors // nvec, 0), (vectors % nvec, 1, vectors // nvec * nvec)]
-    with k.loop(shapes.tf.points) as xi:
+    with k.loop(shapes.tf.points, parallel=True) as xi:  # run alone: points across threads
         for r, r_trips, r_start in row_parts:
             for v, v_trips, v_start in vector_parts:
                 if r == 0 or v == 0:

@@ -82,11 +82,13 @@ def m_at(k: Kernel, at: Block, shapes: Shapes, point: DimV, tile: DimV) -> DimV:
     return k.add(at.m_base, k.mul(k.add(k.mul(point, shapes.block), tile), shapes.cout))
 
 
-def input_transform(k: Kernel, at: Block, shapes: Shapes, count: DimV, first: DimV = 0) -> None:
+def input_transform(
+    k: Kernel, at: Block, shapes: Shapes, count: DimV, first: DimV = 0, parallel: bool = False
+) -> None:
     """V[xi, t] = (B^T d B)[xi] for the patch d under each tile t of the block, t from
-    `first` to `count`."""
+    `first` to `count` (split across threads with `parallel`)."""
     x, tf = at.bufs[1], shapes.tf
-    with k.loop(count, lb=first) as t:
+    with k.loop(count, lb=first, parallel=parallel) as t:
         n, ty, tx = at.tile(k, t)
         top = k.sub(k.mul(ty, tf.m), at.g.pad_before[0])
         left = k.sub(k.mul(tx, tf.m), at.g.pad_before[1])
@@ -156,12 +158,15 @@ def _clamped(k: Kernel, v: DimV, size: DimV, scales: tuple[DimV, int]) -> tuple[
     return k.mul(k.max(k.min(v, k.sub(size, 1)), 0), stride), k.select(inside, lanes, 0)
 
 
-def gradient_transform(k: Kernel, at: Block, shapes: Shapes, tiles: tuple[DimV, DimV]) -> None:
+def gradient_transform(
+    k: Kernel, at: Block, shapes: Shapes, tiles: tuple[DimV, DimV], parallel: bool = False
+) -> None:
     """Q[xi, t] = (A e A^T)[xi] for the output gradient's m x m tile e under each tile t
     of [first, last) (`tiles`; 0 past the output's edge), where the forward keeps M: the
-    kernel gradient's (`conv_winograd_grad`). Whole vectors of output channels."""
+    kernel gradient's (`conv_winograd_grad`). Whole vectors of output channels. Split
+    across threads with `parallel`."""
     dy, vt, tf = at.bufs[0], shapes.vt, shapes.tf
-    with k.loop(tiles[1], lb=tiles[0]) as t:
+    with k.loop(tiles[1], lb=tiles[0], parallel=parallel) as t:
         n, ty, tx = at.tile(k, t)
         tile = patch(k, dy, (n, k.mul(ty, tf.m), k.mul(tx, tf.m)), tf.m, vt)
         with k.loop(shapes.cout // shapes.lanes) as j:

@@ -1,8 +1,10 @@
 // RUN: aotk-opt %s --aotk-tile-for=avx2 -p convert-aotk-to-loops | filecheck %s
 
 // The kernel gradient of a 'same' 3x3 conv of 32 channels into 64, by Winograd's
-// F(4x4, 3x3): threads split the blocks of 45 tiles in at most 4 runs, each with its own
-// 36 x 32 x 64 sums, zeroed first. Per block: the input transform V (a loop over the
+// F(4x4, 3x3): where each thread gets 4 blocks of 45 tiles, threads split the blocks in at
+// most 4 runs, each with its own 36 x 32 x 64 sums, zeroed first; with fewer, one run
+// whose steps are parallel loops (nested in a run's task, they run on its thread; the
+// zeroing of 73728 floats is too small to share). Per block: the input transform V (a loop over the
 // patch's 6 rows of 6 masked loads of x, then one over the 6 columns), the gradient's
 // transform Q = A e A^T (a loop over the 4 rows of 4 masked loads of g, then one over
 // the 6 columns), then per point the sums += V^T Q in register tiles of 5 input channels x
@@ -14,27 +16,34 @@
 // CHECK-DAG:     %[[BLOCK:.*]] = arith.constant 45 : index
 // CHECK-DAG:     %[[SUMS:.*]] = arith.constant 73728 : index
 // CHECK:         %[[SCRATCH:.*]] = ptr_xdsl.from_ptr %{{.*}} : !ptr_xdsl.ptr -> memref<?xf32>
-// CHECK:         %[[SLOTS:.*]] = arith.minsi %{{.*}}, %[[RUNS]] : index
+// CHECK:         %[[WIDTH:.*]] = func.call @aotk_parallel_width()
+// CHECK:         %[[ENOUGH:.*]] = arith.cmpi sge, %[[BLOCKS:.*]], %{{.*}} : index
+// CHECK:         %[[MOST:.*]] = arith.minsi %[[BLOCKS]], %[[RUNS]] : index
+// CHECK:         %[[SLOTS:.*]] = arith.select %[[ENOUGH]], %[[MOST]], %{{.*}} : index
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %[[SLOTS]] step
 // CHECK:           scf.for %{{.*}} = %{{.*}} to %[[SUMS]] step
 // CHECK-NEXT:        arith.addi
 // CHECK-NEXT:        vector.store %{{.*}}, %[[SCRATCH]][
+// CHECK-NEXT:      }{{$}}
 // CHECK:           arith.muli %{{.*}}, %[[BLOCK]] : index
 // CHECK-COUNT-6:   vector.maskedload %x[
 // CHECK-NOT:       vector.maskedload %x[
 // CHECK:           scf.for
 // CHECK-COUNT-6:     vector.load %[[SCRATCH]][
+// CHECK:           } {aotk.parallel =
 // CHECK:           scf.for
 // CHECK-COUNT-4:     vector.maskedload %g[
 // CHECK-NOT:         vector.maskedload %g[
 // CHECK:           scf.for
 // CHECK-COUNT-4:     vector.load %[[SCRATCH]][
+// CHECK:           } {aotk.parallel =
 // CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){9}vector<8xf32>}}) {
 // CHECK-COUNT-10:    vector.fma
 // CHECK-NOT:         vector.fma
 // CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){3}vector<8xf32>}}) {
 // CHECK-COUNT-4:     vector.fma
 // CHECK-NOT:         vector.fma
+// CHECK:           } {aotk.parallel = 4 : i64}
 // CHECK:         } {aotk.parallel = 2 : i64}
 // CHECK:         scf.for
 // CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){35}vector<8xf32>}}) {

@@ -179,6 +179,10 @@ GRAD_CASES = [
     _case("overhanging", (None, 7, 7, 16), (3, 3, 16, 16), [(12, 7, 7, 16), (2, 7, 7, 16)]),
     _case("dynamic_spatial", (None, None, None, 16), (3, 3, 16, 32),
           [(2, 9, 10, 16), (1, 3, 4, 16)], padding="same"),
+    # 17 blocks: runs with sums of their own on up to 4 threads (RUN_BLOCKS); then 32
+    # tiles, one block whose steps the threads share
+    _case("runs_then_shared", (None, 16, 16, 16), (3, 3, 16, 16),
+          [(56, 16, 16, 16), (2, 16, 16, 16)], padding="same"),
 ]  # fmt: skip
 # channels whose F4 sums (36 C K) would overflow the runs' budget take the matmuls; a
 # second call of fewer tiles than Winograd takes
@@ -221,6 +225,9 @@ def test_winograd_kernel_gradients_match_interpreted(dtype: str) -> None:
     for case, tf in zip(cases, transforms, strict=True):
         tf = tf or winograd_tile.F4
         assert _tiles(case, 0, tf.m) >= conv_winograd.min_tiles(tf)
+    runs = next(c for c in cases if c[0] == "runs_then_shared")
+    blocks = [-(-_tiles(runs, call) // conv_winograd_grad.block()) for call in (0, 1)]
+    assert blocks[0] >= 4 * conv_winograd_grad.RUN_BLOCKS > 1 == blocks[1], blocks
     gemms = cases[-1]
     assert _tiles(gemms, 0) > conv_winograd_grad_gemm.BLOCK > _tiles(gemms, 0) % 128 > 0
     _check_gradients(cases, dtype, np.random.default_rng(4))
