@@ -69,6 +69,12 @@ SUMS_L2 = 4  # a run's sums up to 4 L2s (256 x 256 channels: 4 MiB a run)
 # times the direct gradient's time, at 32 images; 6 x 6 (1.78) 0.8, 9 x 9 (1.93) as long,
 # 10 x 10 (2.42) 0.74-0.84, 7 x 7 (2.51) 0.77 at 2 images, 0.62 at 32.
 RATIO = (3, 2)  # the least direct multiply-adds : tiles' products
+# The matmuls' path (`conv_winograd_grad_gemm`) below 512 channels needs twice the
+# products: 32 images of 6 x 6 (1.78) took 3.35-3.43 ms at 192 channels against the direct
+# gradient's 2.70-2.74, 6.6-6.8 against 5.1-5.7 at 256, as long at 384; 8 x 8 (3.36)
+# 0.64, 0.69-0.79 and 0.54 of its time.
+GEMM_RATIO = (2, 1)
+GEMM_RATIO_BELOW = 512  # channels in or out
 
 
 def block() -> int:
@@ -91,7 +97,9 @@ def scratch_elems(
     SUMS_L2 times L2 (they are read and written once a block: 256 x 256 channels measured
     0.66-0.71 of the direct gradient's time, 384 x 384 0.88), or else the sums of all
     runs (36 C K) within the forward's `GEMM_U_BYTES` (`conv_winograd_grad_gemm`)."""
-    if not conv_winograd.takes(elem, kernel, conv, None, image) or not pays(kernel, conv, image):
+    if not conv_winograd.takes(elem, kernel, conv, None, image) or not pays(
+        elem, kernel, conv, image
+    ):
         return 0
     cin, cout = kernel[2], kernel[3]
     assert isinstance(cin, int) and isinstance(cout, int)
@@ -105,7 +113,9 @@ def scratch_elems(
     return 0
 
 
-def pays(kernel: Sequence[DimV], conv: dict[str, Any], image: Sequence[object]) -> bool:
+def pays(
+    elem: Attribute, kernel: Sequence[DimV], conv: dict[str, Any], image: Sequence[object]
+) -> bool:
     """Whether Winograd pays for images of `image` dims (`costs`); True where a dim is
     known only at run time (`emit` then decides at each call)."""
     if not all(isinstance(d, int) for d in image):
@@ -113,9 +123,18 @@ def pays(kernel: Sequence[DimV], conv: dict[str, Any], image: Sequence[object]) 
     win, sizes = Window.of_conv(kernel[:-2], **conv), cast(list[int], list(image))
     pads = [win.pads(STATIC, size, d)[0] for d, size in enumerate(sizes)]
     dilated = [win.dilated(STATIC, size, d) for d, size in enumerate(sizes)]
-    direct, products = costs(STATIC, pads, dilated, win.out_dims(STATIC, sizes), F4)
+    ratio = ratio_for(elem, kernel)
+    direct, products = costs(STATIC, pads, dilated, win.out_dims(STATIC, sizes), F4, ratio)
     assert isinstance(direct, int) and isinstance(products, int)
     return direct >= products
+
+
+def ratio_for(elem: Attribute, kernel: Sequence[DimV]) -> tuple[int, int]:
+    """The least direct multiply-adds : tiles' products where Winograd pays (`costs`)."""
+    cin, cout = kernel[2], kernel[3]
+    assert isinstance(cin, int) and isinstance(cout, int)
+    by_gemms = transform_for(elem, kernel) is None
+    return GEMM_RATIO if by_gemms and min(cin, cout) < GEMM_RATIO_BELOW else RATIO
 
 
 def transform_for(elem: Attribute, kernel: Sequence[DimV]) -> Transform | None:
@@ -153,7 +172,8 @@ def emit(
     if tf is None:
         paths = (lambda: conv_winograd_grad_gemm.emit(k, bufs, (g, grid, scratch), shapes), direct)
         least = conv_winograd.min_tiles(F4)
-        cost = costs(k, g.pad_before, g.dilated, g.out_dims, F4)
+        ratio = ratio_for(dw.elem, dw.dims)
+        cost = costs(k, g.pad_before, g.dilated, g.out_dims, F4, ratio)
         conv_winograd.choose(k, (dy.dims[0], *grid), paths, least, costs=cost)
         return
     points = tf.points
@@ -187,7 +207,12 @@ def emit(
 
 
 def costs(
-    a: DimArith, pads: Sequence[Dim], sizes: Sequence[Dim], outs: Sequence[Dim], tf: Transform
+    a: DimArith,
+    pads: Sequence[Dim],
+    sizes: Sequence[Dim],
+    outs: Sequence[Dim],
+    tf: Transform,
+    ratio: tuple[int, int] = RATIO,
 ) -> tuple[Dim, Dim]:
     """(the direct gradient's multiply-adds an image, the tiles' products) per channel
     pair, scaled so that Winograd pays where the first is at least the second (`choose`):
@@ -195,7 +220,8 @@ def costs(
     (3 x 3 images, 'same': 49 of 81), while every tile's products are made in full. It
     implies the forward's fill rule (`conv_winograd.fills_tiles`): outputs filling less
     than a third of the tiles' 16 make fewer than 48 taps a tile, 54 needed.
-    `pads`: the pads before each spatial axis, `sizes` the input's, `outs` the output's."""
+    `pads`: the pads before each spatial axis, `sizes` the input's, `outs` the output's;
+    `ratio`: `ratio_for` the conv's."""
     direct, tiles = 1, 1
     for pad, size, out in zip(pads, sizes, outs, strict=True):
         taps = 0
@@ -204,7 +230,7 @@ def costs(
             taps = a.add(taps, a.sub(a.max(hi, lo), lo))
         direct = a.mul(direct, taps)
         tiles = a.mul(tiles, a.div(a.add(out, tf.m - 1), tf.m))
-    return a.mul(direct, RATIO[1]), a.mul(a.mul(tiles, tf.points), RATIO[0])
+    return a.mul(direct, ratio[1]), a.mul(a.mul(tiles, tf.points), ratio[0])
 
 
 def _accumulate(k: Kernel, at: Block, shapes: Shapes, where: tuple[DimV, DimV]) -> None:

@@ -205,9 +205,9 @@ GEMM_GRAD_CASES = {
 }  # fmt: skip
 
 
-def _grad_pays(case: Case) -> bool:
+def _grad_pays(case: Case, dtype: str) -> bool:
     attrs = {name: v for name, v in case[4].items() if name != "rank"}
-    return conv_winograd_grad.pays(case[2], attrs, case[1][1:3])
+    return conv_winograd_grad.pays(ELEMS[dtype], case[2], attrs, case[1][1:3])
 
 
 def _grad_scratch(case: Case, dtype: str) -> DimV:
@@ -378,10 +378,10 @@ def test_random_winograd_convs_and_gradients_match_interpreted(dtype: str) -> No
     # the kernel gradients of those with whole vectors of output channels, on images
     # where Winograd pays (`conv_winograd_grad.costs`)
     lanes = 16 if dtype == "float32" else 8
-    grads = [c for c in cases if c[2][3] % lanes == 0 and _grad_pays(c)]
+    grads = [c for c in cases if c[2][3] % lanes == 0 and _grad_pays(c, dtype)]
     while len(grads) < 4:  # and more random convs, to check four
         case = _random_case(rng, len(cases) + len(grads))
-        if case[2][3] % lanes == 0 and _grad_pays(case):
+        if case[2][3] % lanes == 0 and _grad_pays(case, dtype):
             grads.append(case)
     assert all(_grad_scratch(c, dtype) for c in grads)
     _check_gradients(grads, dtype, rng)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import f32
 
 from aotk.kernels import conv_winograd_grad
 from aotk.kernels.dim_arith import STATIC
@@ -28,6 +29,26 @@ def test_costs_count_the_taps_inside_the_image_and_whole_tiles(
     ratio = conv_winograd_grad.RATIO
     costs = conv_winograd_grad.costs(STATIC, [pad] * 2, [size] * 2, [out] * 2, F4)
     assert costs == (direct * ratio[1], tiles * F4.points * ratio[0])
+
+
+@pytest.mark.parametrize(
+    ("channels", "side", "pays"),
+    [
+        (128, 6, True),  # register tiles: 256 taps against 144 products, at least 3/2
+        (192, 6, False),  # the matmuls below 512 channels: twice the products needed
+        (192, 8, True),  # 484 taps against 144
+        (384, 6, False),
+        (512, 6, True),  # the matmuls from 512 channels: 3/2 again
+        (160, 5, False),  # 169 against 144: not 3/2
+    ],
+)
+def test_the_matmuls_below_512_channels_take_images_of_twice_the_products(
+    channels: int, side: int, pays: bool
+) -> None:
+    kernel = (3, 3, channels, channels)
+    conv = {"strides": (1, 1), "dilation": (1, 1), "lhs_dilation": (1, 1), "padding": "same"}
+    conv |= {"pad_before": (0, 0), "pad_after": (0, 0), "groups": 1}
+    assert conv_winograd_grad.pays(f32, kernel, conv, (side, side)) == pays
 
 
 @pytest.mark.parametrize("dynamic", [False, True])
