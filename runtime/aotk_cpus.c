@@ -209,8 +209,8 @@ static int g_quota = 0;
 
 static void read_quota(void) { g_quota = aotk_cpu_quota(""); }
 
-/* Read once: kernels ask for the default size on every call until the default pool
- * exists. */
+/* (Declared in the header.) The quota is read once: kernels ask for the default size on
+ * every call until the default pool exists. */
 int aotk_available_cpus(void) {
   long n = 0;
 #if defined(__linux__)

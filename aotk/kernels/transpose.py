@@ -73,10 +73,10 @@ def _squares(k: Kernel, bufs: tuple[Buf, Buf], shape: Sequence[DimV], lanes: int
     """Each parallel task: a strip of `lanes` rows (or columns) of one matrix, its squares
     loaded as rows and stored as columns (`matmul_microkernel.transpose`). Of the two
     sides, the strided one is the shorter: rows loaded from a strip of columns are
-    `cols` apart, columns stored from a strip of rows `rows` apart (1024 floats apart,
-    the 16 stores of a square fell in one set of L1: 0.12 ms for 1024 x 256, 0.04 for
-    256 x 1024). Then the rows and columns past the last whole square, element by
-    element."""
+    `cols` apart, columns stored from a strip of rows `rows` apart (at 1024 floats apart
+    a square's stores fell in one set of L1: 8 x 8 squares of 1024 x 256 took 0.12 ms by
+    strips of rows, 0.03 by strips of columns). Then the rows and columns past the last
+    whole square, element by element."""
     out, x = bufs
     batch, rows, cols = shape
     rows_full, cols_full = k.mul(k.div(rows, lanes), lanes), k.mul(k.div(cols, lanes), lanes)
