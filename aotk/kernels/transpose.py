@@ -122,7 +122,6 @@ def _elements(
 def _tiles(k: Kernel, bufs: tuple[Buf, Buf], shape: Sequence[DimV]) -> None:
     """Tiles of TILE x TILE element by element; the loop over (batch, row tiles) is
     parallel."""
-    out, x = bufs
     batch, rows, cols = shape
     row_tiles = k.div(k.add(rows, TILE - 1), TILE)
     plane = k.mul(rows, cols)
@@ -132,11 +131,7 @@ def _tiles(k: Kernel, bufs: tuple[Buf, Buf], shape: Sequence[DimV]) -> None:
         i_end = k.min(k.add(i0, TILE), rows)
         with k.loop(cols, step=TILE, trips=1024 // TILE) as j0:
             j_end = k.min(k.add(j0, TILE), cols)
-            with k.loop(j_end, lb=j0, trips=TILE) as j:
-                dst_row = k.add(base, k.mul(j, rows))
-                with k.loop(i_end, lb=i0, trips=TILE) as i:
-                    value = k.load_flat(x, k.add(base, k.add(k.mul(i, cols), j)))
-                    k.store_flat(out, k.add(dst_row, i), value)
+            _elements(k, bufs, (base, rows, cols), (i0, i_end), (j0, j_end))
 
 
 for _nbytes in ELEMENT_BYTES:
