@@ -143,10 +143,7 @@ def _lower(low: BodyLowering, op: FusedOp, targets: dict[SSAValue, Buf]) -> None
     dims = elementwise_nest.broadcast_dims(low.k, static, ins)
     outs = low.bind_results(op, dims, targets)
 
-    def emit() -> None:
-        elementwise_nest.emit(low.k, outs, ins, lambda k, xs: scalar_body(k, op.body.block, xs))
-
-    low.emit_loops(op, [*outs, *ins], emit)
+    low.emit_elementwise(op, outs, ins, lambda k, xs: scalar_body(k, op.body.block, xs))
 
 
 def scalar_body(

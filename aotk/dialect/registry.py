@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 
+from aotk.kernels.elementwise_nest import BodyFn
 from aotk.kernels.kernel import Buf, DimV, Kernel
 
 
@@ -119,6 +120,11 @@ class BodyLowering(Protocol):
     # emit the op's loops on `bufs` by `emit()` (or call those of an op lowered alike,
     # whose loops depend only on the op and the form of its buffers); nothing if not code
     def emit_loops(self, op: Operation, bufs: Sequence[Buf], emit: Callable[[], None]) -> None: ...
+    # emit the op's elementwise loop nest on its buffers (`elementwise_nest.emit`), as loops
+    # of any sizes that ops alike share
+    def emit_elementwise(
+        self, op: Operation, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn
+    ) -> None: ...
 
 
 def build(op_cls: Any, operands: Sequence[SSAValue], **attrs: Any) -> Any:

@@ -66,6 +66,9 @@ class Kernel:
         self.b = builder
         # typical trip counts of loops with dynamic bounds, for `body_cost`
         self.trips: dict[Operation, int] = {}
+        # typical values of run-time dims, hinted to the loops they bound (the sizes of the
+        # first op of a generic kernel: `lowering.generic_loops`)
+        self.typical: dict[SSAValue, int] = {}
         # Index constants are made once, at the top of the block the kernel starts in (a
         # function's entry): emitters asked for the same hundred constants 8,000 times on
         # a GRU training step, which cse then spent a fifth of the loops stage removing.
@@ -267,6 +270,8 @@ class Kernel:
             with self._loop_in_slots((lb, ub, step), trips, trip_cost) as i:
                 yield i
             return
+        if trips is None and isinstance(ub, SSAValue) and lb == 0 and step == 1:
+            trips = self.typical.get(ub)
         body = Block(arg_types=[INDEX])
         lb_v, ub_v, step_v = self.index(lb), self.index(ub), self.index(step)
         loop = self.b.insert(for_op(lb_v, ub_v, step_v, [], body))

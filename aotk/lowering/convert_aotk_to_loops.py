@@ -41,6 +41,7 @@ from aotk.dialect.update_in_place import in_place_updates, overwritten, variable
 from aotk.ir_walk import ops_within
 from aotk.kernels import elementwise_nest, library
 from aotk.kernels.checked_sizes import SizeKernel
+from aotk.kernels.elementwise_nest import BodyFn
 from aotk.kernels.kernel import INDEX, PTR, Buf, DimV, Kernel
 from aotk.kernels.make import flat_memref_type, make
 from aotk.kernels.scalar import storage_type
@@ -207,9 +208,30 @@ class _Lowerer:
             self.bufs[op.results[0]] = Buf(ins[0].mem, tuple(dims), ins[0].elem)
             return
         outs = self.bind_results(op, dims, out_targets)
-        scratch = self.scratch(op, ins) if opdef.kind is not Kind.ELEMENTWISE else {}
+        if opdef.kind is Kind.ELEMENTWISE:
+            self.emit_elementwise(op, outs, ins, lambda k, xs: [lower_scalar(k, op, xs)])
+            return
+        scratch = self.scratch(op, ins)
         bufs = [*outs, *ins, *scratch.values()]
-        self.emit_loops(op, bufs, lambda: self._emit(op, outs, ins, scratch))
+        assert opdef.lower is not None, f"{op.name} has no lowering rule"
+        lower = opdef.lower
+        self.emit_loops(op, bufs, lambda: lower(self.k, outs[0], *ins, **op.attrs(), **scratch))
+
+    def emit_elementwise(
+        self, op: Operation, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn
+    ) -> None:
+        """Emit `op`'s elementwise loop nest, `body(k, input scalars) -> output scalars`,
+        on its buffers: as a function of their sizes that ops alike share
+        (`generic_loops`); nothing while only the workspace is planned."""
+        if not self.code:
+            return
+        assert self.memo is not None
+        n = len(outs)
+
+        def emit(k: Kernel, bufs: Sequence[Buf]) -> None:
+            elementwise_nest.emit(k, bufs[:n], bufs[n:], body)
+
+        self.memo.lower_generic(self.k, op, [*outs, *ins], emit)
 
     def emit_loops(self, op: Operation, bufs: Sequence[Buf], emit: Callable[[], None]) -> None:
         """Emit `op`'s loops on `bufs` by `emit()`, or call those of an op lowered alike
@@ -217,15 +239,6 @@ class _Lowerer:
         if self.code:
             assert self.memo is not None
             self.memo.lower(self.k, op, bufs, emit)
-
-    def _emit(self, op: Any, outs: list[Buf], ins: list[Buf], scratch: dict[str, Buf]) -> None:
-        """Emit the loops of a non-region op on its buffers."""
-        opdef = lookup(op)
-        if opdef.kind is Kind.ELEMENTWISE:
-            elementwise_nest.emit(self.k, outs, ins, lambda k, xs: [lower_scalar(k, op, xs)])
-            return
-        assert opdef.lower is not None, f"{op.name} has no lowering rule"
-        opdef.lower(self.k, outs[0], *ins, **op.attrs(), **scratch)
 
 
 def lower_function(fn: func.FuncOp) -> list[func.FuncOp]:
@@ -266,6 +279,7 @@ def _kernel(fn: func.FuncOp) -> tuple[list[func.FuncOp], list[Any]]:
         if src.mem is not out:  # computed elsewhere, or into another output
             low.k.copy(src, Buf(out, src.dims, elem_of(v.type)))
     low.k.b.insert(func.ReturnOp())
+    low.memo.finish()
     low.plan.finish(low.k)
     kernel = func.FuncOp(fn.sym_name.data, (list(block.arg_types), []), Region(block))
     _name_args(kernel, fn, len(ins), len(outs))

@@ -13,6 +13,8 @@ that key comes, that range becomes a function of the first op's parameters and b
 call it; so do later ones. A range that uses values of the entry other than its
 parameters and constants, or defines values used outside it, stays in place, and its
 copies are emitted in place too.
+
+Elementwise ops go further: their loops are shared across sizes too (`generic_loops`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from aotk.dialect import metadata
 from aotk.ir_walk import ops_within
 from aotk.kernels.kernel import Buf, Kernel
+from aotk.lowering.generic_loops import EmitOn, GenericLoops
 from aotk.lowering.outline_kernels import EntryAliasing, move_into_function
 from aotk.lowering.parallelize import rebuildable, used_from_outside
 from aotk.transforms.structure import op_structure_key
@@ -55,6 +58,27 @@ class OpMemo:
     functions: list[func.FuncOp] = field(default_factory=list)
     _first: dict[Key, _First] = field(default_factory=dict)  # keys seen once
     _shared: dict[Key, func.FuncOp | None] = field(default_factory=dict)  # None: in place
+    _named: int = 0  # functions named so far
+    _generic: GenericLoops = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._generic = GenericLoops(self.aliasing, self._new_name, self.functions)
+
+    def lower_generic(self, k: Kernel, op: Operation, bufs: Sequence[Buf], emit: EmitOn) -> None:
+        """Emit `op`'s elementwise loops on `bufs` by `emit`, as a function of their sizes
+        at the top of the entry (`generic_loops`)."""
+        if self._at_end(k):
+            self._generic.lower(k, op, bufs, emit)
+        else:
+            emit(k, bufs)
+
+    def finish(self) -> None:
+        """Put back in place the generic loops that one op calls."""
+        self._generic.finish()
+
+    def _new_name(self) -> str:
+        self._named += 1
+        return f"{self.prefix}_op{self._named - 1}"
 
     def lower(
         self, k: Kernel, op: Operation, bufs: Sequence[Buf], emit: Callable[[], None]
@@ -100,8 +124,7 @@ class OpMemo:
             return None
         if any(use.operation not in inside for op in walked for r in op.results for use in r.uses):
             return None
-        name = f"{self.prefix}_op{len(self.functions)}"
-        fn = move_into_function(ops, (first.params, outside), [], name)
+        fn = move_into_function(ops, (first.params, outside), [], self._new_name())
         fn.attributes[metadata.SHARED_LOOPS] = UnitAttr()
         metadata.set_ints(fn, metadata.ALIAS_CLASSES, first.classes)
         may_alias = self.aliasing.may_alias(first.params)

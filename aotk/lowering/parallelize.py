@@ -33,6 +33,7 @@ from xdsl.traits import is_side_effect_free
 
 from aotk.ir_walk import ops_in_region, ops_within
 from aotk.kernels.kernel import PARALLEL_ATTR
+from aotk.kernels.loop_cost import static_trips
 from aotk.kernels.make import constant_op, gep_op, load_op, store_op
 
 RUNTIME_FN = "aotk_parallel_for"
@@ -45,6 +46,16 @@ def min_trips(loop: scf.ForOp) -> int:
     attr = loop.attributes[PARALLEL_ATTR]
     assert isinstance(attr, IntegerAttr), f"{PARALLEL_ATTR} must be an integer attribute"
     return max(int(attr.value.data), 1)
+
+
+def _worth_it(loop: scf.ForOp) -> bool:
+    """Whether a marked loop may repay the threads; if not (its trip count became known
+    and small once its dims were folded: `generic_loops`), drop its mark."""
+    known = static_trips(loop)
+    if known is not None and known < min_trips(loop):
+        del loop.attributes[PARALLEL_ATTR]
+        return False
+    return True
 
 
 def free_values(op: Operation, seed: tuple[SSAValue, ...] = ()) -> list[SSAValue]:
@@ -321,7 +332,9 @@ class AotkParallelizePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         loops = [
-            o for o in ops_within(op) if isinstance(o, scf.ForOp) and PARALLEL_ATTR in o.attributes
+            o
+            for o in ops_within(op)
+            if isinstance(o, scf.ForOp) and PARALLEL_ATTR in o.attributes and _worth_it(o)
         ]
         if not loops:
             return

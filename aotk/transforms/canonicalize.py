@@ -32,6 +32,7 @@ from xdsl.transforms.canonicalization_patterns.scf import RehoistConstInLoops
 from xdsl.transforms.dead_code_elimination import would_be_trivially_dead
 
 from aotk.ir_walk import ops_in_region
+from aotk.transforms import fold_integers
 
 _PURE: dict[type[Operation], bool] = {}
 _CONSTANT: dict[type[Operation], bool] = {}
@@ -76,6 +77,10 @@ class _Canonicalize(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if isinstance(op, arith.SignlessIntegerBinaryOperation) and not _has_constant(op):
             return  # its folder and both its patterns need a constant operand
+        if fold_integers.folds(op):
+            fold_integers.fold(op, rewriter)
+            if rewriter.has_done_action:
+                return
         folds, patterns = _rules(type(op), op)
         if folds and (folded := self.folder.try_fold(op)) is not None:
             values, new_ops = folded

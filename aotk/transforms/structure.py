@@ -9,24 +9,27 @@ wired) makes them differ.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import UnregisteredOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from aotk.ir_walk import ops_in_region, ops_within
 
 
-def op_signature(op: Operation) -> tuple[Hashable, ...]:
+def op_signature(
+    op: Operation, type_key: Callable[[Attribute], Hashable] = lambda t: t
+) -> tuple[Hashable, ...]:
     """What makes two ops with the same operands the same op: name, attributes,
-    properties and result types (regions and operands are the caller's to compare)."""
+    properties and result types, each as `type_key` sees it (regions and operands are
+    the caller's to compare)."""
     name = op.op_name.data if isinstance(op, UnregisteredOp) else op.name
     return (
         name,
         frozenset(op.attributes.items()),
         frozenset(op.properties.items()),
-        tuple(op.result_types),
+        tuple(type_key(t) for t in op.result_types),
     )
 
 
@@ -44,11 +47,17 @@ def structure_key(fn: func.FuncOp) -> Hashable:
     return tuple(parts)
 
 
-def op_structure_key(op: Operation) -> Hashable:
-    """The key of `op` and what its regions hold (its operands by their types alone)."""
+def op_structure_key(
+    op: Operation, type_key: Callable[[Attribute], Hashable] = lambda t: t
+) -> Hashable:
+    """The key of `op` and what its regions hold (its operands by their types alone).
+    `type_key` says what of the types of `op`'s own operands and results counts."""
     values: dict[SSAValue, int] = {}
     blocks: dict[Block, int] = {}
-    parts: list[Hashable] = [tuple(v.type for v in op.operands), op_signature(op)]
+    parts: list[Hashable] = [
+        tuple(type_key(v.type) for v in op.operands),
+        op_signature(op, type_key),
+    ]
     for region in op.regions:
         parts.append(_number(region.blocks, values, blocks))
     _add_ops(ops_within(op)[1:], values, blocks, parts)
