@@ -10,6 +10,7 @@ see no trip count.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType
@@ -73,10 +74,10 @@ def fold(op: Operation, rewriter: PatternRewriter) -> None:
         return
     if isinstance(op, arith.CmpiOp):
         value = _compare(op.predicate.value.data, a, b, width)
-        result_type: Attribute = IntegerType(1)
+        result_type: IntegerType | IndexType = IntegerType(1)
     else:
         value = _BINARY[type(op)](a, b, width)
-        result_type = op.results[0].type
+        result_type = cast(IntegerType | IndexType, op.results[0].type)
     if value is not None:
         signed = _signed(value, _width_of(result_type))  # as xDSL keeps it: true is -1
         rewriter.replace(op, arith.ConstantOp(IntegerAttr(signed, result_type)))
