@@ -70,7 +70,7 @@ def emit(
         nested()
     elif all(_same_dims(b.dims, dims) for b in others):
         flat()
-    elif all(_may_match(b.dims, dims) for b in others):
+    elif all(_may_match(k, b.dims, dims) for b in others):
         # Dynamic dims that usually match: a contiguous flat loop when they do at run
         # time (LLVM vectorizes it with plain loads), the broadcasting nest otherwise.
         k.if_else(_all_equal(k, others, dims), flat, nested)
@@ -136,12 +136,18 @@ def _nested(
             k.store_flat(out, k.linear(ivs[len(ivs) - out.rank :], st), v)
 
 
-def _may_match(a: Sequence[DimV], b: Sequence[DimV]) -> bool:
-    """Same rank, and every pair of dims equal or decided only at run time."""
+def _may_match(k: Kernel, a: Sequence[DimV], b: Sequence[DimV]) -> bool:
+    """Same rank, and every pair of dims equal or decided only at run time (not a 1
+    against a dim known to be no 1)."""
     return len(a) == len(b) and all(
-        x is y or isinstance(x, SSAValue) or isinstance(y, SSAValue) or x == y
+        x is y or x == y or _unknown(k, x, y) or _unknown(k, y, x)
         for x, y in zip(a, b, strict=True)
     )
+
+
+def _unknown(k: Kernel, x: DimV, y: DimV) -> bool:
+    """Whether `x` may equal `y` (an int, or a run-time dim) at run time."""
+    return isinstance(x, SSAValue) and not (y == 1 and x in k.not_one)
 
 
 def _all_equal(k: Kernel, bufs: Sequence[Buf], dims: Sequence[DimV]) -> SSAValue:

@@ -69,6 +69,8 @@ class Kernel:
         # typical values of run-time dims, hinted to the loops they bound (the sizes of the
         # first op of a generic kernel: `lowering.generic_loops`)
         self.typical: dict[SSAValue, int] = {}
+        # run-time dims known not to be 1 (a generic kernel's sizes), which never broadcast
+        self.not_one: set[SSAValue] = set()
         # Index constants are made once, at the top of the block the kernel starts in (a
         # function's entry): emitters asked for the same hundred constants 8,000 times on
         # a GRU training step, which cse then spent a fifth of the loops stage removing.

@@ -95,6 +95,22 @@ def test_per_channel_affines_of_two_widths_share_and_broadcast() -> None:
         np.testing.assert_allclose(g, np.maximum(v * a + 1.0, 0), rtol=1e-6, atol=1e-6)
 
 
+def test_a_dim_of_1_against_a_shared_size_is_a_broadcast_known_when_compiling() -> None:
+    # a shared size is never 1 (a 1 stays in the form): no run-time test for whether
+    # the column matches the rows, and no second, flat copy of the loops
+    xs = [K.placeholder(shape=(4, 8)), K.placeholder(shape=(6, 12))]
+    columns = [K.placeholder(shape=(4, 1)), K.placeholder(shape=(6, 1))]
+    ys = [x - c for x, c in zip(xs, columns, strict=True)]
+    module = _loops([*xs, *columns], ys)
+    assert len(_shared(module)) == 1
+    assert not [op for op in module.walk() if isinstance(op, scf.IfOp)]
+    values = [_random(4, 8, seed=1), _random(6, 12, seed=2)]
+    cols = [_random(4, 1, seed=3), _random(6, 1, seed=4)]
+    got = K.function([*xs, *columns], ys)([*values, *cols])
+    for g, v, c in zip(got, values, cols, strict=True):
+        np.testing.assert_array_equal(g, v - c)
+
+
 def test_a_shared_nest_is_costed_at_its_first_ops_sizes() -> None:
     # 3-d broadcasts: the nest's outer loop is the parallel one, its inner trips known
     # only at run time. At the first op's sizes (128 x 256 elements a row) a row is
