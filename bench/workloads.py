@@ -2,8 +2,8 @@
 
 Each builder returns `(inputs, outputs, updates)` for `K.function`, with seeded weights.
 They follow the workloads of the performance issues: W3 (MLP inference), W4 (its SGD
-step), W5 (a small CNN), W6 (an LSTM, forward and training), plus one dense layer and a
-Keras-sized CNN training step.
+step), W5 (a small CNN), W6 (an LSTM, forward and training), plus one dense layer, a
+Keras-sized CNN training step and a DenseNet-style block's (one layer at many widths).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 Graph = tuple[list[Any], list[Any], list[Any]]
 MLP = (784, 1024, 1024, 10)
 LSTM_B, LSTM_T, LSTM_D, LSTM_H = 32, 50, 64, 128
+DENSE_IN, GROWTH, DENSE_LAYERS = 64, 16, 6  # a dense block's channels in, added a layer
 
 
 @functools.cache
@@ -112,6 +113,29 @@ def keras_cnn_sgd() -> Graph:
     return [x, y], [loss], sgd_updates(loss, params)
 
 
+def dense_block_sgd() -> Graph:
+    """A DenseNet-style training step: each layer normalizes its input per channel by
+    the batch's statistics, convolves it to GROWTH channels and concatenates those on;
+    one layer at DENSE_LAYERS widths."""
+    from aotk import backend as K
+
+    x, y = K.placeholder((None, 16, 16, DENSE_IN)), K.placeholder((None, 10))
+    h, params = x, []
+    for i in range(DENSE_LAYERS):
+        width = DENSE_IN + GROWTH * i
+        gamma = K.variable(np.ones(width, np.float32))
+        beta = K.variable(np.zeros(width, np.float32))
+        mean, var = K.mean(h, axis=[0, 1, 2]), K.var(h, axis=[0, 1, 2])
+        a = K.relu((h - mean) / K.sqrt(var + 1e-3) * gamma + beta)
+        k = _weights(3, 3, width, GROWTH, seed=10 + i)
+        h = K.concatenate([h, K.conv2d(a, k, padding="same", data_format="channels_last")])
+        params += [gamma, beta, k]
+    w = _weights(DENSE_IN + GROWTH * DENSE_LAYERS, 10, seed=30)
+    p = K.softmax(K.dot(K.mean(h, axis=[1, 2]), w))
+    loss = K.mean(K.categorical_crossentropy(y, p))
+    return [x, y], [loss], sgd_updates(loss, [*params, w])
+
+
 def _lstm(train: bool) -> Graph:
     from aotk import backend as K
 
@@ -152,4 +176,5 @@ GRAPHS: dict[str, Callable[[], Graph]] = {
     "W6 LSTM forward": w6_lstm,
     "W6 LSTM SGD step": w6_lstm_sgd,
     "Keras-sized CNN SGD step": keras_cnn_sgd,
+    "dense block SGD step, 6 widths": dense_block_sgd,
 }

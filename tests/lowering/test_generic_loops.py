@@ -8,6 +8,7 @@ from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 
 from aotk import backend as K
+from aotk import interp
 from aotk.dialect import metadata, trace
 from aotk.kernels.kernel import PARALLEL_ATTR
 from aotk.lowering import pipeline
@@ -55,6 +56,22 @@ def test_tanh_of_three_shapes_is_one_function_of_the_element_count() -> None:
     got = K.function(xs, ys)(values)
     for g, v in zip(got, values, strict=True):
         np.testing.assert_allclose(g, np.tanh(v) * 2.0, rtol=2e-6, atol=2e-6)
+
+
+def test_bodies_that_differ_do_not_share() -> None:
+    # one form of buffers, three fused bodies: only the two equal ones share
+    x, y = K.placeholder(shape=(4, 8)), K.placeholder(shape=(6, 8))
+    outputs = [K.tanh(x) * 2.0, K.tanh(y) * 2.0, K.sigmoid(y) + 1.0, K.sigmoid(x) - 1.0]
+    module = _loops([x, y], outputs)
+    (fn,) = _shared(module)
+    calls = [c for c in _calls(module) if c.callee.string_value() == fn.sym_name.data]
+    assert len(calls) == 2
+    a, b = _random(4, 8, seed=1), _random(6, 8, seed=2)
+    got = K.function([x, y], outputs)([a, b])
+    sigmoid = [1 / (1 + np.exp(-v)) for v in (b, a)]
+    want = [np.tanh(a) * 2, np.tanh(b) * 2, sigmoid[0] + 1, sigmoid[1] - 1]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=2e-6, atol=2e-6)
 
 
 def test_an_op_alone_in_its_form_is_put_back_with_its_sizes_constant() -> None:
@@ -151,3 +168,35 @@ def test_slices_read_in_place_share_with_their_strides_as_arguments() -> None:
     for g, v in zip(got, values, strict=True):
         half = v.shape[1] // 2
         np.testing.assert_array_equal(g, v[:, :half] * v[:, half:])
+
+
+def _dense_block(x, dtype: str) -> tuple[list, list]:
+    """A DenseNet-style block at widths 4, 6, 8 of 5 x 5 images: per-channel
+    normalization, relu, a 3 x 3 conv to 2 channels, concatenated on; the loss and its
+    gradients in every parameter."""
+    rng = np.random.default_rng(7)
+    h, params = x, []
+    for width in (4, 6, 8):
+        gamma = K.variable(rng.uniform(0.5, 1.5, width), dtype=dtype)
+        beta = K.variable(rng.normal(0, 0.1, width), dtype=dtype)
+        k = K.variable(rng.normal(0, 0.3, (3, 3, width, 2)), dtype=dtype)
+        mean, var = K.mean(h, axis=[0, 1, 2]), K.var(h, axis=[0, 1, 2])
+        a = K.relu((h - mean) / K.sqrt(var + 1e-3) * gamma + beta)
+        h = K.concatenate([h, K.conv2d(a, k, padding="same")])
+        params += [gamma, beta, k]
+    loss = K.sum(K.square(h)) / 100.0
+    return [loss], [loss, *K.gradients(loss, params)]
+
+
+def test_a_dense_blocks_gradients_compiled_match_the_interpreter() -> None:
+    # one layer at three widths: its elementwise forward and backward kernels shared
+    # across the widths (float64, so that only the order of sums differs)
+    x = K.placeholder(shape=(None, 5, 5, 4), dtype="float64")
+    _, outputs = _dense_block(x, "float64")
+    module, captures = trace.extract([x], outputs)
+    assert _shared(_loops([x], outputs))
+    xs = np.random.default_rng(8).normal(size=(3, 5, 5, 4))
+    want = interp.run_module(module, [xs, *(c.storage for c in captures)])
+    got = K.function([x], outputs)([xs])
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
