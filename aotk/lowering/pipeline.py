@@ -28,7 +28,8 @@ OUTLINED_CLEANUP = f"aotk-outline-kernels,{LOOPS_CLEANUP}"
 STAGES: dict[str, str] = {
     "trace": "",
     "graph": (
-        "aotk-simplify,canonicalize,aotk-cse,aotk-merge-scans,dce,aotk-hoist-scan-matmuls,"
+        "aotk-simplify,aotk-pointwise-convs,canonicalize,aotk-cse,aotk-merge-scans,dce,"
+        "aotk-hoist-scan-matmuls,"
         "aotk-scan-accumulations,dce,aotk-matmul-updates,dce,aotk-split-dilated-convs,"
         "aotk-fuse,aotk-conv-pool,aotk-cse,dce,aotk-early-updates"
     ),
@@ -114,6 +115,12 @@ def _matmul_updates() -> type[ModulePass]:
     return AotkMatmulUpdatesPass
 
 
+def _pointwise_convs() -> type[ModulePass]:
+    from aotk.transforms.pointwise_convs import AotkPointwiseConvsPass
+
+    return AotkPointwiseConvsPass
+
+
 def _split_dilated_convs() -> type[ModulePass]:
     from aotk.transforms.split_dilated_convs import AotkSplitDilatedConvsPass
 
@@ -193,6 +200,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "aotk-hoist-scan-matmuls": _hoist_scan_matmuls,
     "aotk-scan-accumulations": _scan_accumulations,
     "aotk-matmul-updates": _matmul_updates,
+    "aotk-pointwise-convs": _pointwise_convs,
     "aotk-split-dilated-convs": _split_dilated_convs,
     "aotk-conv-pool": _conv_pool,
     "aotk-early-updates": _early_updates,

@@ -19,14 +19,12 @@ channel per group (`kernels.conv_depthwise`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
-from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -34,17 +32,16 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
-from aotk.dialect.base import AotkOp, dtype_of, elem_of, shape_of
+from aotk.dialect.base import dtype_of, elem_of, shape_of
 from aotk.dialect.conv import ConvOp
 from aotk.dialect.elementwise import FillLikeOp
-from aotk.dialect.registry import build
 from aotk.dialect.shape import FULL, ConcatOp, ReshapeOp, SliceOp
 from aotk.dialect.views import ExpandDimsOp
 from aotk.kernels import conv_tile
 from aotk.kernels.window import Window
+from aotk.transforms.emitter import Emitter
 
 # Each phase compiles as a tiled conv of its own (a 3x3 stride-2 conv2d_transpose took
 # 0.9 s to compile split in 4, against 0.1 s as one untiled loop): stride-8 or -32
@@ -131,7 +128,7 @@ class SplitDilatedConv(RewritePattern):
         per_axis = [
             axis_phases(win, d, s, o) for d, (s, o) in enumerate(zip(sizes, outs, strict=True))
         ]
-        emit = _Emitter(rewriter, op)
+        emit = Emitter(rewriter, op)
         convs = {
             key: _phase_conv(emit, op, win, sizes, [per_axis[d][r] for d, r in enumerate(key)])
             for key in product(*(range(len(phases)) for phases in per_axis))
@@ -154,20 +151,8 @@ class SplitDilatedConv(RewritePattern):
         rewriter.replace(op, [], [merged])
 
 
-class _Emitter:
-    """Builds aotk ops before the matched one, their result types inferred."""
-
-    def __init__(self, rewriter: PatternRewriter, before: Operation) -> None:
-        self.rewriter, self.before = rewriter, before
-
-    def __call__(self, cls: type[AotkOp], operands: Sequence[SSAValue], **attrs: Any) -> SSAValue:
-        new = build(cls, operands, **attrs)
-        self.rewriter.insert(new, InsertPoint.before(self.before))
-        return new.results[0]
-
-
 def _phase_conv(
-    emit: _Emitter, op: ConvOp, win: Window, sizes: list[int], phases: list[AxisPhase]
+    emit: Emitter, op: ConvOp, win: Window, sizes: list[int], phases: list[AxisPhase]
 ) -> SSAValue | None:
     """The plain conv of one phase (None when no tap lands on an axis): the input cut
     where the phase starts past it, the kernel's taps of the phase, pads for the rest."""
@@ -210,7 +195,7 @@ def _phase_conv(
 
 
 def _interleave(
-    emit: _Emitter,
+    emit: Emitter,
     convs: dict[tuple[int, ...], SSAValue],
     counts: list[int],
     prefix: tuple[int, ...],
