@@ -3,7 +3,8 @@
 Each builder returns `(inputs, outputs, updates)` for `K.function`, with seeded weights.
 They follow the workloads of the performance issues: W3 (MLP inference), W4 (its SGD
 step), W5 (a small CNN), W6 (an LSTM, forward and training), plus one dense layer, a
-Keras-sized CNN training step and a DenseNet-style block's (one layer at many widths).
+Keras-sized CNN training step and a DenseNet-BC-style block's (one layer at many
+widths).
 """
 
 from __future__ import annotations
@@ -113,23 +114,32 @@ def keras_cnn_sgd() -> Graph:
     return [x, y], [loss], sgd_updates(loss, params)
 
 
+def _normalized(h: Any, width: int) -> tuple[Any, list[Any]]:
+    """relu of `h` normalized per channel by the batch's statistics, scaled and shifted."""
+    from aotk import backend as K
+
+    gamma = K.variable(np.ones(width, np.float32))
+    beta = K.variable(np.zeros(width, np.float32))
+    mean, var = K.mean(h, axis=[0, 1, 2]), K.var(h, axis=[0, 1, 2])
+    return K.relu((h - mean) / K.sqrt(var + 1e-3) * gamma + beta), [gamma, beta]
+
+
 def dense_block_sgd() -> Graph:
-    """A DenseNet-style training step: each layer normalizes its input per channel by
-    the batch's statistics, convolves it to GROWTH channels and concatenates those on;
-    one layer at DENSE_LAYERS widths."""
+    """A DenseNet-BC-style training step: each layer normalizes its input, convolves it
+    1 x 1 to 4 x GROWTH channels, normalizes those, convolves them 3 x 3 to GROWTH and
+    concatenates those on; one layer at DENSE_LAYERS widths."""
     from aotk import backend as K
 
     x, y = K.placeholder((None, 16, 16, DENSE_IN)), K.placeholder((None, 10))
     h, params = x, []
     for i in range(DENSE_LAYERS):
         width = DENSE_IN + GROWTH * i
-        gamma = K.variable(np.ones(width, np.float32))
-        beta = K.variable(np.zeros(width, np.float32))
-        mean, var = K.mean(h, axis=[0, 1, 2]), K.var(h, axis=[0, 1, 2])
-        a = K.relu((h - mean) / K.sqrt(var + 1e-3) * gamma + beta)
-        k = _weights(3, 3, width, GROWTH, seed=10 + i)
-        h = K.concatenate([h, K.conv2d(a, k, padding="same", data_format="channels_last")])
-        params += [gamma, beta, k]
+        a, affine = _normalized(h, width)
+        k1 = _weights(1, 1, width, 4 * GROWTH, seed=10 + i)
+        b, affine2 = _normalized(K.conv2d(a, k1, padding="same"), 4 * GROWTH)
+        k3 = _weights(3, 3, 4 * GROWTH, GROWTH, seed=20 + i)
+        h = K.concatenate([h, K.conv2d(b, k3, padding="same", data_format="channels_last")])
+        params += [*affine, k1, *affine2, k3]
     w = _weights(DENSE_IN + GROWTH * DENSE_LAYERS, 10, seed=30)
     p = K.softmax(K.dot(K.mean(h, axis=[1, 2]), w))
     loss = K.mean(K.categorical_crossentropy(y, p))
