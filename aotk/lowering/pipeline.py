@@ -31,6 +31,7 @@ STAGES: dict[str, str] = {
         "aotk-simplify,aotk-pointwise-convs,canonicalize,aotk-cse,aotk-merge-scans,dce,"
         "aotk-hoist-scan-matmuls,"
         "aotk-scan-accumulations,dce,aotk-matmul-updates,dce,aotk-split-dilated-convs,"
+        "aotk-pointwise-convs,"
         "aotk-fuse,aotk-conv-pool,aotk-cse,dce,aotk-early-updates"
     ),
     "loops": f"convert-aotk-to-loops,{OUTLINED_CLEANUP}",

@@ -12,8 +12,11 @@ update in its epilogue (`aotk-matmul-updates`).
 - its kernel gradient: x as rows [P, C], transposed, times g as rows [P, O], as
   [1, ..., 1, C, O].
 
-Matched: float32/float64 convolutions and their gradients with a window of ones, strides
-1, no input dilation, one group and no explicit padding (`same` pads nothing).
+With strides, x is first sliced to the positions the window reads (every s-th, from 0),
+and the input gradient is written there, zeros elsewhere (`aotk.unslice`).
+
+Matched: float32/float64 convolutions and their gradients with a window of ones, no
+input dilation, one group and no explicit padding (`same` pads nothing at a window of 1).
 """
 
 from __future__ import annotations
@@ -31,41 +34,51 @@ from aotk.dialect.base import elem_of, shape_of
 from aotk.dialect.conv import ConvOp
 from aotk.dialect.conv_backprop import ConvBackpropOp, Wrt
 from aotk.dialect.linalg import MatMulOp
-from aotk.dialect.shape import ReshapeOp
+from aotk.dialect.shape import FULL, ReshapeOp, SliceOp
+from aotk.dialect.unslice import UnsliceOp
 from aotk.kernels.window import Window
 from aotk.transforms.emitter import Emitter
 
 
-def pointwise(op: ConvOp | ConvBackpropOp) -> bool:
-    """Whether `op` is a 1 x 1 convolution (or its gradient) that is a matmul."""
+def pointwise(op: ConvOp | ConvBackpropOp) -> Window | None:
+    """The window of `op` if it is a 1 x 1 convolution (or its gradient) that is a
+    matmul, else None."""
     elem = elem_of(op.result.type)
     if not dtypes.is_float(elem) or dtypes.byte_size(elem) not in (4, 8):
-        return False
+        return None
     window = shape_of(op.kernel.type)[:-2]
     if any(d != 1 for d in window):
-        return False
+        return None
     win = Window.of_conv(window, **op.attrs())
     unpadded = win.same or not any((*win.pad_before, *win.pad_after))
-    plain = all(v == 1 for v in (*win.strides, *win.lhs_dilation))
-    return unpadded and plain and win.groups == 1
+    if not unpadded or any(v != 1 for v in win.lhs_dilation) or win.groups != 1:
+        return None
+    return win
 
 
 class PointwiseConv(RewritePattern):
     """A pointwise conv or gradient -> aotk.matmul (and reshapes, which are views)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if not isinstance(op, ConvOp | ConvBackpropOp) or not pointwise(op):
+        if not isinstance(op, ConvOp | ConvBackpropOp) or (win := pointwise(op)) is None:
             return
         emit = Emitter(rewriter, op)
         kernel_shape = shape_of(op.kernel.type)
         channels, outs = kernel_shape[-2], kernel_shape[-1]
+        # the positions a strided window reads (with no padding, 'same' starts at 0 too)
+        rank = len(kernel_shape)
+        every = {"start": [0] * rank, "stop": [FULL] * rank, "step": [1, *win.strides, 1]}
+        strided = any(s != 1 for s in win.strides)
+        x = emit(SliceOp, [op.x], **every) if strided else op.x
         if isinstance(op, ConvOp):
-            result = emit(MatMulOp, [op.x, emit(ReshapeOp, [op.kernel], shape=[channels, outs])])
+            result = emit(MatMulOp, [x, emit(ReshapeOp, [op.kernel], shape=[channels, outs])])
         elif op.attrs()["wrt"] == Wrt.INPUT:
             w = emit(ReshapeOp, [op.kernel], shape=[channels, outs])
             result = emit(MatMulOp, [op.g, w], transpose_rhs=True)
+            if strided:
+                result = emit(UnsliceOp, [result, op.x], **every)
         else:
-            rows_x = emit(ReshapeOp, [op.x], shape=[-1, channels])
+            rows_x = emit(ReshapeOp, [x], shape=[-1, channels])
             rows_g = emit(ReshapeOp, [op.g], shape=[-1, outs])
             product = emit(MatMulOp, [rows_x, rows_g], transpose_lhs=True)
             result = emit(ReshapeOp, [product], shape=list(kernel_shape))

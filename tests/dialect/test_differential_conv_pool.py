@@ -26,6 +26,7 @@ from aotk.dialect.arithmetic import AddOp, MaximumOp
 from aotk.dialect.conv import ConvOp
 from aotk.dialect.conv_pool import ConvPoolOp
 from aotk.dialect.elementwise import ConstantOp
+from aotk.dialect.linalg import MatMulOp
 from aotk.dialect.pool import PoolOp
 from aotk.dialect.unary import TanhOp
 from aotk.kernels import conv_winograd, winograd_tile
@@ -166,7 +167,8 @@ def test_winograd_convs_match_interpreted(dtype: str) -> None:
 
 def _check(cases: list[Case], dtype: str, rng: np.random.Generator) -> None:
     """One function of every case, compiled against interpreted on two calls; each case
-    must have become a conv_pool."""
+    must have become a conv_pool, or (a 1 x 1 window with no explicit padding) a matmul
+    (`aotk-pointwise-convs`)."""
     inputs, outputs = [], []
     for i, case in enumerate(cases):
         xs, y = _graph(case, i, dtype)
@@ -177,8 +179,16 @@ def _check(cases: list[Case], dtype: str, rng: np.random.Generator) -> None:
     f = run_both(inputs, outputs, calls, scales=scales, labels=[c.name for c in cases])
     graph = f.module.clone()
     pipeline.lower(graph, stop_after="graph")
-    assert sum(isinstance(op, ConvPoolOp) for op in graph.walk()) == len(cases)
-    assert not any(isinstance(op, PoolOp | ConvOp) for op in graph.walk())
+    matmuls = sum(isinstance(op, MatMulOp) for op in graph.walk())
+    assert matmuls == sum(_pointwise(case) for case in cases)
+    assert sum(isinstance(op, ConvPoolOp) for op in graph.walk()) == len(cases) - matmuls
+    assert not any(isinstance(op, ConvOp) for op in graph.walk())
+
+
+def _pointwise(case: Case) -> bool:
+    conv = case.conv
+    padded = conv.get("padding") == "explicit" and any((*conv["pad_before"], *conv["pad_after"]))
+    return set(case.w[:2]) == {1} and not padded
 
 
 def _random_case(rng: np.random.Generator, i: int) -> Case:
