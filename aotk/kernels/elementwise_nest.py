@@ -138,7 +138,7 @@ def _nested(
 
 def _may_match(k: Kernel, a: Sequence[DimV], b: Sequence[DimV]) -> bool:
     """Same rank, and every pair of dims equal or decided only at run time (not a 1
-    against a dim known to be no 1)."""
+    against a dim known to be no 1: a generic kernel's size, `Kernel.typical`)."""
     return len(a) == len(b) and all(
         x is y or x == y or _unknown(k, x, y) or _unknown(k, y, x)
         for x, y in zip(a, b, strict=True)
@@ -147,7 +147,7 @@ def _may_match(k: Kernel, a: Sequence[DimV], b: Sequence[DimV]) -> bool:
 
 def _unknown(k: Kernel, x: DimV, y: DimV) -> bool:
     """Whether `x` may equal `y` (an int, or a run-time dim) at run time."""
-    return isinstance(x, SSAValue) and not (y == 1 and x in k.not_one)
+    return isinstance(x, SSAValue) and not (y == 1 and x in k.typical)
 
 
 def _all_equal(k: Kernel, bufs: Sequence[Buf], dims: Sequence[DimV]) -> SSAValue:

@@ -66,11 +66,10 @@ class Kernel:
         self.b = builder
         # typical trip counts of loops with dynamic bounds, for `body_cost`
         self.trips: dict[Operation, int] = {}
-        # typical values of run-time dims, hinted to the loops they bound (the sizes of the
-        # first op of a generic kernel: `lowering.generic_loops`)
+        # typical values of run-time dims, hinted to the loops they bound: a generic
+        # kernel's sizes, those of its first op (`lowering.generic_loops`); never 1, as
+        # a 1 stays in its form, so they never broadcast
         self.typical: dict[SSAValue, int] = {}
-        # run-time dims known not to be 1 (a generic kernel's sizes), which never broadcast
-        self.not_one: set[SSAValue] = set()
         # Index constants are made once, at the top of the block the kernel starts in (a
         # function's entry): emitters asked for the same hundred constants 8,000 times on
         # a GRU training step, which cse then spent a fifth of the loops stage removing.

@@ -128,7 +128,6 @@ class GenericLoops:
         size_args = block.args[len(layout.mems) :]
         typical = zip(size_args, layout.sizes, strict=True)
         k.typical = {a: d for a, d in typical if isinstance(d, int)}
-        k.not_one = set(k.typical)  # a dim of 1 stays one, in the form
         emit(k, layout.bufs_on(bufs, block.args))
         k.b.insert(func.ReturnOp())
         fn = func.FuncOp(self.new_name(), (block.arg_types, []), Region(block), "private")
