@@ -20,8 +20,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
+    PatternRewriterListener,
     PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
@@ -34,6 +34,7 @@ from aotk.dialect.conv_fused import ConvFusedOp, per_channel
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.fused import FusedOp, YieldOp
 from aotk.dialect.registry import REGISTRY, Kind
+from aotk.ir_walk import ops_within
 from aotk.transforms.block_order import BlockOrder
 
 # LLVM's vectorizer leaves a loop scalar when it needs more overlap checks than this (its
@@ -275,8 +276,49 @@ class AotkFusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(WrapElementwise(), apply_recursively=False).rewrite_module(op)
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier([MergeProducer(BlockOrder()), FoldConstantInputs()])
-        ).rewrite_module(op)
+        _merge_kernels(op)
         PatternRewriteWalker(MergeConvEpilogue(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(UnwrapSingleton(), apply_recursively=False).rewrite_module(op)
+
+
+def _merge_kernels(module: ModuleOp) -> None:
+    """`MergeProducer` and `FoldConstantInputs` to a fixpoint, in sweeps over the kernels
+    in program order: a kernel is offered to them again, as the kernel that replaced it,
+    for as long as one rewrites it. xDSL's greedy walker got the same kernels with a
+    worklist of every op, the ops of kernel bodies included, in twice the time."""
+    kernels = [o for o in ops_within(module) if isinstance(o, FusedOp)]
+    if not kernels:
+        return
+    made: list[Operation] = []
+    rewriter = PatternRewriter(kernels[0])
+    rewriter.extend_from_listener(
+        PatternRewriterListener(operation_insertion_handler=[made.append])
+    )
+    patterns = (MergeProducer(BlockOrder()), FoldConstantInputs())
+    changed = True
+    while changed:
+        changed = False
+        for kernel in kernels:
+            current: Operation | None = kernel
+            while current is not None and current.parent is not None:
+                made.clear()
+                if not _rewrite(current, patterns, rewriter):
+                    break
+                changed = True
+                current = next((o for o in made if isinstance(o, FusedOp) and o.parent), None)
+        kernels = [o for o in ops_within(module) if isinstance(o, FusedOp)]
+    for op in ops_within(module):
+        if isinstance(op, ConstantOp) and not op.results[0].uses and op.parent:
+            op.parent.erase_op(op)  # folded into the kernels that read it
+
+
+def _rewrite(op: Operation, patterns: Sequence[RewritePattern], rewriter: PatternRewriter) -> bool:
+    """Offer `op` to `patterns` until one rewrites it; whether one did."""
+    rewriter.current_operation = op
+    rewriter.insertion_point = InsertPoint.before(op)
+    rewriter.has_done_action = False
+    for pattern in patterns:
+        pattern.match_and_rewrite(op, rewriter)
+        if rewriter.has_done_action:
+            return True
+    return False
