@@ -1,12 +1,11 @@
 """`aotk-fuse`: merge chains of elementwise ops into `aotk.fused` kernels.
 
-Each elementwise op is wrapped in a one-op `aotk.fused`; then a producer kernel is merged
-into a consumer over the same shape (a result read elsewhere too becomes one more result
-of the merged kernel); rank-0 constants are folded into the bodies that use them, and
-duplicate inputs are read once. A kernel over a conv's output (a bias and an activation)
-then becomes the conv's epilogue (`aotk.conv_fused`). One-op kernels are unwrapped again
-at the end. Afterwards every
-elementwise op outside a fused body is alone in its loop nest for a reason.
+An elementwise op is a kernel of one op. A producer kernel is merged into a consumer over
+the same shape (a result read elsewhere too becomes one more result of the merged
+kernel); rank-0 constants are folded into the bodies that use them, and duplicate inputs
+are read once. A kernel over a conv's output (a bias and an activation) then becomes the
+conv's epilogue (`aotk.conv_fused`). Afterwards every elementwise op outside a fused body
+is alone in its loop nest for a reason.
 """
 
 from __future__ import annotations
@@ -52,33 +51,21 @@ def _scalar_block(inputs: list[SSAValue]) -> Block:
     return Block(arg_types=[tensor(elem_of(v.type), ()) for v in inputs])
 
 
-def _scalar_clone(op: Operation, mapping: dict[SSAValue, SSAValue]) -> Operation:
-    """Clone an elementwise op onto rank-0 operands."""
-    assert isinstance(op, AotkOp)
-    operands = [mapping[v] for v in op.operands]
-    return type(op).make(operands, tensor(elem_of(op.results[0].type), ()), **op.attrs())
+def _is_kernel(op: Operation) -> bool:
+    """`op` is an `aotk.fused`, or an elementwise op (not a constant) outside one: a kernel
+    of one op, put in an `aotk.fused` only when it merges. (Wrapping every op first made
+    three ops for each, and most of them were merged away at once.)"""
+    if isinstance(op, FusedOp):
+        return True
+    return (
+        _is_elementwise(op)
+        and not isinstance(op, ConstantOp)
+        and not isinstance(op.parent_op(), FusedOp)
+    )
 
 
-class WrapElementwise(RewritePattern):
-    """Put a lone elementwise op (not a constant) in its own `aotk.fused`."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
-        if (
-            not _is_elementwise(op)
-            or isinstance(op, ConstantOp)
-            or isinstance(op.parent_op(), FusedOp)
-        ):
-            return
-        inputs = list(op.operands)
-        block = _scalar_block(inputs)
-        inner = _scalar_clone(op, dict(zip(inputs, block.args, strict=True)))
-        block.add_ops([inner, YieldOp(inner.results[0])])
-        rewriter.replace(
-            op,
-            FusedOp.create(
-                operands=inputs, result_types=[op.results[0].type], regions=[Region(block)]
-            ),
-        )
+def _inputs(kernel: Operation) -> Sequence[SSAValue]:
+    return kernel.inputs if isinstance(kernel, FusedOp) else kernel.operands
 
 
 @dataclass
@@ -90,20 +77,20 @@ class MergeProducer(RewritePattern):
 
     order: BlockOrder  # the pass inserts and erases ops, never moves one in its block
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: FusedOp, rewriter: PatternRewriter, /) -> None:
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not _is_kernel(op):
+            return
+        inputs = _inputs(op)
         # in operand order: a set of ops would go in the order of their addresses
-        for producer in dict.fromkeys(v.owner for v in op.inputs if isinstance(v.owner, FusedOp)):
-            assert isinstance(producer, FusedOp)
+        for producer in dict.fromkeys(v.owner for v in inputs if _is_kernel_result(v)):
+            assert isinstance(producer, Operation)
             # no merging into a loop body: the producer would rerun every iteration
             if not _same_space(producer, op) or producer.parent_block() is not op.parent_block():
                 continue
             shared = [r for r in producer.results if any(u.operation is not op for u in r.uses)]
             if all(self._runs_after(u.operation, op) for r in shared for u in r.uses):
                 where = InsertPoint.before(op)
-            elif all(
-                self._defined_before(v, producer) for v in op.inputs if v.owner is not producer
-            ):
+            elif all(self._defined_before(v, producer) for v in inputs if v.owner is not producer):
                 where = InsertPoint.before(producer)
             else:
                 continue
@@ -140,27 +127,31 @@ def _overlap_checks(outs: int, ins: int) -> int:
     return outs * ins + outs * (outs - 1) // 2
 
 
-def _same_space(a: FusedOp, b: FusedOp) -> bool:
-    shapes = {shape_of(r.type) for r in (*a.outputs, *b.outputs)}
+def _is_kernel_result(value: SSAValue) -> bool:
+    return isinstance(value.owner, Operation) and _is_kernel(value.owner)
+
+
+def _same_space(a: Operation, b: Operation) -> bool:
+    shapes = {shape_of(r.type) for r in (*a.results, *b.results)}
     return len(shapes) == 1
 
 
-def _merged_inputs(producer: FusedOp, consumer: FusedOp) -> list[SSAValue]:
+def _merged_inputs(producer: Operation, consumer: Operation) -> list[SSAValue]:
     """The inputs of the two kernels merged: the producer's, then the consumer's others."""
-    return list(producer.inputs) + [v for v in consumer.inputs if v.owner is not producer]
+    return list(_inputs(producer)) + [v for v in _inputs(consumer) if v.owner is not producer]
 
 
 def _merge(
-    producer: FusedOp, consumer: FusedOp, shared: Sequence[SSAValue], inputs: list[SSAValue]
+    producer: Operation, consumer: Operation, shared: Sequence[SSAValue], inputs: list[SSAValue]
 ) -> FusedOp:
     """The consumer's body after the producer's (both moved: the two are replaced next),
     reading `inputs` (`_merged_inputs`); yields the consumer's results, then the
     producer's `shared` ones."""
     block = _scalar_block(inputs)
     outer = dict(zip(inputs, block.args, strict=True))
-    produced = _inline_body(producer, [outer[v] for v in producer.inputs], block)
+    produced = _inline_body(producer, [outer[v] for v in _inputs(producer)], block)
     by_result: dict[SSAValue, SSAValue] = dict(zip(producer.results, produced, strict=True))
-    args = [by_result[v] if v.owner is producer else outer[v] for v in consumer.inputs]
+    args = [by_result[v] if v.owner is producer else outer[v] for v in _inputs(consumer)]
     yielded = [*_inline_body(consumer, args, block), *(by_result[v] for v in shared)]
     block.add_op(YieldOp(*yielded))
     return FusedOp.create(
@@ -170,11 +161,18 @@ def _merge(
     )
 
 
-def _inline_body(fused: FusedOp, args: list[SSAValue], into: Block) -> list[SSAValue]:
-    """Move the ops of `fused`'s body to the end of `into`, its arguments replaced by
-    `args`; what it yields. `fused` is left for its caller to replace: moving, not
-    cloning, keeps fusing a long chain (each merge takes the bodies so far) cheap."""
-    body = fused.body.block
+def _inline_body(kernel: Operation, args: list[SSAValue], into: Block) -> list[SSAValue]:
+    """Move the ops of `kernel`'s body to the end of `into`, its arguments replaced by
+    `args`; what it yields. `kernel` is left for its caller to replace: moving, not
+    cloning, keeps fusing a long chain (each merge takes the bodies so far) cheap. A
+    kernel of one op is cloned onto rank-0 `args`."""
+    if not isinstance(kernel, FusedOp):
+        assert isinstance(kernel, AotkOp)
+        elem = elem_of(kernel.results[0].type)
+        clone = type(kernel).make(args, tensor(elem, ()), **kernel.attrs())
+        into.add_op(clone)
+        return [clone.results[0]]
+    body = kernel.body.block
     for arg, value in zip(body.args, args, strict=True):
         arg.replace_all_uses_with(value)
     *ops, end = list(body.ops)
@@ -188,9 +186,10 @@ def _inline_body(fused: FusedOp, args: list[SSAValue], into: Block) -> list[SSAV
 class FoldConstantInputs(RewritePattern):
     """Move rank-0 constant inputs into the body, and read each distinct input once."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: FusedOp, rewriter: PatternRewriter, /) -> None:
-        inputs = list(op.inputs)
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not _is_kernel(op):
+            return
+        inputs = list(_inputs(op))
         constant = any(isinstance(v.owner, ConstantOp) for v in inputs)
         if not constant and len(set(inputs)) == len(inputs):
             return
@@ -224,22 +223,24 @@ class MergeConvEpilogue(RewritePattern):
     and dtype, whose other inputs are scalars or per-channel values (a bias), becomes
     the conv's epilogue: applied as its tiles finish, not in a pass over the output."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: FusedOp, rewriter: PatternRewriter, /) -> None:
-        conv = next((v for v in op.inputs if _plain_conv(v.owner)), None)
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not _is_kernel(op):
+            return
+        inputs = _inputs(op)
+        conv = next((v for v in inputs if _plain_conv(v.owner)), None)
         if conv is None or len(op.results) != 1 or op.results[0].type != conv.type:
             return
         producer = conv.owner
         assert isinstance(producer, ConvOp | ConvFusedOp)
         if not conv.has_one_use() or producer.parent_block() is not op.parent_block():
             return
-        extras = [v for v in op.inputs if v is not conv]
+        extras = [v for v in inputs if v is not conv]
         channels = shape_of(conv.type)[-1]
         if not all(per_channel(shape_of(v.type), channels) for v in extras):
             return
         block = _scalar_block([conv, *extras])
         by_input = dict(zip([conv, *extras], block.args, strict=True))
-        block.add_op(YieldOp(*_inline_body(op, [by_input[v] for v in op.inputs], block)))
+        block.add_op(YieldOp(*_inline_body(op, [by_input[v] for v in inputs], block)))
         packed, properties = None, dict(producer.properties)
         if isinstance(producer, ConvFusedOp):
             packed, properties = producer.packed, producer.window_properties()
@@ -275,7 +276,6 @@ class AotkFusePass(ModulePass):
     name = "aotk-fuse"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(WrapElementwise(), apply_recursively=False).rewrite_module(op)
         _merge_kernels(op)
         PatternRewriteWalker(MergeConvEpilogue(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(UnwrapSingleton(), apply_recursively=False).rewrite_module(op)
@@ -286,7 +286,7 @@ def _merge_kernels(module: ModuleOp) -> None:
     in program order: a kernel is offered to them again, as the kernel that replaced it,
     for as long as one rewrites it. xDSL's greedy walker got the same kernels with a
     worklist of every op, the ops of kernel bodies included, in twice the time."""
-    kernels = [o for o in ops_within(module) if isinstance(o, FusedOp)]
+    kernels = [o for o in ops_within(module) if _is_kernel(o)]
     if not kernels:
         return
     made: list[Operation] = []
@@ -306,7 +306,7 @@ def _merge_kernels(module: ModuleOp) -> None:
                     break
                 changed = True
                 current = next((o for o in made if isinstance(o, FusedOp) and o.parent), None)
-        kernels = [o for o in ops_within(module) if isinstance(o, FusedOp)]
+        kernels = [o for o in ops_within(module) if _is_kernel(o)]
     for op in ops_within(module):
         if isinstance(op, ConstantOp) and not op.results[0].uses and op.parent:
             op.parent.erase_op(op)  # folded into the kernels that read it
