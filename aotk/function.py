@@ -19,7 +19,7 @@ from aotk import call_path, dtypes, gc_pause, runtime, timing, weight_packs
 from aotk.call_check import ShapeChecker
 from aotk.dialect import metadata, trace
 from aotk.dialect.base import elem_of, shape_of
-from aotk.ir_walk import ops_within
+from aotk.transforms.structure import structure_text
 
 if TYPE_CHECKING:
     from aotk.codegen import jit
@@ -74,17 +74,8 @@ def lower_to_native(
 
 
 def structure(module: ModuleOp) -> str:
-    """The module's text without value names: two traces of one graph print the same."""
-    anonymous = module.clone()
-    for op in ops_within(anonymous):
-        op.attributes.pop(metadata.ARG_NAMES, None)
-        for region in op.regions:
-            for block in region.blocks:
-                for arg in block.args:
-                    arg.name_hint = None
-        for r in op.results:
-            r.name_hint = None
-    return str(anonymous)
+    """The module as text without value names: two traces of one graph give the same."""
+    return structure_text(module, skip=frozenset({metadata.ARG_NAMES}))
 
 
 @dataclass

@@ -96,3 +96,50 @@ def _number(
             values[arg] = len(values)
         shape.append(tuple(a.type for a in block.args))
     return tuple(shape)
+
+
+def structure_text(root: Operation, skip: frozenset[str] = frozenset()) -> str:
+    """`root` as text that two processes print alike and that names nothing but ops,
+    types and attributes: a line per op of its name, attributes and properties (but
+    those named in `skip`), operand numbers, successor numbers and result types, with
+    values and blocks numbered in order of definition. xDSL's printer, on a copy with
+    the names cleared, took 1.7 s on DenseNet121's training graph."""
+    printed: dict[Attribute, str] = {}
+
+    def text(attr: Attribute) -> str:
+        found = printed.get(attr)
+        if found is None:
+            found = printed[attr] = str(attr)
+        return found
+
+    values: dict[SSAValue, int] = {}
+    blocks: dict[Block, int] = {}
+    lines: list[str] = []
+
+    def add(op: Operation) -> None:
+        name = op.op_name.data if isinstance(op, UnregisteredOp) else op.name
+        fields = sorted(
+            f"{kind}{k}={text(v)}"
+            for kind, named in (("", op.attributes), ("<", op.properties))
+            for k, v in named.items()
+            if k not in skip
+        )
+        operands = ",".join(str(values.setdefault(v, len(values))) for v in op.operands)
+        successors = ",".join(str(blocks.setdefault(b, len(blocks))) for b in op.successors)
+        results = ",".join(text(t) for t in op.result_types)
+        lines.append(f"{name} {' '.join(fields)} ({operands}) [{successors}] -> {results}")
+        for region in op.regions:
+            lines.append("{")
+            for block in region.blocks:
+                blocks.setdefault(block, len(blocks))
+                for arg in block.args:
+                    values[arg] = len(values)
+                lines.append(f"^{blocks[block]}({','.join(text(a.type) for a in block.args)})")
+                for inner in block.ops:
+                    add(inner)
+            lines.append("}")
+        for r in op.results:
+            values[r] = len(values)
+
+    add(root)
+    return "\n".join(lines)

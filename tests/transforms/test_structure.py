@@ -1,4 +1,5 @@
-"""`structure_key`: equal for the same code under other names, different otherwise."""
+"""`structure_key` and `structure_text`: equal for the same code under other names,
+different otherwise."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from xdsl.dialects import func
 from xdsl.parser import Parser
 
 from aotk.context import make_context
-from aotk.transforms.structure import structure_key
+from aotk.transforms.structure import structure_key, structure_text
 
 BODIES = {
     "f": "%a = arith.addf %x, %y : f32\n %b = arith.mulf %a, %x : f32",
@@ -31,3 +32,18 @@ def test_names_do_not_matter_code_does() -> None:
     assert hash(keys["f"]) == hash(keys["renamed"])
     assert keys["f"] != keys["rewired"]
     assert keys["f"] != keys["other_op"]
+
+
+def test_text_names_nothing_but_ops_types_and_attributes() -> None:
+    bodies = {
+        **BODIES,
+        "constant": "%c = arith.constant 1.0 : f32\n %b = arith.mulf %c, %x : f32",
+        "other_constant": "%c = arith.constant 2.0 : f32\n %b = arith.mulf %c, %x : f32",
+    }
+    unnamed = frozenset({"sym_name"})
+    texts = {name: structure_text(_fn(name, body), unnamed) for name, body in bodies.items()}
+    assert texts["f"] == texts["renamed"]
+    assert len({texts[n] for n in ("f", "rewired", "other_op", "constant", "other_constant")}) == 5
+    # the function's name counts unless skipped
+    assert structure_text(_fn("f", BODIES["f"])) != structure_text(_fn("g", BODIES["f"]))
+    assert "%" not in texts["f"]
