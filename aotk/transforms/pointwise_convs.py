@@ -12,6 +12,9 @@ update in its epilogue (`aotk-matmul-updates`).
 - its kernel gradient: x as rows [P, C], transposed, times g as rows [P, O], as
   [1, ..., 1, C, O].
 
+A kernel that is a transpose of another's channel axes (the input gradient of a
+convolution, written as one by autodiff) is read as the other, transposed by the matmul.
+
 With strides, x is first sliced to the positions the window reads (every s-th, from 0),
 and the input gradient is written there, zeros elsewhere (`aotk.unslice`).
 
@@ -25,16 +28,16 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from aotk import dtypes
-from aotk.dialect.base import elem_of, shape_of
+from aotk.dialect.base import Dim, elem_of, shape_of
 from aotk.dialect.conv import ConvOp
 from aotk.dialect.conv_backprop import ConvBackpropOp, Wrt
 from aotk.dialect.linalg import MatMulOp
-from aotk.dialect.shape import FULL, ReshapeOp, SliceOp
+from aotk.dialect.shape import FULL, ReshapeOp, SliceOp, TransposeOp
 from aotk.dialect.unslice import UnsliceOp
 from aotk.kernels.window import Window
 from aotk.transforms.emitter import Emitter
@@ -71,10 +74,11 @@ class PointwiseConv(RewritePattern):
         strided = any(s != 1 for s in win.strides)
         x = emit(SliceOp, [op.x], **every) if strided else op.x
         if isinstance(op, ConvOp):
-            result = emit(MatMulOp, [x, emit(ReshapeOp, [op.kernel], shape=[channels, outs])])
+            w, transposed = _kernel_matrix(emit, op.kernel, channels, outs)
+            result = emit(MatMulOp, [x, w], **_rhs(transposed))
         elif op.attrs()["wrt"] == Wrt.INPUT:
-            w = emit(ReshapeOp, [op.kernel], shape=[channels, outs])
-            result = emit(MatMulOp, [op.g, w], transpose_rhs=True)
+            w, transposed = _kernel_matrix(emit, op.kernel, channels, outs)
+            result = emit(MatMulOp, [op.g, w], **_rhs(not transposed))
             if strided:
                 result = emit(UnsliceOp, [result, op.x], **every)
         else:
@@ -83,6 +87,24 @@ class PointwiseConv(RewritePattern):
             product = emit(MatMulOp, [rows_x, rows_g], transpose_lhs=True)
             result = emit(ReshapeOp, [product], shape=list(kernel_shape))
         rewriter.replace(op, [], [result])
+
+
+def _kernel_matrix(
+    emit: Emitter, kernel: SSAValue, channels: Dim, outs: Dim
+) -> tuple[SSAValue, bool]:
+    """A 1 x 1 kernel as the [channels, outs] matrix, or as the [outs, channels] one it
+    is the transpose of (True): no copy of the weights transposed on every call."""
+    source = kernel.owner
+    rank = len(shape_of(kernel.type))
+    swap = (*range(rank - 2), rank - 1, rank - 2)
+    if isinstance(source, TransposeOp) and tuple(source.attrs()["perm"]) == swap:
+        return emit(ReshapeOp, [source.x], shape=[outs, channels]), True
+    return emit(ReshapeOp, [kernel], shape=[channels, outs]), False
+
+
+def _rhs(transposed: bool) -> dict[str, bool]:
+    """The matmul's flag, only when set (the op's default otherwise)."""
+    return {"transpose_rhs": True} if transposed else {}
 
 
 @dataclass(frozen=True)

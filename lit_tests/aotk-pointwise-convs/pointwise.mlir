@@ -30,3 +30,19 @@ func.func @padded(%x: tensor<?x7x7x2xf32>, %w: tensor<1x1x2x4xf32>) -> tensor<?x
   %y = "aotk.conv"(%x, %w) <{strides = array<i64: 1, 1>, dilation = array<i64: 1, 1>, lhs_dilation = array<i64: 1, 1>, pad_before = array<i64: 1, 1>, pad_after = array<i64: 1, 1>, padding = #aotk<conv_padding explicit>, groups = 1 : i64}> : (tensor<?x7x7x2xf32>, tensor<1x1x2x4xf32>) -> tensor<?x9x9x4xf32>
   func.return %y : tensor<?x9x9x4xf32>
 }
+
+// -----
+
+// Autodiff's input gradient: a conv with the kernel's channel axes transposed. The matmul
+// reads the kernel itself as [O, C] (transposed: the gradient back to C channels); the
+// transpose is left dead, so no copy of the weights is made per call.
+// CHECK-LABEL: func.func @transposed_kernel(
+// CHECK:         %[[T:.*]] = "aotk.transpose"(%w)
+// CHECK-NEXT:    %[[W:.*]] = "aotk.reshape"(%w) <{shape = array<i64: 2, 4>}> : (tensor<1x1x2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:    "aotk.matmul"(%g, %[[W]]) <{transpose_rhs = true}> : (tensor<?x7x7x4xf32>, tensor<2x4xf32>) -> tensor<?x7x7x2xf32>
+// CHECK-NOT:     aotk.conv
+func.func @transposed_kernel(%g: tensor<?x7x7x4xf32>, %w: tensor<1x1x2x4xf32>) -> tensor<?x7x7x2xf32> {
+  %t = "aotk.transpose"(%w) <{perm = array<i64: 0, 1, 3, 2>}> : (tensor<1x1x2x4xf32>) -> tensor<1x1x4x2xf32>
+  %dx = "aotk.conv"(%g, %t) <{strides = array<i64: 1, 1>, dilation = array<i64: 1, 1>, lhs_dilation = array<i64: 1, 1>, pad_before = array<i64: 0, 0>, pad_after = array<i64: 0, 0>, padding = #aotk<conv_padding same>, groups = 1 : i64}> : (tensor<?x7x7x4xf32>, tensor<1x1x4x2xf32>) -> tensor<?x7x7x2xf32>
+  func.return %dx : tensor<?x7x7x2xf32>
+}
