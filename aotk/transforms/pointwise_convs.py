@@ -37,10 +37,11 @@ from aotk.dialect.base import Dim, elem_of, shape_of
 from aotk.dialect.conv import ConvOp
 from aotk.dialect.conv_backprop import ConvBackpropOp, Wrt
 from aotk.dialect.linalg import MatMulOp
-from aotk.dialect.shape import FULL, ReshapeOp, SliceOp, TransposeOp
+from aotk.dialect.shape import FULL, ReshapeOp, SliceOp
 from aotk.dialect.unslice import UnsliceOp
 from aotk.kernels.window import Window
 from aotk.transforms.emitter import Emitter
+from aotk.transforms.simplify import swapped_last_of
 
 
 def pointwise(op: ConvOp | ConvBackpropOp) -> Window | None:
@@ -94,11 +95,9 @@ def _kernel_matrix(
 ) -> tuple[SSAValue, bool]:
     """A 1 x 1 kernel as the [channels, outs] matrix, or as the [outs, channels] one it
     is the transpose of (True): no copy of the weights transposed on every call."""
-    source = kernel.owner
-    rank = len(shape_of(kernel.type))
-    swap = (*range(rank - 2), rank - 1, rank - 2)
-    if isinstance(source, TransposeOp) and tuple(source.attrs()["perm"]) == swap:
-        return emit(ReshapeOp, [source.x], shape=[outs, channels]), True
+    source = swapped_last_of(kernel, len(shape_of(kernel.type)))
+    if source is not None:
+        return emit(ReshapeOp, [source], shape=[outs, channels]), True
     return emit(ReshapeOp, [kernel], shape=[channels, outs]), False
 
 

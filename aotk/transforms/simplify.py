@@ -128,7 +128,7 @@ class FoldTransposeChain(RewritePattern):
         rewriter.replace(op, TransposeOp.make([inner.x], op.result.type, perm=perm))
 
 
-def _swapped_last_of(value: SSAValue, rank: int) -> SSAValue | None:
+def swapped_last_of(value: SSAValue, rank: int) -> SSAValue | None:
     """x when `value` is a transpose of x of `rank` swapping its last two axes only."""
     owner = value.owner
     swap = (*range(rank - 2), rank - 1, rank - 2)
@@ -152,7 +152,7 @@ class FoldTransposeIntoMatmul(RewritePattern):
         for index, name in enumerate(("transpose_lhs", "transpose_rhs")):
             if len(shape_of(operands[index].type)) != rank:
                 continue
-            source = _swapped_last_of(operands[index], rank)
+            source = swapped_last_of(operands[index], rank)
             if source is not None:
                 operands[index] = source
                 attrs[name] = not attrs.get(name, False)

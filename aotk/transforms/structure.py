@@ -130,11 +130,10 @@ def structure_text(root: Operation, skip: frozenset[str] = frozenset()) -> str:
         lines.append(f"{name} {' '.join(fields)} ({operands}) [{successors}] -> {results}")
         for region in op.regions:
             lines.append("{")
-            for block in region.blocks:
-                blocks.setdefault(block, len(blocks))
-                for arg in block.args:
-                    values[arg] = len(values)
-                lines.append(f"^{blocks[block]}({','.join(text(a.type) for a in block.args)})")
+            arg_types = _number(region.blocks, values, blocks)
+            for block, types in zip(region.blocks, arg_types, strict=True):
+                assert isinstance(types, tuple)
+                lines.append(f"^{blocks[block]}({','.join(text(t) for t in types)})")
                 for inner in block.ops:
                     add(inner)
             lines.append("}")
