@@ -161,6 +161,8 @@ def test_shape_ops():
     x = _a(2, 3, 4)
     check_gradients(lambda s: _emit(sh.ReshapeOp, s, shape=(4, -1)), [x])
     check_gradients(lambda s: _emit(sh.TransposeOp, s, perm=(2, 0, 1)), [x])
+    # read back to front: g transposed back and reversed along the axes that map there
+    check_gradients(lambda s: _emit(sh.TransposeOp, s, perm=(2, 0, 1), reverse=(0, 2)), [x])
     check_gradients(lambda s, t: _emit(sh.ConcatOp, s, t, axis=1), [x, _a(2, 2, 4)])
     check_gradients(lambda s: s[1:, ::1, 1:3], [x])
     check_gradients(lambda s: s[0, -1], [x])

@@ -186,6 +186,15 @@ def test_transpose_of_a_matrix_and_of_rank3():
     )
 
 
+def test_transpose_reading_axes_back_to_front():
+    x = np.array([[1, 2, 3], [4, 5, 6]], F32)
+    check(run(shape.TransposeOp, x, perm=(1, 0), reverse=(1,)), [[3, 6], [2, 5], [1, 4]], "float32")
+    check(run(shape.TransposeOp, x, perm=(1, 0), reverse=(0,)), [[4, 1], [5, 2], [6, 3]], "float32")
+    taps = np.array([[[1, 2]], [[3, 4]], [[5, 6]]], F32)  # three 1 x 2 matrices
+    want = [[[5], [6]], [[3], [4]], [[1], [2]]]  # each transposed, last first
+    check(run(shape.TransposeOp, taps, perm=(0, 2, 1), reverse=(0,)), want, "float32")
+
+
 def test_transpose_of_a_scalar_stays_a_scalar():
     check(run(shape.TransposeOp, np.array(7.0, F32), perm=()), 7.0, "float32")
 

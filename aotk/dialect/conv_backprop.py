@@ -198,20 +198,24 @@ def conv_grad(g: Any, y: Any, x: Any, kernel: Any, **attrs: Any) -> tuple[Any, .
 def transposed_kernel(kernel: Any, where: str, swap: bool = True) -> Any:
     """The kernel of the transposed convolution: the taps reversed along every spatial
     axis, the channel axes swapped ((*window, in, out) -> (*window, out, in)) unless
-    `swap` is False (a depthwise kernel, (*window, 1, channels), keeps its layout)."""
+    `swap` is False (a depthwise kernel, (*window, 1, channels), keeps its layout). Both
+    at once are one transpose reading the taps back to front; an axis of one tap needs
+    no reversing (a 1 x 1 kernel's transpose is a plain one, which matmuls fold)."""
     rank = len(kernel.shape) - 2
-    flipped = trace.emit(
+    taps = tuple(a for a in range(rank) if kernel.shape[a] != 1)
+    if swap:
+        perm = (*range(rank), rank + 1, rank)
+        return trace.emit(sh.TransposeOp, kernel, where=where, perm=perm, reverse=taps or None)
+    if not taps:
+        return kernel
+    return trace.emit(
         sh.SliceOp,
         kernel,
         where=where,
-        start=(-1,) * rank + (0, 0),
-        stop=(-(2**62),) * rank + (sh.FULL, sh.FULL),
-        step=(-1,) * rank + (1, 1),
+        start=tuple(-1 if a in taps else 0 for a in range(rank + 2)),
+        stop=tuple(sh.BEFORE if a in taps else sh.FULL for a in range(rank + 2)),
+        step=tuple(-1 if a in taps else 1 for a in range(rank + 2)),
     )
-    if not swap:
-        return flipped
-    perm = (*range(rank), rank + 1, rank)
-    return trace.emit(sh.TransposeOp, flipped, where=where, perm=perm)
 
 
 def _transposed_conv(g: Any, x: Any, kernel: Any, attrs: dict[str, Any]) -> Any | None:

@@ -84,8 +84,9 @@ def reshape(x: KTensor, shape: Sequence[int | None]) -> KTensor:
     return emit(sh.ReshapeOp, x, shape=dims)
 
 
-def transpose(x: KTensor, perm: Sequence[int]) -> KTensor:
-    return emit(sh.TransposeOp, x, perm=tuple(perm))
+def transpose(x: KTensor, perm: Sequence[int], reverse: Sequence[int] = ()) -> KTensor:
+    """x transposed by `perm`, read back to front along the axes `reverse` (if any)."""
+    return emit(sh.TransposeOp, x, perm=tuple(perm), reverse=tuple(reverse) or None)
 
 
 def matmul(a: KTensor, b: KTensor) -> KTensor:

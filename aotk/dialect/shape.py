@@ -16,6 +16,7 @@ from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -47,12 +48,14 @@ class ReshapeOp(AotkOp):
 
 @irdl_op_definition
 class TransposeOp(AotkOp):
-    """Permute the axes: result dim i is x dim perm[i]."""
+    """Permute the axes: result dim i is x dim perm[i]; x is read back to front along the
+    axes `reverse` (if any): the transpose of K.reverse(x, reverse), in one pass."""
 
     name = "aotk.transpose"
     x = operand_def(TensorType)
     result = result_def(TensorType)
     perm = prop_def(DenseArrayBase)
+    reverse = opt_prop_def(DenseArrayBase)
     traits = traits_def(Pure())
 
 
@@ -104,29 +107,46 @@ def reshape_shape(a: DimArith, dims: Sequence[Sequence[Dim]], *, shape: Sequence
     return [missing if d == -1 else d for d in shape]
 
 
-def infer_transpose(x: Attribute, *, perm: Sequence[int], **_: Any) -> Attribute:
+def infer_transpose(
+    x: Attribute, *, perm: Sequence[int], reverse: Sequence[int] = (), **_: Any
+) -> Attribute:
     src = shape_of(x)
     if sorted(perm) != list(range(len(src))):
         raise ValueError(
             f"perm {tuple(perm)} is not a permutation of the {len(src)} axes of {fmt_shape(src)}"
         )
+    if list(reverse) != sorted(set(reverse)) or not all(0 <= a < len(src) for a in reverse):
+        raise ValueError(
+            f"reverse {tuple(reverse)} must be increasing axes of {fmt_shape(src)}, each once"
+        )
     return tensor(elem_of(x), transpose_shape(STATIC, [src], perm=perm))
 
 
 def transpose_shape(
-    a: DimArith, dims: Sequence[Sequence[Dim]], *, perm: Sequence[int]
+    a: DimArith, dims: Sequence[Sequence[Dim]], *, perm: Sequence[int], **_: Any
 ) -> list[Dim]:
     return [dims[0][p] for p in perm]
 
 
-def _lower_transpose(k: Kernel, out: Buf, x: Buf, *, perm: Sequence[int]) -> None:
+def _np_transpose(x: np.ndarray, *, perm: Sequence[int], reverse: Sequence[int] = ()) -> np.ndarray:
+    return np.transpose(np.flip(x, tuple(reverse)), perm).copy()
+
+
+def _lower_transpose(
+    k: Kernel, out: Buf, x: Buf, *, perm: Sequence[int], reverse: Sequence[int] = ()
+) -> None:
     shape = transpose_kernel.as_batched_2d(x.dims, perm, k)
-    if shape is not None:
-        transpose_kernel.emit(k, out, x, shape, dtypes.byte_size(x.elem))
+    flips = transpose_kernel.reversed_batch(x.dims, perm, reverse)
+    if shape is not None and flips is not None:
+        transpose_kernel.emit(k, out, x, shape, dtypes.byte_size(x.elem), flips)
         return
     x_strides = k.strides(x.dims)
     with k.nest(out.dims) as ivs:
-        src = k.linear(ivs, [x_strides[p] for p in perm])
+        coords = [
+            k.sub(k.sub(x.dims[p], 1), i) if p in reverse else i
+            for i, p in zip(ivs, perm, strict=True)
+        ]
+        src = k.linear(coords, [x_strides[p] for p in perm])
         k.store(out, ivs, k.load_flat(x, src))
 
 
@@ -202,6 +222,16 @@ def _slice_index(a: DimArith, i: int, d: Dim, step: int) -> Dim:
     return a.max(a.add(d, i), low)
 
 
+def reversed_axes(attrs: dict[str, Any]) -> tuple[int, ...] | None:
+    """The axes a slice of attributes `attrs` reverses when it is K.reverse's (every axis
+    whole, some back to front), else None."""
+    triples = list(zip(attrs["start"], attrs["stop"], attrs["step"], strict=True))
+    backwards = [(start, step) == (-1, -1) and stop <= BEFORE for start, stop, step in triples]
+    if not all(b or t == (0, FULL, 1) for b, t in zip(backwards, triples, strict=True)):
+        return None
+    return tuple(a for a, b in enumerate(backwards) if b)
+
+
 def infer_slice(
     x: Attribute, *, start: Sequence[int], stop: Sequence[int], step: Sequence[int], **_: Any
 ) -> Attribute:
@@ -257,13 +287,16 @@ def _grad_reshape(g: Any, y: Any, x: Any, **_: Any) -> tuple[Any, ...]:
     return (lib.reshape_like(g, x),)
 
 
-def _grad_transpose(g: Any, y: Any, x: Any, *, perm: Sequence[int]) -> tuple[Any, ...]:
+def _grad_transpose(
+    g: Any, y: Any, x: Any, *, perm: Sequence[int], reverse: Sequence[int] = ()
+) -> tuple[Any, ...]:
+    """g transposed back, read back to front along the axes that were reversed."""
     from aotk.dialect import gradlib as lib
 
     inverse = [0] * len(perm)
     for i, p in enumerate(perm):
         inverse[p] = i
-    return (lib.transpose(g, inverse),)
+    return (lib.transpose(g, inverse, sorted(inverse[a] for a in reverse)),)
 
 
 def _grad_concat(g: Any, y: Any, *xs: Any, axis: int) -> tuple[Any, ...]:
@@ -310,7 +343,7 @@ register(
         ir=TransposeOp,
         kind=Kind.OPAQUE,
         infer=infer_transpose,
-        numpy=lambda x, *, perm: np.transpose(x, perm).copy(),
+        numpy=_np_transpose,
         lower=_lower_transpose,
         shape=transpose_shape,
         grad=_grad_transpose,

@@ -26,7 +26,7 @@ from aotk.dialect.batch_matmul import BatchMatMulOp
 from aotk.dialect.elementwise import CastOp, ConstantOp, FillLikeOp
 from aotk.dialect.identity import SameShapeOp, StopGradientOp
 from aotk.dialect.linalg import MatMulOp
-from aotk.dialect.shape import ReshapeOp, TransposeOp
+from aotk.dialect.shape import ReshapeOp, SliceOp, TransposeOp, reversed_axes
 from aotk.dialect.unary import NegOp
 from aotk.transforms.join_unslices import JoinUnslices
 from aotk.transforms.pool_first import MaxPoolFirst
@@ -107,32 +107,52 @@ class FoldReshapeChain(RewritePattern):
 
 
 class FoldIdentityTranspose(RewritePattern):
-    """transpose with the identity permutation -> x."""
+    """transpose with the identity permutation, reversing nothing -> x."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter, /) -> None:
-        if list(op.attrs()["perm"]) == list(range(len(op.attrs()["perm"]))):
+        attrs = op.attrs()
+        if list(attrs["perm"]) == list(range(len(attrs["perm"]))) and "reverse" not in attrs:
             _forward(rewriter, op, op.x)
 
 
 class FoldTransposeChain(RewritePattern):
-    """transpose(transpose(x, p), q) -> transpose(x, p[q]) (then x, for the identity)."""
+    """transpose(transpose(x, p), q) -> transpose(x, p[q]) (then x, for the identity), for
+    transposes reversing nothing."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter, /) -> None:
         inner = op.x.owner
-        if not isinstance(inner, TransposeOp):
+        if not isinstance(inner, TransposeOp) or "reverse" in op.attrs() | inner.attrs():
             return
         first, second = inner.attrs()["perm"], op.attrs()["perm"]
         perm = tuple(first[i] for i in second)
         rewriter.replace(op, TransposeOp.make([inner.x], op.result.type, perm=perm))
 
 
+class FoldReverseIntoTranspose(RewritePattern):
+    """transpose(K.reverse(x, axes)) -> transpose(x) reading x back to front along `axes`:
+    one pass instead of a reversed copy and its transpose (a user's form of the kernel
+    of a transposed convolution)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter, /) -> None:
+        inner = op.x.owner
+        if not isinstance(inner, SliceOp) or "reverse" in op.attrs():
+            return
+        axes = reversed_axes(inner.attrs())
+        if axes:
+            perm = op.attrs()["perm"]
+            rewriter.replace(
+                op, TransposeOp.make([inner.x], op.result.type, perm=perm, reverse=axes)
+            )
+
+
 def swapped_last_of(value: SSAValue, rank: int) -> SSAValue | None:
     """x when `value` is a transpose of x of `rank` swapping its last two axes only."""
     owner = value.owner
     swap = (*range(rank - 2), rank - 1, rank - 2)
-    if isinstance(owner, TransposeOp) and tuple(owner.attrs()["perm"]) == swap:
+    if isinstance(owner, TransposeOp) and owner.attrs() == {"perm": swap}:
         return owner.x
     return None
 
@@ -177,6 +197,7 @@ class AotkSimplifyPass(ModulePass):
             FoldReshapeChain(),
             FoldIdentityTranspose(),
             FoldTransposeChain(),
+            FoldReverseIntoTranspose(),
             FoldTransposeIntoMatmul(),
             JoinUnslices(),
             MaxPoolFirst(),

@@ -80,6 +80,33 @@ func.func @transpose_identity(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
 
 // -----
 
+// The identity permutation reading an axis back to front is a reversal: it stays.
+// CHECK-LABEL: func.func @transpose_identity_reversing
+// CHECK-NEXT:    "aotk.transpose"(%x) <{perm = array<i64: 0, 1>, reverse = array<i64: 0>}>
+func.func @transpose_identity_reversing(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %y = "aotk.transpose"(%x) <{perm = array<i64: 0, 1>, reverse = array<i64: 0>}> : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  func.return %y : tensor<3x4xf32>
+}
+
+// -----
+
+// The transpose of K.reverse(x, (0, 1)) reads x back to front itself: no reversed copy.
+// A slice taking part of an axis is no reversal and stays.
+// CHECK-LABEL: func.func @reverse_into_transpose
+// CHECK-NEXT:    %[[T:.*]] = "aotk.transpose"(%x) <{perm = array<i64: 0, 1, 3, 2>, reverse = array<i64: 0, 1>}> : (tensor<3x3x5x4xf32>) -> tensor<3x3x4x5xf32>
+// CHECK-NEXT:    %[[S:.*]] = "aotk.slice"(%x)
+// CHECK-NEXT:    %[[U:.*]] = "aotk.transpose"(%[[S]]) <{perm = array<i64: 0, 1, 3, 2>}>
+// CHECK-NEXT:    func.return %[[T]], %[[U]]
+func.func @reverse_into_transpose(%x: tensor<3x3x5x4xf32>) -> (tensor<3x3x4x5xf32>, tensor<2x3x4x5xf32>) {
+  %r = "aotk.slice"(%x) <{start = array<i64: -1, -1, 0, 0>, stop = array<i64: -4611686018427387904, -4611686018427387904, 9223372036854775807, 9223372036854775807>, step = array<i64: -1, -1, 1, 1>}> : (tensor<3x3x5x4xf32>) -> tensor<3x3x5x4xf32>
+  %t = "aotk.transpose"(%r) <{perm = array<i64: 0, 1, 3, 2>}> : (tensor<3x3x5x4xf32>) -> tensor<3x3x4x5xf32>
+  %s = "aotk.slice"(%x) <{start = array<i64: -1, -1, 0, 0>, stop = array<i64: 0, -4611686018427387904, 9223372036854775807, 9223372036854775807>, step = array<i64: -1, -1, 1, 1>}> : (tensor<3x3x5x4xf32>) -> tensor<2x3x5x4xf32>
+  %u = "aotk.transpose"(%s) <{perm = array<i64: 0, 1, 3, 2>}> : (tensor<2x3x5x4xf32>) -> tensor<2x3x4x5xf32>
+  func.return %t, %u : tensor<3x3x4x5xf32>, tensor<2x3x4x5xf32>
+}
+
+// -----
+
 // The gradient of four column slices of one value (an LSTM's gates), as autodiff writes
 // it: a sum of unslices whose windows tile axis 1. It is their concatenation.
 // CHECK-LABEL: func.func @unslices_tiling_an_axis

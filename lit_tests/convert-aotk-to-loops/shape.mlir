@@ -20,7 +20,7 @@ func.func @reshape_flatten(%x: tensor<?x4xf32>) -> tensor<?xf32> {
 // -----
 
 // The transpose (a 2-D one: the 32-bit transpose micro-kernel, with batch 1, dim0 rows
-// and 3 columns) writes a 64-byte aligned slice of the workspace, which the neg reads;
+// and 3 columns, reversing nothing) writes a 64-byte aligned slice of the workspace, which the neg reads;
 // the workspace size is 3 * dim0 * 4 bytes rounded up to 64.
 // CHECK-LABEL: func.func @transpose_then_neg(
 // CHECK:         %[[N:.*]] = arith.index_cast %dim0 : i64 to index
@@ -31,7 +31,8 @@ func.func @reshape_flatten(%x: tensor<?x4xf32>) -> tensor<?xf32> {
 // CHECK-DAG:     %[[ONE:.*]] = arith.constant 1 : i64
 // CHECK-DAG:     %[[ROWS:.*]] = arith.index_cast %[[N]] : index to i64
 // CHECK-DAG:     %[[COLS:.*]] = arith.constant 3 : i64
-// CHECK:         func.call @aotk_uk_transpose_32bit(%[[DST]], %[[SRC]], %[[ONE]], %[[ROWS]], %[[COLS]])
+// CHECK-DAG:     %[[FORWARD:.*]] = arith.constant 0 : i64
+// CHECK:         func.call @aotk_uk_transpose_32bit(%[[DST]], %[[SRC]], %[[ONE]], %[[ROWS]], %[[COLS]], %[[FORWARD]])
 // CHECK:         scf.for
 // CHECK:           scf.for
 // CHECK-NEXT:        memref.load %[[T]][
@@ -55,6 +56,38 @@ func.func @transpose_then_neg(%w: tensor<?x3xf32>) -> tensor<3x?xf32> {
   %t = "aotk.transpose"(%w) <{perm = array<i64: 1, 0>}> : (tensor<?x3xf32>) -> tensor<3x?xf32>
   %y = "aotk.neg"(%t) : (tensor<3x?xf32>) -> tensor<3x?xf32>
   func.return %y : tensor<3x?xf32>
+}
+
+// -----
+
+// A conv kernel's transpose for its input gradient, taps read back to front: one call
+// of the micro-kernel over the 9 taps' 5 x 4 matrices, reading them last to first.
+// CHECK-LABEL: func.func @transposed_conv_kernel(
+// CHECK-DAG:     %[[TAPS:.*]] = arith.constant 9 : i64
+// CHECK-DAG:     %[[ROWS:.*]] = arith.constant 5 : i64
+// CHECK-DAG:     %[[COLS:.*]] = arith.constant 4 : i64
+// CHECK-DAG:     %[[BACKWARD:.*]] = arith.constant 1 : i64
+// CHECK:         func.call @aotk_uk_transpose_32bit(%{{.*}}, %{{.*}}, %[[TAPS]], %[[ROWS]], %[[COLS]], %[[BACKWARD]])
+// CHECK-NOT:     scf.for
+func.func @transposed_conv_kernel(%w: tensor<3x3x5x4xf32>) -> tensor<3x3x4x5xf32> {
+  %t = "aotk.transpose"(%w) <{perm = array<i64: 0, 1, 3, 2>, reverse = array<i64: 0, 1>}> : (tensor<3x3x5x4xf32>) -> tensor<3x3x4x5xf32>
+  func.return %t : tensor<3x3x4x5xf32>
+}
+
+// -----
+
+// Reversing an axis of the matrices themselves is no batch of 2-D transposes: a nest
+// reading x[i, 4 - k, j] for out[i, j, k].
+// CHECK-LABEL: func.func @transpose_reversing_a_matrix_axis(
+// CHECK-NOT:     func.call
+// CHECK:         %[[FOUR:.*]] = arith.constant 4 : index
+// CHECK:         scf.for
+// CHECK-NEXT:      scf.for
+// CHECK-NEXT:        scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT:          arith.subi %[[FOUR]], %[[K]] : index
+func.func @transpose_reversing_a_matrix_axis(%x: tensor<2x5x3xf32>) -> tensor<2x3x5xf32> {
+  %t = "aotk.transpose"(%x) <{perm = array<i64: 0, 2, 1>, reverse = array<i64: 1>}> : (tensor<2x5x3xf32>) -> tensor<2x3x5xf32>
+  func.return %t : tensor<2x3x5xf32>
 }
 
 // -----

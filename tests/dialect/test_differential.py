@@ -341,6 +341,18 @@ def _transpose(dtype: str) -> list[Case]:
         c("scalar", (), attrs={"perm": ()}),
         c("size1", (1, 5), attrs={"perm": (1, 0)}),
         c("dynamic", (None, 3, None), attrs={"perm": (2, 0, 1)}, calls=[[(2, 3, 4)], [(5, 3, 1)]]),
+        # read back to front: a conv kernel's taps (matrices last to first, by elements
+        # and by squares in registers), a matrix's own axis (the nest), an axis of one
+        c("reversed_taps", (3, 3, 5, 4), attrs={"perm": (0, 1, 3, 2), "reverse": (0, 1)}),
+        c("reversed_squares", (3, 2, 17, 33), attrs={"perm": (0, 1, 3, 2), "reverse": (0, 1)}),
+        c("reversed_in_matrix", (3, 4, 5), attrs={"perm": (0, 2, 1), "reverse": (0, 2)}),
+        c("reversed_size1", (1, 3, 4), attrs={"perm": (0, 2, 1), "reverse": (0,)}),
+        c(
+            "reversed_dynamic",
+            (None, 3, 4),
+            attrs={"perm": (0, 2, 1), "reverse": (0,)},
+            calls=[[(2, 3, 4)], [(5, 3, 4)]],
+        ),
     ]
 
 

@@ -143,3 +143,27 @@ def test_transpose_against_numpy(shape, perm, dtype) -> None:
     x = K.placeholder((None,) * len(shape), dtype=dtype)
     got = K.function([x], [K.permute_dimensions(x, perm)])([a])[0]
     np.testing.assert_array_equal(got, np.transpose(a, perm), strict=True)
+
+
+@pytest.mark.parametrize(
+    "shape, axes, perm, static",
+    [
+        ((3, 3, 40, 24), (0, 1), (0, 1, 3, 2), True),  # a conv kernel's: by squares
+        ((3, 3, 5, 4), (0, 1), (0, 1, 3, 2), False),  # element by element, dims at run time
+        ((1, 3, 20, 17), (1,), (0, 1, 3, 2), True),  # the tap axis of one element kept
+        ((4, 6, 5), (1,), (0, 2, 1), True),  # a matrix's own axis: the nest
+    ],
+)
+def test_transpose_of_a_reversal_against_numpy(shape, axes, perm, static) -> None:
+    from aotk.dialect import trace
+    from aotk.lowering import pipeline
+
+    a = np.random.default_rng(5).random(shape).astype("float32")
+    x = K.placeholder(shape if static else (None,) * len(shape), dtype="float32")
+    y = K.permute_dimensions(K.reverse(x, axes), perm)
+    graph, _ = trace.extract([x], [y])
+    pipeline.lower(graph, "graph")
+    names = [op.name for op in graph.walk()]
+    assert "aotk.slice" not in names and names.count("aotk.transpose") == 1
+    got = K.function([x], [y])([a])[0]
+    np.testing.assert_array_equal(got, np.transpose(np.flip(a, axes), perm), strict=True)

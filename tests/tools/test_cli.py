@@ -69,7 +69,7 @@ def test_kernels_lists_every_micro_kernel_with_its_signature(capsys):
     lines = out.splitlines()
     assert len(lines) == len(library.names())
     assert "aotk_uk_matmul_float32_packed(ptr, ptr, ptr, ptr, i64, i64, i64)" in lines
-    assert "aotk_uk_transpose_8bit(ptr, ptr, i64, i64, i64)" in lines
+    assert "aotk_uk_transpose_8bit(ptr, ptr, i64, i64, i64, i64)" in lines
 
 
 @pytest.mark.parametrize("stage, defined", [("loops", "func.func"), ("llvm", "llvm.func")])
