@@ -58,7 +58,10 @@ def emit(
     """Loop over the outputs' dims; `body(k, input scalars) -> output scalars`. Not
     `parallel`: for a caller whose own loop shares out the work."""
     dims = list(outs[0].dims)
-    others = [*ins, *outs[1:]]
+    # A scalar input (a learning rate, a momentum) is read once, whatever the shape: it
+    # leaves the flat loop flat. As a broadcast, it sent an SGD update to the nest,
+    # whose threads split the outer dim: 3 taps of a 3 x 3 kernel, 1 of a 1 x 1.
+    others = [b for b in [*ins, *outs[1:]] if not _scalar(b)]
 
     def flat() -> None:
         _flat(k, outs, ins, body, parallel)
@@ -66,7 +69,7 @@ def emit(
     def nested() -> None:
         _nested(k, outs, ins, body, parallel)
 
-    if any(b.strides is not None for b in ins):  # a strided view has no flat order
+    if any(b.strides is not None and not _scalar(b) for b in ins):  # no flat order
         nested()
     elif all(_same_dims(b.dims, dims) for b in others):
         flat()
@@ -78,9 +81,15 @@ def emit(
         nested()
 
 
+def _scalar(buf: Buf) -> bool:
+    """Whether `buf` has one element, by its type."""
+    return all(d == 1 for d in buf.dims)
+
+
 def _flat(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn, parallel: bool) -> None:
     total = k.product(outs[0].dims)
-    element = _element_block(k, outs, ins, body)
+    scalars = [k.load_flat(b, 0) if _scalar(b) else None for b in ins]
+    element = _element_block(k, outs, ins, body, scalars)
     chunk = _chunk(k.body_cost(element))
     if isinstance(total, int) and total <= chunk:
         k.loop_over(element, total, trips=chunk)
@@ -97,14 +106,22 @@ def _chunk(cost: int) -> int:
     return max(MIN_CHUNK, min(CHUNK, CHUNK_OPS // max(cost, 1) // MIN_CHUNK * MIN_CHUNK))
 
 
-def _element_block(k: Kernel, outs: Sequence[Buf], ins: Sequence[Buf], body: BodyFn) -> Block:
+def _element_block(
+    k: Kernel,
+    outs: Sequence[Buf],
+    ins: Sequence[Buf],
+    body: BodyFn,
+    scalars: Sequence[SSAValue | None],
+) -> Block:
     """The flat loop's body for element i (its argument), built before the loop so that
-    its cost can size the chunks."""
+    its cost can size the chunks; `scalars`: per input, its value if it is a scalar
+    (loaded before the loop), else None."""
     block = Block(arg_types=[INDEX])
     outer, k.b = k.b, Builder(InsertPoint.at_end(block))
     try:
         i = block.args[0]
-        values = body(k, [k.load_flat(b, i) for b in ins])
+        loads = [k.load_flat(b, i) if v is None else v for b, v in zip(ins, scalars, strict=True)]
+        values = body(k, loads)
         for out, v in zip(outs, values, strict=True):
             k.store_flat(out, i, v)
     finally:

@@ -21,6 +21,24 @@ func.func @add_broadcast(%x: tensor<3x4xf32>, %b: tensor<4xf32>) -> tensor<3x4xf
 
 // -----
 
+// A scalar operand (a learning rate) leaves the loop flat: it is loaded once, before
+// the loop, whose chunks threads share.
+// CHECK-LABEL: func.func @scale_by_a_scalar(
+// CHECK:         %[[C0:.*]] = arith.constant 0 : index
+// CHECK:         %[[LR:.*]] = memref.load %lr[%[[C0]]] : memref<1xf32>
+// CHECK:         scf.for
+// CHECK:           scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT:        %[[G:.*]] = memref.load %g[%[[I]]] : memref<?xf32>
+// CHECK-NEXT:        %[[P:.*]] = arith.mulf %[[G]], %[[LR]] : f32
+// CHECK-NEXT:        memref.store %[[P]], %out0[%[[I]]] : memref<?xf32>
+// CHECK:         } {aotk.parallel
+func.func @scale_by_a_scalar(%g: tensor<?x3x3x8xf32>, %lr: tensor<f32>) -> tensor<?x3x3x8xf32> {
+  %y = "aotk.mul"(%g, %lr) : (tensor<?x3x3x8xf32>, tensor<f32>) -> tensor<?x3x3x8xf32>
+  func.return %y : tensor<?x3x3x8xf32>
+}
+
+// -----
+
 // Each dynamic input dim is an i64 argument. The loop is versioned: one flat contiguous
 // loop when the dims match at run time, else a nest where a dim of 1 broadcasts (stride 0).
 // CHECK-LABEL: func.func @mul_dynamic(
