@@ -5,7 +5,8 @@ tile body serves all of them with no per-tap checks: along the last axis, one li
 leading position over the interior columns (the window inside the input on that axis);
 a 2-D conv's border columns, down the interior rows; and what is left (a 2-D conv's
 corners; other ranks' border columns) as lines of one. A line's taps are a box of tap
-ranges worked out from its first position.
+ranges worked out from its first position. On a small map, a line instead runs across
+the images, at one output position (`image_line`).
 """
 
 from __future__ import annotations
@@ -121,6 +122,15 @@ def line_at(
         here = steps(kind.axis)
         step = (k.select(cond, here[0], step[0]), k.select(cond, here[1], step[1]))
     return Line(start, length, step, tap_ranges(k, g, start))
+
+
+def image_line(k: Kernel, where: tuple[Bufs, Geometry], e: SSAValue) -> Line:
+    """Output position e (row-major over the map) of every image: a line across the
+    batch, whose positions all have the taps of e."""
+    (out, x, _), g = where
+    start = _unravel(k, e, g.out_dims)
+    steps = (k.strides(out.dims)[0], k.strides(x.dims)[0])
+    return Line(start, x.dims[0], steps, tap_ranges(k, g, start))
 
 
 def tap_ranges(k: Kernel, g: Geometry, start: Sequence[DimV]) -> list[Range]:

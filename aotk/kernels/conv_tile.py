@@ -8,7 +8,10 @@ the kernel row, `rows` broadcasts of x and `rows * nvec` FMAs.
 The output is cut into lines (`conv_lines`) whose positions all have the same taps inside
 the input, so a single tile body serves the interior and the borders with no per-tap
 checks: one body of `rows` positions, and one of a single position (short lines,
-remainders) whose channels are folded into `SPLIT` sets of accumulators.
+remainders) whose channels are folded into `SPLIT` sets of accumulators. On a small map
+(ResNet50's last stage at 64 x 64 is 2 x 2, all border) lines along it are a position
+or two, and every one-position tile loads a kernel vector per FMA; there a line runs
+across the images at one position instead, in tiles of `BATCH_ROWS` images.
 
 An epilogue (`aotk.conv_fused`: a bias, an activation) applies to the accumulators
 before they are stored when its body lowers on vectors, else to each line's outputs
@@ -44,7 +47,7 @@ from aotk.kernels.conv_geometry import (
     fold_nest,
     if_values,
 )
-from aotk.kernels.conv_lines import Bufs, Line, line_at, line_kinds
+from aotk.kernels.conv_lines import Bufs, Line, image_line, line_at, line_kinds
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.scalar import const
 
@@ -57,6 +60,9 @@ CHANNEL_BLOCK = 64
 SPLIT = 2
 # Input channels a tile step unrolls instead of looping over.
 UNROLL_CHANNELS = 4
+# Images per tile of a line across the batch: 4 x 4 vectors of accumulators, whole
+# tiles for batches of 4, 8, 16 ... (tiles of 6 would leave one-position tiles at 8).
+BATCH_ROWS = 4
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,12 @@ def emit(
     """out = conv(x, w) in tiles = (the interior range of each spatial axis, positions
     per tile), then `epilogue` on each element: in the tiles' registers, or per line."""
     inner, rows = tiles
+    if _across_images(k, g, inner, bufs[1].dims[0]):
+        for part in parts(k, bufs):
+            with k.loop(k.product(g.out_dims), parallel=True) as e:
+                line = image_line(k, (bufs, g), k.index(e))
+                line_tiles(k, (bufs, g), part, (0, line), (BATCH_ROWS, epilogue))
+        return
     kinds = line_kinds(k, g, inner)
     count: DimV = 0
     for kind in kinds:
@@ -114,6 +126,15 @@ def emit(
             n, e = k.index(k.div(i, count)), k.index(k.rem(i, count))
             line = line_at(k, (bufs, g), kinds, e)
             line_tiles(k, (bufs, g), part, (n, line), (rows, epilogue))
+
+
+def _across_images(k: Kernel, g: Geometry, inner: Sequence[Range], batch: DimV) -> bool:
+    """Whether lines run across the images: the map is known and its interior along the
+    last axis holds fewer than BATCH_ROWS positions, and the batch is not known to."""
+    span = k.sub(inner[-1][1], inner[-1][0])
+    if not isinstance(span, int) or not all(isinstance(d, int) for d in g.out_dims):
+        return False
+    return span < BATCH_ROWS and not (isinstance(batch, int) and batch < BATCH_ROWS)
 
 
 def _finish(k: Kernel, out: Buf, part: Part, line: tuple[DimV, Line], epilogue: Epilogue) -> None:
@@ -135,7 +156,7 @@ def line_tiles(
     k: Kernel,
     where: tuple[Bufs, Geometry],
     part: Part,
-    line: tuple[SSAValue, Line],
+    line: tuple[DimV, Line],
     plan: tuple[int, Epilogue | None],
     out_at: DimV | None = None,
 ) -> None:

@@ -55,3 +55,22 @@ func.func @conv_bias_relu(%x: tensor<?x8x10x3xf32>, %w: tensor<3x3x3x16xf32>, %b
   }
   func.return %r : tensor<?x8x10x16xf32>
 }
+
+// On a 2 x 2 map every position is a border of its own, and lines along it would be
+// one position long: lines run across the images instead, one per position (4, which
+// threads split), in tiles of 4 images x 2 vectors (8 FMAs per input channel), then
+// one-image tiles for the batch's remainder.
+// CHECK-LABEL: func.func @conv_small_map(
+// CHECK:         %[[POSITIONS:.*]] = arith.constant 4 : index
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %[[POSITIONS]] step
+// CHECK:           scf.for {{.*}} -> ({{(vector<8xf32>, ){7}vector<8xf32>}}) {
+// CHECK-NEXT:        scf.for {{.*}} iter_args(
+// CHECK:               scf.for {{.*}} iter_args(
+// CHECK-COUNT-8:         vector.fma
+// CHECK-NOT:             vector.fma
+// CHECK:           scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>) {
+// CHECK:         } {aotk.parallel = 2 : i64}
+func.func @conv_small_map(%x: tensor<?x2x2x16xf32>, %w: tensor<3x3x16x16xf32>) -> tensor<?x2x2x16xf32> {
+  %y = aotk.conv %x, %w strides [1, 1] dilation [1, 1] lhs_dilation [1, 1] pad_before [0, 0] pad_after [0, 0] padding same groups 1 : (tensor<?x2x2x16xf32>, tensor<3x3x16x16xf32>) -> tensor<?x2x2x16xf32>
+  func.return %y : tensor<?x2x2x16xf32>
+}

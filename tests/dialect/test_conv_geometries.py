@@ -61,3 +61,32 @@ def test_random_conv_geometries_compiled_match_interpreted():
         arrays += [random_array(rng, s, "float32") for s in shapes]
         scales.append(10.0 * float(np.prod(shapes[1][:-1])))
     run_both(inputs, outputs, [arrays], scales=scales)
+
+
+def test_small_maps_tiled_across_the_images_compiled_match_interpreted():
+    # a map whose interior along its last axis holds fewer than 4 positions: each tile
+    # takes one position of 4 images (conv_tile.BATCH_ROWS); batches of 4, 9 (whole
+    # tiles and a remainder), 3 (no whole tile); one 64-channel part and several
+    rng = np.random.default_rng(29)
+    geometries = [((2, 2), 70, 40, (1, 1)), ((3, 5), 8, 20, (1, 1)), ((4, 4), 12, 16, (2, 2))]
+    inputs, outputs, shapes = [], [], []
+    for i, (sizes, cin, cout, strides) in enumerate(geometries):
+        x = placeholder((None, *sizes, cin), "float32", f"x{i}")
+        w = placeholder((3, 3, cin, cout), "float32", f"w{i}")
+        bias = placeholder((cout,), "float32", f"bias{i}")
+        attrs = {"strides": strides, "dilation": (1, 1), "lhs_dilation": (1, 1), "groups": 1}
+        y = emit(ConvOp, x, w, padding="same", pad_before=(0, 0), pad_after=(0, 0), **attrs)
+        zero = emit(ConstantOp, value=0.0, dtype="float32")
+        outputs += [y, emit(MaximumOp, emit(AddOp, y, bias), zero)]
+        inputs += [x, w, bias]
+        shapes.append((sizes, cin, cout))
+    calls = [
+        [
+            random_array(rng, s, "float32")
+            for sizes, cin, cout in shapes
+            for s in ((batch, *sizes, cin), (3, 3, cin, cout), (cout,))
+        ]
+        for batch in (4, 9, 3)
+    ]
+    scales = [10.0 * 9 * cin for _, cin, _ in shapes for _ in range(2)]
+    run_both(inputs, outputs, calls, scales=scales)
