@@ -13,12 +13,12 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
 from aotk.dialect.arithmetic import AddOp, MulOp, SubOp
 from aotk.dialect.base import shape_of
@@ -26,12 +26,13 @@ from aotk.dialect.batch_matmul import BatchMatMulOp
 from aotk.dialect.elementwise import CastOp, ConstantOp, FillLikeOp
 from aotk.dialect.identity import SameShapeOp, StopGradientOp
 from aotk.dialect.linalg import MatMulOp
+from aotk.dialect.pool import PoolOp
 from aotk.dialect.shape import ReshapeOp, SliceOp, TransposeOp, reversed_axes
 from aotk.dialect.unary import NegOp
 from aotk.transforms.join_unslices import JoinUnslices
 from aotk.transforms.pool_first import MaxPoolFirst
 from aotk.transforms.scan_last_step import LastStepIsCarry
-from aotk.transforms.shape_sources import EarliestShapeSource
+from aotk.transforms.shape_sources import SHAPE_OPERAND, EarliestShapeSource
 
 
 def _constant_value(v: SSAValue) -> float | None:
@@ -181,6 +182,46 @@ class FoldTransposeIntoMatmul(RewritePattern):
             rewriter.replace(op, type(op).make(operands, op.results[0].type, **attrs))
 
 
+def _by_type() -> dict[type[Operation], tuple[RewritePattern, ...]]:
+    """The patterns, in the order they are tried, by the op type each rewrites."""
+    add_zero, transposes = FoldAddZero(), (FoldTransposeIntoMatmul(),)
+    by_type: dict[type[Operation], tuple[RewritePattern, ...]] = {
+        AddOp: (add_zero, JoinUnslices()),
+        SubOp: (add_zero,),
+        MulOp: (FoldMulOne(),),
+        NegOp: (FoldDoubleNeg(),),
+        CastOp: (FoldNoOpCast(),),
+        StopGradientOp: (DropIdentities(),),
+        SameShapeOp: (DropIdentities(),),
+        ReshapeOp: (FoldReshapeChain(),),
+        TransposeOp: (FoldIdentityTranspose(), FoldTransposeChain(), FoldReverseIntoTranspose()),
+        MatMulOp: transposes,
+        BatchMatMulOp: transposes,
+        PoolOp: (MaxPoolFirst(),),
+        SliceOp: (LastStepIsCarry(),),
+    }
+    for kind in SHAPE_OPERAND:
+        by_type[kind] = (*by_type.get(kind, ()), EarliestShapeSource())
+    return by_type
+
+
+@dataclass
+class _Dispatch(RewritePattern):
+    """Erase an op left dead, else try the patterns of its type until one rewrites it:
+    asking each of 14 patterns about every op was most of this pass."""
+
+    by_type: dict[type[Operation], tuple[RewritePattern, ...]]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if is_trivially_dead(op):
+            rewriter.erase(op)
+            return
+        for pattern in self.by_type.get(type(op), ()):
+            pattern.match_and_rewrite(op, rewriter)
+            if rewriter.has_done_action:
+                return
+
+
 @dataclass(frozen=True)
 class AotkSimplifyPass(ModulePass):
     """Algebraic clean-ups on the aotk dialect."""
@@ -188,20 +229,4 @@ class AotkSimplifyPass(ModulePass):
     name = "aotk-simplify"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = [
-            FoldAddZero(),
-            FoldMulOne(),
-            FoldDoubleNeg(),
-            FoldNoOpCast(),
-            DropIdentities(),
-            FoldReshapeChain(),
-            FoldIdentityTranspose(),
-            FoldTransposeChain(),
-            FoldReverseIntoTranspose(),
-            FoldTransposeIntoMatmul(),
-            JoinUnslices(),
-            MaxPoolFirst(),
-            LastStepIsCarry(),
-            EarliestShapeSource(),
-        ]
-        PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)
+        PatternRewriteWalker(_Dispatch(_by_type())).rewrite_module(op)
