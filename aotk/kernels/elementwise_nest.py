@@ -61,7 +61,7 @@ def emit(
     # A scalar input (a learning rate, a momentum) is read once, whatever the shape: it
     # leaves the flat loop flat. As a broadcast, it sent an SGD update to the nest,
     # whose threads split the outer dim: 3 taps of a 3 x 3 kernel, 1 of a 1 x 1.
-    others = [b for b in [*ins, *outs[1:]] if not _scalar(b)]
+    others = [*(b for b in ins if not _scalar(b)), *outs[1:]]
 
     def flat() -> None:
         _flat(k, outs, ins, body, parallel)
