@@ -136,15 +136,7 @@ def reverse(x: Any, axes: Any) -> KTensor:
         raise ValueError(f"K.reverse: axes {tuple(items)} repeat an axis of rank {t.ndim}")
     if not norm:
         return t
-    flip = [a in norm for a in range(t.ndim)]
-    return trace.emit(
-        sh.SliceOp,
-        t,
-        where="K.reverse",
-        start=tuple(-1 if f else 0 for f in flip),
-        stop=tuple(-(2**62) if f else sh.FULL for f in flip),  # before the first element
-        step=tuple(-1 if f else 1 for f in flip),
-    )
+    return trace.emit(sh.SliceOp, t, where="K.reverse", **sh.reversal(t.ndim, norm))
 
 
 def slice(x: Any, start: Any, size: Any) -> KTensor:

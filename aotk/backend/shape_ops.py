@@ -193,7 +193,7 @@ def getitem(x: KTensor, key: Any) -> KTensor:
             stop.append(
                 sh.FULL
                 if k.stop is None and s > 0
-                else (-(2**62) if k.stop is None else int(k.stop))
+                else (sh.BEFORE if k.stop is None else int(k.stop))
             )
             step.append(s)
         elif isinstance(k, int):

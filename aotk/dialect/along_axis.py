@@ -292,16 +292,11 @@ def _arg_strided(k: Kernel, out: Buf, x: Buf, outer: DimV, n: DimV, inner: DimV,
         )
 
 
-BEFORE = -(2**62)  # a slice stop before the first element (negative steps)
-
-
 def _reverse(t: Any, axis: int) -> Any:
     from aotk.dialect import gradlib as lib
-    from aotk.dialect.shape import FULL, SliceOp
+    from aotk.dialect.shape import SliceOp, reversal
 
-    start, stop, step = [0] * t.ndim, [FULL] * t.ndim, [1] * t.ndim
-    start[axis], stop[axis], step[axis] = -1, BEFORE, -1
-    return lib.emit(SliceOp, t, start=tuple(start), stop=tuple(stop), step=tuple(step))
+    return lib.emit(SliceOp, t, **reversal(t.ndim, (axis,)))
 
 
 def _grad_cumsum(g: Any, y: Any, x: Any, *, axis: int, **attrs: Any) -> tuple[Any, ...]:

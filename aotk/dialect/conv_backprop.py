@@ -208,14 +208,7 @@ def transposed_kernel(kernel: Any, where: str, swap: bool = True) -> Any:
         return trace.emit(sh.TransposeOp, kernel, where=where, perm=perm, reverse=taps or None)
     if not taps:
         return kernel
-    return trace.emit(
-        sh.SliceOp,
-        kernel,
-        where=where,
-        start=tuple(-1 if a in taps else 0 for a in range(rank + 2)),
-        stop=tuple(sh.BEFORE if a in taps else sh.FULL for a in range(rank + 2)),
-        step=tuple(-1 if a in taps else 1 for a in range(rank + 2)),
-    )
+    return trace.emit(sh.SliceOp, kernel, where=where, **sh.reversal(rank + 2, taps))
 
 
 def _transposed_conv(g: Any, x: Any, kernel: Any, attrs: dict[str, Any]) -> Any | None:

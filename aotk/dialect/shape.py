@@ -222,9 +222,19 @@ def _slice_index(a: DimArith, i: int, d: Dim, step: int) -> Dim:
     return a.max(a.add(d, i), low)
 
 
+def reversal(rank: int, axes: Sequence[int]) -> dict[str, tuple[int, ...]]:
+    """The attributes of K.reverse's slice: every axis of `rank` whole, `axes` back to
+    front."""
+    return {
+        "start": tuple(-1 if a in axes else 0 for a in range(rank)),
+        "stop": tuple(BEFORE if a in axes else FULL for a in range(rank)),
+        "step": tuple(-1 if a in axes else 1 for a in range(rank)),
+    }
+
+
 def reversed_axes(attrs: dict[str, Any]) -> tuple[int, ...] | None:
-    """The axes a slice of attributes `attrs` reverses when it is K.reverse's (every axis
-    whole, some back to front), else None."""
+    """The axes a slice of attributes `attrs` reverses when it is K.reverse's (`reversal`:
+    every axis whole, some back to front), else None."""
     triples = list(zip(attrs["start"], attrs["stop"], attrs["step"], strict=True))
     backwards = [(start, step) == (-1, -1) and stop <= BEFORE for start, stop, step in triples]
     if not all(b or t == (0, FULL, 1) for b, t in zip(backwards, triples, strict=True)):
