@@ -87,9 +87,12 @@ def generate(
     tm = llvm_ir.target_machine(cpu, features, jit=False)
     with timing.stage("llvm-ir text"):
         text = llvm_ir.to_llvm_text(module, tm)
-    texts = llvm_split.split(text, llvm_split.parts_for(text)) if not prefix else [text]
+    sigs = signatures(module)
+    # a micro-kernel module's entry points are its kernels: no glue
+    entries = () if micro_kernel else sigs
+    texts = llvm_split.pieces(text, entries) if not prefix else [llvm_split.Piece(text)]
     if len(texts) == 1:
-        return generate_from_ir(text, signatures(module), tm, prefix, micro_kernel)
+        return generate_from_ir(text, sigs, tm, prefix, micro_kernel)
     timing.count_compile("llvm")
     with (
         llvm_ir.code_generation(strength_reduction=micro_kernel),
@@ -97,7 +100,7 @@ def generate(
     ):
         parts = llvm_split.compile_parts(texts, cpu, features, slp=micro_kernel)
     ir = "\n".join(p.ir for p in parts)
-    return NativeCode(tuple(p.obj for p in parts), signatures(module), ir, text)
+    return NativeCode(tuple(p.obj for p in parts), sigs, ir, text)
 
 
 def generate_from_ir(

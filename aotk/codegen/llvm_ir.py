@@ -80,9 +80,14 @@ def host_feature_map() -> dict[str, bool]:
 
 
 def target_machine(
-    cpu: str | None = None, features: str | None = None, *, jit: bool = True
+    cpu: str | None = None,
+    features: str | None = None,
+    *,
+    jit: bool = True,
+    codegen_level: int = 3,
 ) -> llvm_binding.TargetMachine:
-    """A new target machine at O3 for `cpu`/`features` (default: this host).
+    """A new target machine for `cpu`/`features` (default: this host), its code generation
+    at O3, or at `codegen_level`.
 
     Never cached: MCJIT takes ownership of the machine it is given and frees it with
     the engine, so a shared one would dangle once a compiled module is collected.
@@ -92,7 +97,7 @@ def target_machine(
     return target.create_target_machine(
         cpu=cpu or host_cpu(),
         features=vector_width_features(host_features() if features is None else features),
-        opt=3,
+        opt=codegen_level,
         reloc="pic",
         codemodel="jitdefault" if jit else "default",
         jit=jit,

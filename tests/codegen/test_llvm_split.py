@@ -56,9 +56,52 @@ def test_split_refuses_globals_and_single_functions() -> None:
     assert llvm_split.split(TEXT, 1) == [TEXT]
 
 
+def _defined(text: str) -> list[str]:
+    module = llvm_binding.parse_assembly(text, context=llvm_binding.create_context())
+    module.verify()
+    return sorted(f.name for f in module.functions if not f.is_declaration)
+
+
+def test_large_entry_points_are_a_quick_piece_of_their_own(monkeypatch) -> None:
+    monkeypatch.setattr(llvm_split, "QUICK_GLUE_CHARS", 1)
+    monkeypatch.setattr(llvm_split, "MIN_CHARS_PER_PART", 1)
+    monkeypatch.setattr(llvm_split.native_runtime, "cpus", lambda: 2)
+    wrapper = 'define void @"a_packed"(ptr %".1")\n{\nentry:\n  call void @"a"(ptr %".1")\n'
+    packed = TEXT.replace('define i64 @"c"', wrapper + '  ret void\n}\ndefine i64 @"c"')
+    pieces = llvm_split.pieces(packed, {"a"})
+    assert [p.quick for p in pieces] == [True, False, False]
+    assert _defined(pieces[0].text) == ["a", "a_packed"]  # an entry goes with its wrapper
+    assert sorted(_defined(p.text) for p in pieces[1:]) == [["b"], ["c"]]
+
+
+def test_small_entry_points_and_micro_kernels_split_as_before(monkeypatch) -> None:
+    monkeypatch.setattr(llvm_split, "parts_for", lambda text: 2)
+    expected = [llvm_split.Piece(t) for t in llvm_split.split(TEXT, 2)]
+    assert llvm_split.pieces(TEXT, {"a"}) == expected  # below QUICK_GLUE_CHARS
+    monkeypatch.setattr(llvm_split, "QUICK_GLUE_CHARS", 1)
+    assert llvm_split.pieces(TEXT, ()) == expected  # no entry points named
+    assert llvm_split.pieces(TEXT, {"a", "b", "c"}) == expected  # nothing but glue
+
+
+def test_a_quick_piece_is_emitted_at_codegen_level_0(monkeypatch) -> None:
+    levels: list[int] = []
+    make = llvm_ir.target_machine
+
+    def spy(*args, codegen_level: int = 3, **kwargs):
+        levels.append(codegen_level)
+        return make(*args, codegen_level=codegen_level, **kwargs)
+
+    monkeypatch.setattr(llvm_ir, "target_machine", spy)
+    quick, rest = llvm_split.pieces(TEXT, {"a"})[0], llvm_split.Piece(TEXT)
+    parts = llvm_split.compile_parts([llvm_split.Piece(quick.text, quick=True), rest], None, None)
+    assert sorted(levels) == [0, 3]
+    assert all(part.obj for part in parts)
+
+
 def test_an_error_in_a_part_reaches_the_caller() -> None:
     with pytest.raises(RuntimeError):
-        llvm_split.compile_parts(["define void @x() {\n}\n", TEXT], None, None)
+        pieces = [llvm_split.Piece("define void @x() {\n}\n"), llvm_split.Piece(TEXT)]
+        llvm_split.compile_parts(pieces, None, None)
 
 
 def _mlp_step() -> tuple[list, list]:
@@ -85,12 +128,27 @@ def test_a_function_compiled_in_parts_computes_the_same_bits(monkeypatch) -> Non
         np.testing.assert_array_equal(got, want, strict=True)
 
 
+def test_a_function_with_quick_glue_computes_the_same_bits(monkeypatch) -> None:
+    monkeypatch.setenv("AOTK_DISK_CACHE", "0")
+    x = np.random.default_rng(1).normal(size=(50, 40)).astype("float32")
+    whole = K.function(*_mlp_step())
+    clear_cache()
+    monkeypatch.setattr(llvm_split, "QUICK_GLUE_CHARS", 1)
+    monkeypatch.setattr(llvm_split, "MIN_CHARS_PER_PART", 1)
+    monkeypatch.setattr(llvm_split.native_runtime, "cpus", lambda: 2)
+    quick = K.function(*_mlp_step())
+    assert len(quick._compiled.code.objects) == 3  # the glue, then two parts of kernels
+    for got, want in zip(quick([x]), whole([x]), strict=True):
+        np.testing.assert_array_equal(got, want, strict=True)
+
+
 def test_the_optimized_parts_read_back_as_one_renamed_module() -> None:
     """A split module's optimized IR (its parts printed one after another, as the cache
     keeps it) parses into one module again: each function defined once, renamed and
     hidden with the prefix, the call from one part into the other linked."""
     tm = llvm_ir.target_machine(jit=False)
-    parts = llvm_split.compile_parts(llvm_split.split(TEXT, 3), None, None)
+    pieces = [llvm_split.Piece(t) for t in llvm_split.split(TEXT, 3)]
+    parts = llvm_split.compile_parts(pieces, None, None)
     joined = "\n".join(part.ir for part in parts)
     assert joined.count("; ModuleID") == 3  # a function a part: a's call to b crosses
     module = llvm_ir.parsed(joined, tm, "lib_")

@@ -48,7 +48,8 @@ def test_optimize_packs_lanes_only_when_asked(slp: bool) -> None:
 def test_only_micro_kernels_are_compiled_with_slp(micro_kernel: bool) -> None:
     tm = llvm_ir.target_machine(jit=False)
     whole = jit.generate_from_ir(TEXT, {"lanes": "pp"}, tm, micro_kernel=micro_kernel)
-    parts = llvm_split.compile_parts([TEXT, TEXT], None, None, slp=micro_kernel)
+    pieces = [llvm_split.Piece(TEXT), llvm_split.Piece(TEXT)]
+    parts = llvm_split.compile_parts(pieces, None, None, slp=micro_kernel)
     for ir in [whole.llvm_ir, *(p.ir for p in parts)]:
         assert bool(VECTOR_ADD.search(_body(ir))) is micro_kernel, ir
 
@@ -59,7 +60,9 @@ def test_a_module_compiled_in_parts_passes_the_choice_to_each(
     seen: list[bool] = []
     compile_parts = llvm_split.compile_parts
 
-    def spy(texts: list[str], cpu: str | None, features: str | None, slp: bool = False) -> Any:
+    def spy(
+        texts: list[llvm_split.Piece], cpu: str | None, features: str | None, slp: bool = False
+    ) -> Any:
         seen.append(slp)
         return compile_parts(texts, cpu, features, slp)
 
