@@ -21,7 +21,7 @@ from xdsl.rewriter import InsertPoint
 
 from aotk.ir_walk import ops_within
 from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
-from aotk.kernels.make import flat_memref_type
+from aotk.kernels.make import flat_memref_type, func_call_op
 
 PREFIX = "aotk_uk_"
 SYMBOL = re.compile(rb"aotk_uk_[A-Za-z0-9_]+")
@@ -106,7 +106,7 @@ def call(k: Kernel, name: str, args: Sequence[Buf | DimV]) -> None:
                 values.append(k.b.insert(arith.ConstantOp(IntegerAttr(arg, i64))).result)
             else:
                 values.append(k.b.insert(arith.IndexCastOp(arg, i64)).result)
-    k.b.insert(func.CallOp(kernel.symbol, values, []))
+    k.b.insert(func_call_op(kernel.symbol, values, []))
 
 
 # Functions of the C runtime (`runtime/aotk_pool_internal.h`) that kernels may call.
@@ -118,7 +118,7 @@ RUNTIME_FUNCTIONS: dict[str, tuple[list[Attribute], list[Attribute]]] = {
 
 def parallel_width(k: Kernel) -> SSAValue:
     """The number of threads a parallel loop started here would be split over (index)."""
-    width = k.b.insert(func.CallOp(PARALLEL_WIDTH, [], [i64])).res[0]
+    width = k.b.insert(func_call_op(PARALLEL_WIDTH, [], [i64])).res[0]
     return k.b.insert(arith.IndexCastOp(width, INDEX)).result
 
 

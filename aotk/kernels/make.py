@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TypeVar
 
-from xdsl.dialects import arith, llvm, scf
+from xdsl.dialects import arith, func, llvm, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     DenseArrayBase,
@@ -96,6 +96,14 @@ def gep_op(base: SSAValue, index: int | SSAValue, elem: Attribute, inbounds: boo
 def load_op(address: SSAValue, t: Attribute, alignment: int | None = None) -> llvm.LoadOp:
     """`llvm.LoadOp(address, t, alignment)`."""
     return make(llvm.LoadOp, [address], [t], _memory_properties(alignment))
+
+
+def func_call_op(
+    callee: str, args: Sequence[SSAValue], result_types: Sequence[Attribute]
+) -> func.CallOp:
+    """`func.CallOp(callee, args, result_types)` (whose constructor took 60 us a call:
+    a large model's entry makes thousands)."""
+    return make(func.CallOp, args, result_types, {"callee": SymbolRefAttr(callee)})
 
 
 def store_op(value: SSAValue, address: SSAValue, alignment: int | None = None) -> llvm.StoreOp:

@@ -33,7 +33,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from aotk.dialect import metadata
 from aotk.dialect.base import elem_of
 from aotk.kernels.kernel import INDEX, PTR, Buf, DimV, Kernel
-from aotk.kernels.make import flat_memref_type, make
+from aotk.kernels.make import flat_memref_type, func_call_op, make
 from aotk.lowering.outline_kernels import EntryAliasing
 from aotk.transforms.structure import op_structure_key
 
@@ -118,7 +118,7 @@ class GenericLoops:
             generic = self._by_key[key] = _Generic(fn)
         n = len(layout.mems)
         passed = [*(_dynamic(k, v) for v in values[:n]), *values[n:]]
-        call = k.b.insert(func.CallOp(generic.fn.sym_name.data, passed, []))
+        call = k.b.insert(func_call_op(generic.fn.sym_name.data, passed, []))
         generic.calls.append((call, values))
 
     def _function(self, layout: _Layout, bufs: Sequence[Buf], emit: EmitOn) -> func.FuncOp:

@@ -29,6 +29,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from aotk.dialect import metadata
 from aotk.ir_walk import ops_within
 from aotk.kernels.kernel import Buf, Kernel
+from aotk.kernels.make import func_call_op
 from aotk.lowering.generic_loops import EmitOn, GenericLoops
 from aotk.lowering.outline_kernels import EntryAliasing, move_into_function
 from aotk.lowering.parallelize import rebuildable, used_from_outside
@@ -110,7 +111,7 @@ class OpMemo:
         return point.block is self.block and point.insert_before is None
 
     def _call(self, fn: func.FuncOp, params: Sequence[SSAValue]) -> None:
-        self.block.add_op(func.CallOp(fn.sym_name.data, list(params), []))
+        self.block.add_op(func_call_op(fn.sym_name.data, list(params), []))
 
     def _share(self, first: _First) -> func.FuncOp | None:
         """The function the range of `first` becomes, called in its place; None if it

@@ -36,6 +36,7 @@ from xdsl.rewriter import InsertPoint
 from aotk.dialect import metadata
 from aotk.ir_walk import ops_within
 from aotk.kernels.kernel import PARALLEL_ATTR
+from aotk.kernels.make import func_call_op
 from aotk.lowering.parallelize import erase_unused, free_values, rebuild, rebuildable
 from aotk.transforms.structure import structure_key
 
@@ -170,7 +171,7 @@ def move_into_function(
         if v not in env:
             rebuild(b, v, env)
     result_types = [r.type for r in returned]
-    call = func.CallOp(name, passed, result_types)
+    call = func_call_op(name, passed, result_types)
     parent = ops[0].parent_block()
     assert parent is not None
     parent.insert_op_before(call, ops[0])

@@ -34,7 +34,7 @@ from xdsl.traits import is_side_effect_free
 from aotk.ir_walk import ops_in_region, ops_within
 from aotk.kernels.kernel import PARALLEL_ATTR
 from aotk.kernels.loop_cost import static_trips
-from aotk.kernels.make import constant_op, gep_op, load_op, store_op
+from aotk.kernels.make import constant_op, func_call_op, gep_op, load_op, store_op
 
 RUNTIME_FN = "aotk_parallel_for"
 PTR = llvm.LLVMPointerType()
@@ -269,12 +269,12 @@ def _launch(b: Builder, name: str, ctx: SSAValue, n: SSAValue, threshold: int) -
     task = b.insert(llvm.AddressOfOp(name, PTR)).result
 
     if threshold <= 1:
-        b.insert(func.CallOp(RUNTIME_FN, [task, ctx, n], []))
+        b.insert(func_call_op(RUNTIME_FN, [task, ctx, n], []))
         return
     enough = b.insert(arith.CmpiOp(n, _const(b, threshold, i64), "sge")).result
     zero = _const(b, 0, i64)
-    parallel = [func.CallOp(RUNTIME_FN, [task, ctx, n], []), scf.YieldOp()]
-    serial = [func.CallOp(name, [ctx, zero, n], []), scf.YieldOp()]
+    parallel = [func_call_op(RUNTIME_FN, [task, ctx, n], []), scf.YieldOp()]
+    serial = [func_call_op(name, [ctx, zero, n], []), scf.YieldOp()]
     b.insert(scf.IfOp(enough, [], Region(Block(parallel)), Region(Block(serial))))
 
 
