@@ -92,8 +92,8 @@ def test_a_quick_piece_is_emitted_at_codegen_level_0(monkeypatch) -> None:
         return make(*args, codegen_level=codegen_level, **kwargs)
 
     monkeypatch.setattr(llvm_ir, "target_machine", spy)
-    quick, rest = llvm_split.pieces(TEXT, {"a"})[0], llvm_split.Piece(TEXT)
-    parts = llvm_split.compile_parts([llvm_split.Piece(quick.text, quick=True), rest], None, None)
+    pieces = [llvm_split.Piece(TEXT, quick=True), llvm_split.Piece(TEXT)]
+    parts = llvm_split.compile_parts(pieces, None, None)
     assert sorted(levels) == [0, 3]
     assert all(part.obj for part in parts)
 
