@@ -62,25 +62,35 @@ def _parts(chars: int) -> int:
     return max(1, min(native_runtime.cpus(), parts)) if parts > 1 else 1
 
 
+Sections = tuple[list[str], dict[str, str]]  # `_sections`: the header, the functions
+
+
 def split(text: str, parts: int) -> list[str]:
     """`text` as `parts` modules of whole functions, balanced by size; [text] when it
     defines globals (each would be defined twice) or has too few functions."""
-    header, functions = _sections(text)
-    if parts < 2 or len(functions) < 2 or any(line.startswith("@") for line in header):
+    return _split(text, _sections(text), parts)
+
+
+def _split(text: str, sections: Sections, parts: int) -> list[str]:
+    header, functions = sections
+    if parts < 2 or len(functions) < 2 or _defines_globals(header):
         return [text]
     return [_module(header, functions, g) for g in _balanced(list(functions), functions, parts)]
+
+
+def _defines_globals(header: list[str]) -> bool:
+    return any(line.startswith("@") for line in header)
 
 
 def pieces(text: str, entries: Collection[str]) -> list[Piece]:
     """`text` split for this host as `split` does, except that its functions named in
     `entries`, and their packed wrappers, are a quick piece of their own when they come
     to QUICK_GLUE_CHARS."""
-    header, functions = _sections(text)
+    header, functions = sections = _sections(text)
     glue = [n for n in functions if n.removesuffix(packed_entry.SUFFIX) in entries]
     glue_chars = sum(len(functions[n]) for n in glue)
-    shared = any(line.startswith("@") for line in header)
-    if glue_chars < QUICK_GLUE_CHARS or len(glue) == len(functions) or shared:
-        return [Piece(t) for t in split(text, parts_for(text))]
+    if glue_chars < QUICK_GLUE_CHARS or len(glue) == len(functions) or _defines_globals(header):
+        return [Piece(t) for t in _split(text, sections, parts_for(text))]
     kernels = [n for n in functions if n not in glue]
     groups = _balanced(kernels, functions, _parts(len(text) - glue_chars))
     return [Piece(_module(header, functions, glue), quick=True)] + [
@@ -109,7 +119,7 @@ def _module(header: list[str], functions: dict[str, str], group: list[str]) -> s
     )
 
 
-def _sections(text: str) -> tuple[list[str], dict[str, str]]:
+def _sections(text: str) -> Sections:
     """The lines outside function bodies, and each defined function's text by name."""
     header: list[str] = []
     functions: dict[str, str] = {}

@@ -54,8 +54,8 @@ class YieldOp(IRDLOperation):
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
     def __init__(self, *values: SSAValue) -> None:
-        # Operation's own constructor: IRDL's argument handling took 49 us of a yield's
-        # 64, and fusing ResNet50's training step makes 4,000
+        # Operation's own constructor: with IRDL's argument handling a yield took 49 us,
+        # so 10, and fusing ResNet50's training step makes 4,000
         Operation.__init__(self, operands=values)
 
 
