@@ -118,6 +118,7 @@ class Function:
         )
         if self._implicit_phase:
             inputs = [*inputs, phase]
+        self._input_tensors = list(inputs)  # what each argument is fed to (export pins some)
         self._n_outputs = len(outs)
         self._updated = [u.variable for u in updates]
         values = outs + [u.value for u in updates]
@@ -282,6 +283,7 @@ def restore_function(blob: bytes, arrays: list[np.ndarray]) -> Function:
     fn = Function.__new__(Function)
     fn.where, fn.name = meta["where"], meta.get("name", "main")
     fn._single, fn._feeds = meta["single"], []
+    fn._input_tensors = []  # the traced graph is not pickled, only its IR
     fn._implicit_phase, fn._n_outputs = meta["implicit_phase"], meta["n_outputs"]
     fn.module = Parser(make_context(), meta["ir"]).parse_module()
     _check_captured(fn, len(meta["names"]), meta["captures"], arrays)

@@ -62,8 +62,10 @@ def export(
     `signing_key`, the library and weights get `.sig` files for `aotk.load` to check
     (see `aotk.signing`)."""
     where = "aotk.export"
+    shapes = None
     if keras_model.is_keras_model(fn):
-        fn = keras_model.step_function(fn, step, where)
+        model, fn = fn, keras_model.step_function(fn, step, where)
+        shapes = keras_model.checked_shapes(model, fn)
     _check_arguments(fn, name, weights, max_dim, where)
     cflags = _checked_cflags(cflags, where)
     key = None if signing_key is None else signing.check_key(signing_key, where)
@@ -75,7 +77,7 @@ def export(
     # the host's (an AVX2 target's code tiled for AVX-512 spilled: 3-4x slower)
     with heuristics.tiled_for(target.isa):
         say("analysing the signature")
-        spec, arrays = _spec(fn, name, weights, cpu, needed, max_dim, where)
+        spec, arrays = _spec(fn, shapes, name, weights, cpu, needed, max_dim, where)
         say(f"lowering and generating code for {cpu}")
         code, packs = _native_code(fn, target, prefix)
         spec = _with_packs(spec, packs, prefix)
@@ -160,10 +162,20 @@ def _checked_cflags(cflags: Sequence[str], where: str) -> list[str]:
 
 
 def _spec(
-    fn: Any, name: str, weights: str, cpu: str, needed: list[str], max_dim: int, where: str
+    fn: Any,
+    shapes: list[keras_model.Shape] | None,
+    name: str,
+    weights: str,
+    cpu: str,
+    needed: list[str],
+    max_dim: int,
+    where: str,
 ) -> tuple[cgen.ModelSpec, list[Any]]:
+    """The model's C interface; `shapes`: the inputs' shapes it accepts, when narrower
+    than the function's (`keras_model.checked_shapes`)."""
     fn_type = next(iter(fn.module.ops)).function_type
-    in_shapes = list(fn._inputs.shapes)
+    kernel_shapes = [tuple(s) for s in fn._inputs.shapes]
+    in_shapes = kernel_shapes if shapes is None else shapes
     out_types = fn_type.outputs.data[: fn._n_outputs]
     idents = cgen.c_identifiers(fn._inputs.names, {f"out{i}" for i in range(len(out_types))})
     inputs = [
@@ -180,7 +192,9 @@ def _spec(
     arrays = [c.storage for c in fn.captures]
     slots = layout.plan(_unique([_capture_name(c, i) for i, c in enumerate(fn.captures)]), arrays)
     capture_shapes = [a.shape for a in arrays]
-    dyn = dims.analyze(fn._checker, in_shapes + capture_shapes, max_dim, where)
+    dyn = dims.analyze(
+        fn._checker, kernel_shapes + capture_shapes, max_dim, where, in_shapes + capture_shapes
+    )
     if len(dyn) > MAX_DYNAMIC_DIMS:
         raise ValueError(f"{where}: {len(dyn)} dynamic dims, at most {MAX_DYNAMIC_DIMS}")
     updates = [next(i for i, c in enumerate(fn.captures) if c is v) for v in fn._updated]
@@ -196,7 +210,7 @@ def _spec(
         weights_size=0,
         cpu=cpu,
         features=sorted(needed, key=lambda f: (f not in cgen.CHECKABLE_FEATURES, f)),
-        loader_info=_loader_info(fn, name, slots),
+        loader_info=_loader_info(fn, in_shapes, name, slots),
     )
     return spec, arrays
 
@@ -219,7 +233,9 @@ def _graph_text(fn: Any) -> str:
     return structure(fn.module)
 
 
-def _loader_info(fn: Any, name: str, slots: list[layout.ArraySlot]) -> dict[str, Any]:
+def _loader_info(
+    fn: Any, in_shapes: list[keras_model.Shape], name: str, slots: list[layout.ArraySlot]
+) -> dict[str, Any]:
     return {
         "captures": [
             {"name": s.name, "dtype": s.dtype.name, "shape": list(s.shape)} for s in slots
@@ -229,7 +245,7 @@ def _loader_info(fn: Any, name: str, slots: list[layout.ArraySlot]) -> dict[str,
         "where": fn.where,
         "inputs": [
             {"name": n, "dtype": d.name, "shape": list(s)}
-            for n, s, d in zip(*vars(fn._inputs).values(), strict=True)
+            for n, s, d in zip(fn._inputs.names, in_shapes, fn._inputs.dtypes, strict=True)
         ],
         "output_dtypes": [d.name for d in fn._out_dtypes[: fn._n_outputs]],
         "single": fn._single,

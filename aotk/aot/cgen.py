@@ -170,6 +170,8 @@ def header(spec: ModelSpec, version: str) -> str:
 def _dim_notes(spec: ModelSpec) -> list[str]:
     notes = []
     for d in spec.dims:
+        if spec.inputs[d.input].shape[d.axis] is not None:
+            continue  # the kernel's dim, pinned: the input's shape says its one value
         rule = f"{d.min}..{d.max}"
         if d.tie >= 0:
             t = spec.dims[d.tie]

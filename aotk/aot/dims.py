@@ -5,17 +5,24 @@ inference: each dynamic dim either varies freely or must equal an earlier one (a
 dim shared by several inputs), and has a smallest value (a convolution needs at least
 its window). They are found by asking the same shape rules K.function checks calls with,
 on probe values; a constraint of any other form is refused at export time.
+
+A dim the caller pins (a Keras target's class dim, which Keras itself checks against the
+model's output) is no longer probed: the library accepts exactly its value.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
 from aotk.call_check import ShapeChecker
 
 _BASES = (24, 60, 64, 8, 2, 1)
 _MIN_PROBES = 65  # a smallest value above 64 is taken as 64's failure, not a minimum
+# Tied dims found after the one being placed, tried with it at most this many together:
+# Keras's sample weights carry the batch dim after the targets that share it.
+_MAX_LATER_TIES = 3
 
 
 @dataclass(frozen=True)
@@ -46,10 +53,34 @@ class _Prober:
 
 
 def analyze(
-    checker: ShapeChecker, shapes: Sequence[Sequence[int | None]], max_dim: int, where: str
+    checker: ShapeChecker,
+    shapes: Sequence[Sequence[int | None]],
+    max_dim: int,
+    where: str,
+    pinned: Sequence[Sequence[int | None]] | None = None,
 ) -> list[DynDim]:
-    """The tie and range of each dynamic dim of inputs (then captures) of `shapes`."""
-    probe = _Prober(checker, shapes)
+    """The tie and range of each dynamic dim of inputs (then captures) of `shapes`;
+    `pinned`: the same shapes with some dynamic dims given the one value they accept."""
+    pinned = shapes if pinned is None else pinned
+    probe = _Prober(checker, pinned)
+    free = _analyze_free(probe, max_dim, where)
+    by_dim = dict(zip(probe.dyn, free, strict=True))
+    kernel_dims = [(i, a) for i, s in enumerate(shapes) for a, d in enumerate(s) if d is None]
+    order = {dim: k for k, dim in enumerate(kernel_dims)}
+    out = []
+    for i, a in kernel_dims:
+        d = by_dim.get((i, a))
+        if d is None:
+            value = pinned[i][a]
+            assert value is not None
+            out.append(DynDim(i, a, -1, value, value))
+        else:
+            tie = -1 if d.tie < 0 else order[probe.dyn[d.tie]]
+            out.append(DynDim(i, a, tie, d.min, d.max))
+    return out
+
+
+def _analyze_free(probe: _Prober, max_dim: int, where: str) -> list[DynDim]:
     n = len(probe.dyn)
     if n == 0:
         return []
@@ -68,22 +99,45 @@ def analyze(
 
 
 def _ties(probe: _Prober, n: int, base: int, other: int, where: str) -> list[int]:
+    """Each dim's root: the first dim of the group it must equal (-1: it is a root).
+
+    A group changes value together or not at all, so a dim joins the first earlier
+    group that fits with it, perhaps with some later dims, smallest sets first."""
     ties = [-1] * n
+    placed = [False] * n
     for d in range(1, n):
-        if probe.fits([other if j == d else base for j in range(n)]):
+        if placed[d]:
             continue
-        for r in range(d):
-            group = {j for j in range(d) if _root(ties, j) == r} | {d}
-            if ties[r] == -1 and probe.fits([other if j in group else base for j in range(n)]):
-                ties[d] = r
-                break
-        else:
+        later = [j for j in range(d + 1, n) if not placed[j]]
+        join = _joined_group(probe, ties, d, later, base, other)
+        if join is None:
             i, a = probe.dyn[d]
             raise ValueError(
                 f"{where}: dynamic dim {a} of input {i} is tied to the others by a rule an "
                 "exported model cannot check; give it a static size"
             )
+        root, members = join
+        for j in members:
+            ties[j], placed[j] = root, True
     return ties
+
+
+def _joined_group(
+    probe: _Prober, ties: list[int], d: int, later: list[int], base: int, other: int
+) -> tuple[int, list[int]] | None:
+    """The root `d` is tied to and the later dims tied along with it; (-1, [d]) when
+    it varies alone; None when no such set fits."""
+    roots = [r for r in range(d) if ties[r] == -1]
+    for size in range(min(_MAX_LATER_TIES, len(later)) + 1):
+        for extra in combinations(later, size):
+            moved = {d, *extra}
+            if probe.fits([other if j in moved else base for j in range(len(ties))]):
+                return (d, list(extra)) if extra else (-1, [d])
+            for r in roots:
+                group = {j for j in range(len(ties)) if _root(ties, j) == r} | moved
+                if probe.fits([other if j in group else base for j in range(len(ties))]):
+                    return r, [d, *extra]
+    return None
 
 
 def _root(ties: list[int], d: int) -> int:

@@ -149,6 +149,28 @@ def test_tied_and_minimum_dims_are_checked(tmp_path: Path) -> None:
         g([xv, np.ones((3, 1, 4), np.float32)])
 
 
+def test_a_dim_tied_through_a_later_input_is_found(tmp_path: Path) -> None:
+    """t's batch dim meets x's only where w (a later input) scales their rows: moved
+    alone with x's, it still mismatches w's, so the tie is found with w's in the set."""
+    rng = np.random.default_rng(6)
+    x = K.placeholder(shape=(None, 4), name="x")
+    t = K.placeholder(shape=(None, 3), name="t")
+    w = K.placeholder(shape=(None,), name="w")
+    W = K.variable(rng.standard_normal((4, 3)).astype(np.float32), name="W")
+    f = K.function([x, t, w], [K.sum(K.square(K.dot(x, W) - t), axis=-1) * w])
+    g = aotk.load(aotk.export(f, tmp_path, "weighted").library)
+    header = (tmp_path / "weighted.h").read_text()
+    assert "t dim 0: 0..2147483647, equal to x dim 0" in header
+    assert "w dim 0: 0..2147483647, equal to x dim 0" in header
+    xv, tv = rng.standard_normal((5, 4)), rng.standard_normal((5, 3))
+    args = [xv.astype(np.float32), tv.astype(np.float32), np.arange(5, dtype=np.float32)]
+    want = np.sum(np.square(xv @ K.get_value(W) - tv), axis=-1) * np.arange(5)
+    (got,) = g(args)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    with pytest.raises(ValueError, match="input 'w' dim 0 is 4 but must equal input 'x' dim 0"):
+        g([*args[:2], args[2][:4]])
+
+
 @pytest.mark.aot
 def test_exported_print_tensor_prints_the_c_layout_to_c_stdout(tmp_path: Path, capfd) -> None:
     x = K.placeholder(shape=(None, 2), name="x")

@@ -45,12 +45,42 @@ def test_export_refuses_a_training_step_of_an_uncompiled_model(tmp_path):
         aotk.export(model, tmp_path, "m", step="fit")
 
 
-def test_keras_training_step_with_free_target_dims_is_refused_clearly(tmp_path):
-    # Keras's target placeholders are (None, None); the loss broadcasts them against the
-    # predictions, a tie between dims that an exported model cannot check in C
+@pytest.mark.aot
+@pytest.mark.parametrize(
+    "loss, classes",
+    [("mse", 3), ("categorical_crossentropy", 3), ("sparse_categorical_crossentropy", 1)],
+)
+def test_keras_training_step_exports_and_trains_like_keras(tmp_path, loss, classes):
+    """Keras's targets are (None, None) placeholders the loss broadcasts, a tie the
+    library could not check; Keras itself accepts only the output's shape (its last dim
+    1 for sparse labels), so the library takes that shape, and trains as Keras does."""
+    rng = np.random.default_rng(2)
+    model = Sequential([layers.Dense(8, activation="relu", input_shape=(4,)), layers.Dense(3)])
+    model.compile(keras.optimizers.SGD(lr=0.1, momentum=0.9), loss)
+    x = rng.normal(size=(16, 4)).astype(np.float32)
+    labels = rng.integers(0, 3, 16)
+    y = np.eye(3, dtype=np.float32)[labels] if classes == 3 else labels[:, None].astype(np.float32)
+    exported = aotk.export(model, tmp_path, "step", step="train")
+    assert "const float *dense_2_target, int64_t dense_2_target_dim0, const float" in (
+        exported.header.read_text()
+    )
+    library = aotk.load(exported.library)
+    weights = np.ones(16, np.float32)
+    for _ in range(3):
+        want = model.train_on_batch(x, y)
+        (got,) = library([x, y, weights])
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    wrong = np.zeros((16, classes + 1), np.float32)
+    with pytest.raises(ValueError, match=rf"'dense_2_target' expects shape \(None, {classes}\)"):
+        library([x, wrong, weights])
+
+
+def test_keras_training_step_with_the_users_own_loss_is_refused_clearly(tmp_path):
+    # Keras does not check the targets of a loss of the user's own: they stay (None, None),
+    # broadcast against the predictions, which an exported model cannot check in C
     model = Sequential([layers.Dense(2, input_shape=(4,))])
-    model.compile("sgd", "mse")
-    with pytest.raises(ValueError, match=r"aotk\.export: dynamic dim 0 of input 1 is tied"):
+    model.compile("sgd", lambda t, p: keras.backend.mean(keras.backend.abs(t - p)))
+    with pytest.raises(ValueError, match=r"aotk\.export: dynamic dim 1 of input 1 is tied"):
         aotk.export(model, tmp_path, "step", step="train")
 
 
