@@ -2,12 +2,13 @@
 
 Every compile runs in a fresh process with the compile cache off (`AOTK_DISK_CACHE=0`),
 so nothing of an earlier compile is reused; the medians of `REPEAT` processes are shown,
-with the spread (max - min). The micro-kernel library is built once first, as on a
-user's first run, into a cache directory private to this benchmark, and its one-time
-cost is printed apart. Also measured: `import aotk.backend` in a fresh interpreter, and
-the first compile of W3 and W4 on a machine (an empty cache, so with the micro-kernels
-they call), with the process that helps build those (`aotk.micro_kernel_helper`) and
-without.
+with the spread (max - min). "export" is `aotk.export` of the compiled function after it,
+in the same process: its code optimized again for the library, the runtime compiled,
+linked. The micro-kernel library is built once first, as on a user's first run, into a
+cache directory private to this benchmark, and its one-time cost is printed apart. Also
+measured: `import aotk.backend` in a fresh interpreter, and the first compile of W3 and
+W4 on a machine (an empty cache, so with the micro-kernels they call), with the process
+that helps build those (`aotk.micro_kernel_helper`) and without.
 Run with `python -m bench.compile_time` (it is part of `python -m bench.run_all`).
 """
 
@@ -47,6 +48,7 @@ def _child(args: list[str], cache: str) -> dict[str, Any]:
 
 def compile_one(name: str) -> dict[str, Any]:
     """In this (fresh) process: trace and compile one graph, with per-stage records."""
+    import aotk
     from aotk import backend as K
     from aotk import timing
 
@@ -58,11 +60,15 @@ def compile_one(name: str) -> dict[str, Any]:
     with timing.collect() as records:
         f = K.function(inputs, outputs, updates)
     done = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="aotk-bench-") as out:
+        aotk.export(f, out, "bench")  # the function's code again, for a library
+    exported = time.perf_counter() - done
     checks = [r.ops for r in records if r.name == "aotk-check-stage"]
     xdsl = sum(r.seconds for r in records if r.kind == "pass")
     llvm = sum(r.seconds for r in records if r.kind == "stage" and r.name.startswith("llvm"))
     return {
         "total": done - t0,
+        "export": exported,
         "trace": traced - t0,
         "xdsl": xdsl,
         "llvm": llvm,
@@ -123,17 +129,18 @@ def run() -> None:
         print()
         head = (
             f"{'cold compile (s), median ± half range':38s} {'total':>14s} {'trace':>7s} "
-            f"{'xdsl':>7s} {'llvm':>7s}   ops: trace -> loops -> llvm"
+            f"{'xdsl':>7s} {'llvm':>7s} {'export':>7s}   ops: trace -> loops -> llvm"
         )
         print(head)
         print("-" * len(head))
         for name in GRAPHS:
             runs = [_child(["--one", name], cache) for _ in range(REPEAT)]
-            med = {k: statistics.median(r[k] for r in runs) for k in ("trace", "xdsl", "llvm")}
+            keys = ("trace", "xdsl", "llvm", "export")
+            med = {k: statistics.median(r[k] for r in runs) for k in keys}
             ops = " -> ".join(str(n) for n in runs[0]["ops"])
             print(
                 f"{name:38s} {_spread([r['total'] for r in runs])} {med['trace']:7.3f} "
-                f"{med['xdsl']:7.3f} {med['llvm']:7.3f}   {ops}"
+                f"{med['xdsl']:7.3f} {med['llvm']:7.3f} {med['export']:7.3f}   {ops}"
             )
 
 

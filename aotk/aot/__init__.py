@@ -123,13 +123,15 @@ def _native_code(fn: Any, target: micro_kernels.Target, prefix: str) -> tuple[An
     lowered again from the traced module, its weights packed for the target's tiles (a
     weight too narrow to pack for the host's may be wide enough for the target's)."""
     from aotk import weight_packs
-    from aotk.codegen import jit, llvm_ir
+    from aotk.codegen import jit
     from aotk.function import lower_to_native
 
     source = fn._compiled.code
     if source.source_ir and target.isa == heuristics.host_isa():
-        tm = llvm_ir.target_machine(target.cpu, target.features, jit=False)
-        return jit.generate_from_ir(source.source_ir, source.signatures, tm, prefix), fn._packs
+        code = jit.generate_from_text(
+            source.source_ir, source.signatures, target.cpu, target.features, prefix
+        )
+        return code, fn._packs
     n_inputs = len(fn._inputs.names)
     module, packs = weight_packs.plan(fn.module, n_inputs, fn.captures, fn._updated)
     return lower_to_native(module, target.cpu, target.features, prefix), packs

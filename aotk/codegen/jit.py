@@ -81,26 +81,38 @@ def generate(
     micro_kernel: bool = False,
 ) -> NativeCode:
     """Optimize a stage-3 module for `cpu`/`features` (default: this host); emit object
-    code whose functions are named `<prefix><name>`. Without a prefix, a large module
-    is compiled in parts on several cores. `micro_kernel` turns on what only code compiled
-    once is worth: see `llvm_ir.code_generation` and `llvm_ir.optimize`."""
+    code whose functions are named `<prefix><name>`. `micro_kernel` turns on what only
+    code compiled once is worth: see `llvm_ir.code_generation` and `llvm_ir.optimize`."""
     tm = llvm_ir.target_machine(cpu, features, jit=False)
     with timing.stage("llvm-ir text"):
         text = llvm_ir.to_llvm_text(module, tm)
-    sigs = signatures(module)
+    return generate_from_text(text, signatures(module), cpu, features, prefix, micro_kernel)
+
+
+def generate_from_text(
+    text: str,
+    sigs: dict[str, str],
+    cpu: str | None = None,
+    features: str | None = None,
+    prefix: str = "",
+    micro_kernel: bool = False,
+) -> NativeCode:
+    """`generate` from the module's LLVM IR text (stage 4): a large module is compiled
+    in parts on several cores (`llvm_split`)."""
     # a micro-kernel module's entry points are its kernels: no glue
-    entries = () if micro_kernel else sigs
-    texts = llvm_split.pieces(text, entries) if not prefix else [llvm_split.Piece(text)]
+    texts = llvm_split.pieces(text, () if micro_kernel else sigs)
     if len(texts) == 1:
+        tm = llvm_ir.target_machine(cpu, features, jit=False)
         return generate_from_ir(text, sigs, tm, prefix, micro_kernel)
     timing.count_compile("llvm")
     with (
         llvm_ir.code_generation(strength_reduction=micro_kernel),
         timing.stage(f"llvm optimize+emit, {len(texts)} threads"),
     ):
-        parts = llvm_split.compile_parts(texts, cpu, features, slp=micro_kernel)
+        parts = llvm_split.compile_parts(texts, cpu, features, slp=micro_kernel, prefix=prefix)
     ir = "\n".join(p.ir for p in parts)
-    return NativeCode(tuple(p.obj for p in parts), sigs, ir, text)
+    named = {prefix + name: sig for name, sig in sigs.items()}
+    return NativeCode(tuple(p.obj for p in parts), named, ir, text if not prefix else "")
 
 
 def generate_from_ir(

@@ -10,7 +10,7 @@ import ctypes
 import functools
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -148,6 +148,7 @@ def optimize(
     prefix: str = "",
     context: llvm_binding.ContextRef | None = None,
     slp: bool = False,
+    siblings: Collection[str] = (),
 ) -> llvm_binding.ModuleRef:
     """Parse and run LLVM's O3 module pipeline, its loop vectorizer included.
 
@@ -164,9 +165,9 @@ def optimize(
 
     `context`: the LLVM context to parse into (one per thread; default the global one).
     In a context of its own the pipeline runs outside llvmlite's lock (`unlocked`).
-    `prefix`: as `parsed`'s.
+    `prefix`, `siblings`: as `parsed`'s.
     """
-    mod = parsed(llvm_text, tm, prefix, context)
+    mod = parsed(llvm_text, tm, prefix, context, siblings=siblings)
     options = llvm_binding.PipelineTuningOptions(speed_level=3)
     options.loop_vectorization = True
     options.slp_vectorization = slp
@@ -191,12 +192,14 @@ def parsed(
     tm: llvm_binding.TargetMachine,
     prefix: str = "",
     context: llvm_binding.ContextRef | None = None,
+    *,
+    siblings: Collection[str] = (),
 ) -> llvm_binding.ModuleRef:
     """LLVM IR text parsed and verified for `tm`, not optimized: one printed module, or
     several one after another (a split module's optimized parts, `llvm_split`), linked
     into one. With a `prefix`, every defined function is renamed `<prefix><name>` and
     hidden, so a library can hold the kernels of several models (and a program its own
-    `main`)."""
+    `main`); so are the `siblings` it declares, which other parts of its module define."""
     # one module is the common case (every model's optimize): no regex pass over its text
     texts = [llvm_text]
     if "\n; ModuleID = " in llvm_text:
@@ -210,7 +213,7 @@ def parsed(
     if prefix:
         for fn in mod.functions:
             # micro-kernels are renamed too: the library links its own copy of each
-            if not fn.is_declaration or fn.name.startswith("aotk_uk_"):
+            if not fn.is_declaration or fn.name.startswith("aotk_uk_") or fn.name in siblings:
                 fn.name = prefix + fn.name
                 fn.visibility = "hidden"
     mod.verify()

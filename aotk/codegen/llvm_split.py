@@ -4,9 +4,10 @@ LLVM takes half of a large model's cold compile, on one core. Its functions are
 independent once each part declares what the others define, and llvmlite releases the
 GIL while LLVM works, so the parts are optimized and emitted in threads, each with its
 own LLVM context and target machine (LLVM shares neither across threads). The objects
-are linked together by MCJIT. The only cost: LLVM cannot inline across parts, which
-only matters for the direct call a parallel loop makes when it is too short to hand
-to the thread pool.
+are linked together by MCJIT, or into an exported library by the C linker (a prefix then
+renames each function in every part, where defined and where declared). The only cost:
+LLVM cannot inline across parts, which only matters for the direct call a parallel loop
+makes when it is too short to hand to the thread pool.
 
 A large model's entry points are glue: its `main` calls each kernel in turn, once per
 call. They go in a part of their own, emitted by LLVM's fast instruction selector and
@@ -33,6 +34,7 @@ MAX_PARTS = 4
 # less than a part of their own cost, where ResNet50's 560 KB took 2.15 s.
 QUICK_GLUE_CHARS = 250_000
 _DEFINE = re.compile(r'define [^@]*@"?([\w.$]+)"?\(')
+_DEFINED = re.compile(r'^define [^@\n]*@"?([\w.$]+)"?\(', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -146,18 +148,20 @@ def _declaration(function: str) -> str:
 
 
 def compile_parts(
-    texts: list[Piece], cpu: str | None, features: str | None, slp: bool = False
+    texts: list[Piece], cpu: str | None, features: str | None, slp: bool = False, prefix: str = ""
 ) -> list[Part]:
     """Optimize (`llvm_ir.optimize`, with `slp`) and emit each piece on a thread of its
-    own; a quick one by LLVM's O0 code generation."""
+    own; a quick one by LLVM's O0 code generation. A `prefix` renames the functions the
+    pieces define, where defined and where declared (see `llvm_ir.parsed`)."""
     results: list[Part | BaseException | None] = [None] * len(texts)
+    siblings = frozenset(n for p in texts for n in _DEFINED.findall(p.text)) if prefix else ()
 
     def work(i: int) -> None:
         try:
             context = llvm_binding.create_context()
             level = 0 if texts[i].quick else 3
             tm = llvm_ir.target_machine(cpu, features, jit=False, codegen_level=level)
-            mod = llvm_ir.optimize(texts[i].text, tm, context=context, slp=slp)
+            mod = llvm_ir.optimize(texts[i].text, tm, prefix, context, slp, siblings)
             results[i] = Part(llvm_ir.emit_object_unlocked(tm, mod), str(mod))
             mod.close()  # before its context goes
         except BaseException as err:  # re-raised in the calling thread

@@ -60,6 +60,37 @@ def test_the_library_links_its_own_hidden_copy_of_each_micro_kernel(exported_mlp
         assert not hasattr(lib, symbol) and not hasattr(lib, kernel)
 
 
+def test_a_library_compiled_in_parts_renames_each_part_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large model's code is optimized and emitted in parts on several cores, its
+    entry points in a quick part of their own; each part declares the functions of the
+    others under the library's prefix, hidden, so the C linker joins them."""
+    from aotk.codegen import llvm_split
+
+    monkeypatch.setattr(llvm_split, "parts_for", lambda text: 2)
+    monkeypatch.setattr(llvm_split, "_parts", lambda chars: 2)
+    monkeypatch.setattr(llvm_split, "QUICK_GLUE_CHARS", 0)
+    exported_parts: list[list[bool]] = []
+    compile_parts = llvm_split.compile_parts
+
+    def spy(pieces: list[llvm_split.Piece], *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("prefix"):  # the export's, not the JIT's
+            exported_parts.append([p.quick for p in pieces])
+        return compile_parts(pieces, *args, **kwargs)
+
+    monkeypatch.setattr(llvm_split, "compile_parts", spy)
+    f = mlp(np.random.default_rng(2), (12, 48, 16, 5))
+    exported = aotk.export(f, tmp_path, "parts")
+    assert exported_parts == [[True, False, False]]
+    x = np.random.default_rng(3).standard_normal((9, 12)).astype(np.float32)
+    np.testing.assert_array_equal(aotk.load(exported.library)([x]), f([x]))
+    lib = ctypes.CDLL(str(exported.library))
+    for name in ("main", "main_workspace_size"):
+        assert f"aotk_parts_{name}".encode() in exported.static_library.read_bytes()
+        assert not hasattr(lib, f"aotk_parts_{name}") and not hasattr(lib, name)
+
+
 def test_a_recurrent_model_links_the_prepacked_matmul_and_predicts_like_jit(tmp_path: Path) -> None:
     """A scan packs its recurrent weight once per call (`pack_rhs`) and multiplies by the
     packed copy at each step (`matmul_prepacked`): the library has its own copies of both,

@@ -61,10 +61,14 @@ def test_a_module_compiled_in_parts_passes_the_choice_to_each(
     compile_parts = llvm_split.compile_parts
 
     def spy(
-        texts: list[llvm_split.Piece], cpu: str | None, features: str | None, slp: bool = False
+        texts: list[llvm_split.Piece],
+        cpu: str | None,
+        features: str | None,
+        slp: bool = False,
+        prefix: str = "",
     ) -> Any:
         seen.append(slp)
-        return compile_parts(texts, cpu, features, slp)
+        return compile_parts(texts, cpu, features, slp, prefix)
 
     monkeypatch.setattr(llvm_split, "compile_parts", spy)
     monkeypatch.setattr(llvm_split, "parts_for", lambda text: 2)
