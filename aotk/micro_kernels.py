@@ -19,7 +19,7 @@ import llvmlite.binding as llvm_binding
 from xdsl.dialects.builtin import ModuleOp
 
 from aotk import gc_pause, micro_kernel_helper, timing
-from aotk.codegen import jit, llvm_ir, native_runtime
+from aotk.codegen import jit, llvm_ir, llvm_split, native_runtime
 from aotk.kernels import heuristics, library
 
 
@@ -204,7 +204,6 @@ def export_objects(
     """Objects of the micro-kernels an exported module calls (and of the symbols `also`,
     which its runtime calls), for `target`, their functions renamed `<prefix><symbol>`
     and hidden as the module's own are."""
-    objects = {}
     tm = llvm_ir.target_machine(target.cpu, target.features, jit=False)
     names = [library.lookup(s).name for s in sorted(library.called(llvm_ir_text) | set(also))]
     built_for = None if target.isa == heuristics.host_isa() else target  # host's IR serves
@@ -214,12 +213,16 @@ def export_objects(
     # the host's is optimized again for another CPU of its instruction set, and for the
     # host itself, whose library uses only the features it checks (`build.resolve_target`)
     ready = _or_host(built_for)[:2] == (target.cpu, target.features)
-    for name, source in zip(names, sources, strict=True):
-        code = source if ready else _optimized_for(name, source, target, tm)
-        objects[f"uk_{name}.o"] = jit.generate_from_ir(
-            code.llvm_ir, code.signatures, tm, prefix, micro_kernel=True, optimized=True
-        ).objects[0]
-    return objects
+    codes = [
+        source if ready else _optimized_for(name, source, target, tm)
+        for name, source in zip(names, sources, strict=True)
+    ]
+    pieces = [llvm_split.Piece(code.llvm_ir, optimized=True) for code in codes]
+    if not pieces:
+        return {}
+    with llvm_ir.code_generation(True), timing.stage(f"emit {len(pieces)} micro-kernels"):
+        parts = llvm_split.compile_parts(pieces, target.cpu, target.features, prefix=prefix)
+    return {f"uk_{name}.o": part.obj for name, part in zip(names, parts, strict=True)}
 
 
 def _optimized_for(

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import llvmlite.binding as llvm_binding
 
 from aotk import paths, timing
 from aotk.aot.cgen import CHECKABLE_FEATURES, CPUID_FEATURES, X86_64_BASELINE
-from aotk.codegen import llvm_ir
+from aotk.codegen import llvm_ir, native_runtime
 from aotk.codegen.llvm_ir import required_features
 from aotk.shipping import missing_features
 
@@ -161,9 +162,17 @@ def compile_and_link(
         shutil.copyfile(runtime / f, build / f)
     cc = c_compiler()
     flags = ["-std=c99", "-O2", "-fPIC", "-fvisibility=hidden", "-pthread", "-Wall", *cflags]
-    for src in (*RUNTIME_SOURCES, glue_c):
-        _run([cc, *flags, "-c", src, "-o", src[:-2] + ".o"], build, f"compiling {src}")
-        objects.append(src[:-2] + ".o")
+    sources = (*RUNTIME_SOURCES, glue_c)
+    # one compiler process per source, as many at once as this process has CPUs
+    with ThreadPoolExecutor(max_workers=native_runtime.cpus()) as pool:
+        commands = [[cc, *flags, "-c", src, "-o", src[:-2] + ".o"] for src in sources]
+        compiles = [
+            pool.submit(_run, cmd, build, f"compiling {src}")
+            for cmd, src in zip(commands, sources, strict=True)
+        ]
+        for done in compiles:
+            done.result()  # the first failure, in source order
+    objects += [src[:-2] + ".o" for src in sources]
     so = [cc, "-shared", *cflags, f"-Wl,-soname,lib{name}.so", "-o", f"lib{name}.so", *objects]
     _run([*so, "-lm", "-pthread"], build, "linking the shared library")
     ar = shutil.which("ar")

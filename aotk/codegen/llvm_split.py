@@ -47,10 +47,12 @@ class Part:
 
 @dataclass(frozen=True)
 class Piece:
-    """The LLVM IR text of one part, and whether it is glue to emit quickly."""
+    """The LLVM IR text of one part, whether it is glue to emit quickly, and whether it
+    is optimized for the target already (only to emit)."""
 
     text: str
     quick: bool = False
+    optimized: bool = False
 
 
 def parts_for(text: str) -> int:
@@ -150,18 +152,22 @@ def _declaration(function: str) -> str:
 def compile_parts(
     texts: list[Piece], cpu: str | None, features: str | None, slp: bool = False, prefix: str = ""
 ) -> list[Part]:
-    """Optimize (`llvm_ir.optimize`, with `slp`) and emit each piece on a thread of its
-    own; a quick one by LLVM's O0 code generation. A `prefix` renames the functions the
-    pieces define, where defined and where declared (see `llvm_ir.parsed`)."""
+    """Optimize (`llvm_ir.optimize`, with `slp`) unless optimized, and emit each piece on
+    a thread of its own; a quick one by LLVM's O0 code generation. A `prefix` renames the
+    functions the pieces define, where defined and where declared (`llvm_ir.parsed`)."""
     results: list[Part | BaseException | None] = [None] * len(texts)
     siblings = frozenset(n for p in texts for n in _DEFINED.findall(p.text)) if prefix else ()
 
     def work(i: int) -> None:
         try:
             context = llvm_binding.create_context()
-            level = 0 if texts[i].quick else 3
+            piece = texts[i]
+            level = 0 if piece.quick else 3
             tm = llvm_ir.target_machine(cpu, features, jit=False, codegen_level=level)
-            mod = llvm_ir.optimize(texts[i].text, tm, prefix, context, slp, siblings)
+            if piece.optimized:
+                mod = llvm_ir.parsed(piece.text, tm, prefix, context, siblings=siblings)
+            else:
+                mod = llvm_ir.optimize(piece.text, tm, prefix, context, slp, siblings)
             results[i] = Part(llvm_ir.emit_object_unlocked(tm, mod), str(mod))
             mod.close()  # before its context goes
         except BaseException as err:  # re-raised in the calling thread

@@ -60,6 +60,16 @@ def test_the_library_links_its_own_hidden_copy_of_each_micro_kernel(exported_mlp
         assert not hasattr(lib, symbol) and not hasattr(lib, kernel)
 
 
+def test_a_failing_c_compile_is_reported_and_writes_nothing(tmp_path: Path) -> None:
+    """The runtime's sources compile at once, on every CPU; the first failing one, in
+    source order, is the error, and the output directory stays empty."""
+    f = mlp(np.random.default_rng(2), (4, 3))
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match=r"aotk\.export: compiling aotk_rt\.c failed: .*"):
+        aotk.export(f, out, "bad", cflags=["-fno-such-option-anywhere"])
+    assert list(out.iterdir()) == []
+
+
 def test_a_library_compiled_in_parts_renames_each_part_alike(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -75,7 +85,7 @@ def test_a_library_compiled_in_parts_renames_each_part_alike(
     compile_parts = llvm_split.compile_parts
 
     def spy(pieces: list[llvm_split.Piece], *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("prefix"):  # the export's, not the JIT's
+        if kwargs.get("prefix") and not pieces[0].optimized:  # the export's model code
             exported_parts.append([p.quick for p in pieces])
         return compile_parts(pieces, *args, **kwargs)
 

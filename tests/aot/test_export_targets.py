@@ -18,22 +18,28 @@ from export_helpers import mlp
 import aotk
 from aotk import backend as K
 from aotk.aot import build
-from aotk.codegen import jit
+from aotk.codegen import jit, llvm_split
 from aotk.kernels import heuristics
 
 pytestmark = pytest.mark.aot
 
 
 def _exported_ir(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The LLVM IR texts an export hands to LLVM (the model's and each micro-kernel's)."""
+    """The LLVM IR texts an export hands to LLVM (the model's and each micro-kernel's),
+    whole or in parts."""
     texts: list[str] = []
-    generate = jit.generate_from_ir
+    generate, compile_parts = jit.generate_from_ir, llvm_split.compile_parts
 
     def recording(text: str, *args: Any, **kwargs: Any) -> jit.NativeCode:
         texts.append(text)
         return generate(text, *args, **kwargs)
 
+    def recording_parts(pieces: list[llvm_split.Piece], *args: Any, **kwargs: Any) -> Any:
+        texts.extend(p.text for p in pieces)
+        return compile_parts(pieces, *args, **kwargs)
+
     monkeypatch.setattr(jit, "generate_from_ir", recording)
+    monkeypatch.setattr(llvm_split, "compile_parts", recording_parts)
     return texts
 
 
@@ -187,17 +193,17 @@ def _micro_kernel_work(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How many micro-kernels an export emits, and how many it optimizes again for its
     target, as it goes."""
     counts = {"emitted": 0, "optimized again": 0}
-    emit, optimize = jit.generate_from_ir, jit.optimize_only
+    emit, optimize = llvm_split.compile_parts, jit.optimize_only
 
-    def emitting(*args: Any, **kwargs: Any) -> jit.NativeCode:
-        counts["emitted"] += bool(kwargs.get("micro_kernel"))
-        return emit(*args, **kwargs)
+    def emitting(pieces: list[llvm_split.Piece], *args: Any, **kwargs: Any) -> Any:
+        counts["emitted"] += sum(p.optimized for p in pieces)  # the model's are not
+        return emit(pieces, *args, **kwargs)
 
     def optimizing(*args: Any, **kwargs: Any) -> jit.NativeCode:
         counts["optimized again"] += 1
         return optimize(*args, **kwargs)
 
-    monkeypatch.setattr(jit, "generate_from_ir", emitting)
+    monkeypatch.setattr(llvm_split, "compile_parts", emitting)
     monkeypatch.setattr(jit, "optimize_only", optimizing)
     return counts
 
