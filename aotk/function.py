@@ -96,7 +96,9 @@ class Function:
         name: str | None = None,
         where: str = "K.function",
         fixed_phase: int | None = None,
+        lazy: bool = False,
     ):
+        """`lazy`: compile on first use (an export may need only the traced module)."""
         self.where = where
         self.name = name or "main"
         self._traced = (list(inputs), outputs, list(updates))
@@ -130,10 +132,12 @@ class Function:
             jit_module, self._packs = weight_packs.plan(
                 module, len(inputs), captures, self._updated
             )
-            self._setup([x.name for x in inputs], compile_traced(jit_module))
+            self._setup([x.name for x in inputs], None if lazy else compile_traced(jit_module))
+            self._lazy_module = jit_module if lazy else None
 
-    def _setup(self, input_names: list[str], compiled: jit.CompiledModule) -> None:
-        """Everything a call needs, from the traced module and its native code."""
+    def _setup(self, input_names: list[str], compiled: jit.CompiledModule | None) -> None:
+        """Everything a call needs, from the traced module and its native code (None:
+        linked by `_linked` when first needed)."""
         fn_type = next(iter(self.module.ops)).function_type  # type: ignore[attr-defined]
         n_in = len(input_names)
         self._inputs = _signature(input_names, fn_type.inputs.data[:n_in])
@@ -142,18 +146,23 @@ class Function:
         ]
         self._out_dtypes = [np.dtype(dtypes.numpy_dtype(elem_of(t))) for t in fn_type.outputs.data]
         self._checker = ShapeChecker(self.module, self.where)  # export plans dims with it too
-        signature = call_path.Signature(
+        self._signature = call_path.Signature(
             where=self.where,
             inputs=list(zip(*vars(self._inputs).values(), strict=True)),
             out_dtypes=self._out_dtypes,
             n_outputs=self._n_outputs,
             dynamic=dynamic,
         )
+        self._has_feeds = any(self._feeds)
+        self._lazy_module: ModuleOp | None = None
+        if compiled is not None:
+            self._link(compiled)
+
+    def _link(self, compiled: jit.CompiledModule) -> None:
         self._compiled = compiled
         self._ws_size = compiled["main_workspace_size"]
-        self._has_feeds = any(self._feeds)
         self._caller = call_path.CallPath(
-            signature,
+            self._signature,
             compiled["main"],
             self._ws_size,
             self._checker,
@@ -162,10 +171,18 @@ class Function:
             packs=weight_packs.Packs(self._packs, self.captures) if self._packs else None,
         )
 
+    def _linked(self) -> jit.CompiledModule:
+        """The native code, compiled now if this function was made lazily."""
+        if self._lazy_module is not None:
+            module, self._lazy_module = self._lazy_module, None
+            self._link(compile_traced(module))
+        return self._compiled
+
     def with_fixed_phase(self, phase: int, where: str) -> Function:
-        """This function compiled again with the learning phase a constant, not an input."""
+        """This function traced again with the learning phase a constant, not an input;
+        compiled when first called."""
         inputs, outputs, updates = self._traced
-        return Function(inputs, outputs, updates, self.name, where, fixed_phase=phase)
+        return Function(inputs, outputs, updates, self.name, where, fixed_phase=phase, lazy=True)
 
     @property
     def stateful_captures(self) -> bool:
@@ -195,7 +212,7 @@ class Function:
                 (_name(c), bool(getattr(c, "kernel_updated", False))) for c in self.captures
             ],
         }
-        blob = shipping.pack(self._compiled.code, meta)
+        blob = shipping.pack(self._linked().code, meta)
         return (restore_function, (blob, [np.array(c.storage) for c in self.captures]))
 
     def _mark_updates(self, n_inputs: int) -> None:
@@ -220,6 +237,8 @@ class Function:
             values = self._flatten(values)
         if self._implicit_phase and _is_seq(values) and len(values) == len(self._inputs.names) - 1:
             values = [*values, _PHASE[bool(trace.default_phase())]]
+        if self._lazy_module is not None:
+            self._linked()
         outs = self._caller.run(values)
         return outs[0] if self._single else outs
 
@@ -237,7 +256,7 @@ class Function:
     @property
     def llvm_ir(self) -> str:
         """The optimized LLVM IR of this function."""
-        return self._compiled.llvm_ir
+        return self._linked().llvm_ir
 
 
 def _signature(names: list[str], types: Sequence[Any]) -> _Signature:

@@ -126,12 +126,15 @@ def _native_code(fn: Any, target: micro_kernels.Target, prefix: str) -> tuple[An
     from aotk.codegen import jit
     from aotk.function import lower_to_native
 
-    source = fn._compiled.code
-    if source.source_ir and target.isa == heuristics.host_isa():
-        code = jit.generate_from_text(
-            source.source_ir, source.signatures, target.cpu, target.features, prefix
-        )
-        return code, fn._packs
+    # (a Keras model's step, traced again for the export, is compiled only here: its
+    # JIT code, cached, spares the next export of the model its lowering)
+    if target.isa == heuristics.host_isa():
+        source = fn._linked().code
+        if source.source_ir:
+            code = jit.generate_from_text(
+                source.source_ir, source.signatures, target.cpu, target.features, prefix
+            )
+            return code, fn._packs
     n_inputs = len(fn._inputs.names)
     module, packs = weight_packs.plan(fn.module, n_inputs, fn.captures, fn._updated)
     return lower_to_native(module, target.cpu, target.features, prefix), packs

@@ -75,6 +75,31 @@ def test_keras_training_step_exports_and_trains_like_keras(tmp_path, loss, class
         library([x, wrong, weights])
 
 
+@pytest.mark.aot
+@pytest.mark.parametrize("target", ["host", "x86-64-v2"])
+def test_a_keras_step_is_compiled_for_the_jit_only_when_its_code_serves(tmp_path, target):
+    """The step is traced again with its phase fixed. For the host's instruction set its
+    JIT code (cached for the next export) is optimized again for the library; for
+    another, the library is lowered from the trace and the JIT's code never made."""
+    from aotk import function
+    from aotk.kernels import heuristics
+
+    if target != "host" and heuristics.host_isa() == "sse":
+        pytest.skip("the host's instruction set is the target's")
+    rng = np.random.default_rng(3)
+    model = Sequential([layers.Dense(4, activation="relu", input_shape=(5,)), layers.Dense(2)])
+    model.compile("sgd", "mse")
+    x = rng.normal(size=(6, 5)).astype(np.float32)
+    want = model.predict(x)
+    function.clear_cache()  # the fixed-phase trace is the same graph as predict's here
+    before = function.COMPILE_COUNT + function.DISK_HITS
+    cpu = None if target == "host" else target
+    exported = aotk.export(model, tmp_path, "net", target_cpu=cpu)
+    assert function.COMPILE_COUNT + function.DISK_HITS - before == (target == "host")
+    got = aotk.load(exported.library)([x])
+    np.testing.assert_allclose(got[0] if isinstance(got, list) else got, want, rtol=1e-5)
+
+
 def test_keras_training_step_with_the_users_own_loss_is_refused_clearly(tmp_path):
     # Keras does not check the targets of a loss of the user's own: they stay (None, None),
     # broadcast against the predictions, which an exported model cannot check in C
