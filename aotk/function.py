@@ -7,7 +7,9 @@ compilation through an in-process cache keyed on the traced IR and the target.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +31,19 @@ _CACHE: dict[tuple[str, str, str], jit.CompiledModule] = {}
 _PHASE = {False: np.array(False), True: np.array(True)}
 COMPILE_COUNT = 0  # code generations done by this process (tests check cache hits with it)
 DISK_HITS = 0  # kernels this process took from the on-disk cache instead
+_LAZY = threading.local()  # `compiled_on_first_call` on this thread
+
+
+@contextmanager
+def compiled_on_first_call() -> Iterator[None]:
+    """K.functions made meanwhile on this thread compile when first called, not when
+    made: an export traces a Keras model's step again and needs Keras's own only traced."""
+    before = getattr(_LAZY, "on", False)
+    _LAZY.on = True
+    try:
+        yield
+    finally:
+        _LAZY.on = before
 
 
 def clear_cache() -> None:
@@ -99,6 +114,7 @@ class Function:
         lazy: bool = False,
     ):
         """`lazy`: compile on first use (an export may need only the traced module)."""
+        lazy = lazy or getattr(_LAZY, "on", False)
         self.where = where
         self.name = name or "main"
         self._traced = (list(inputs), outputs, list(updates))

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from aotk import function
+
 Shape = tuple[int | None, ...]
 
 STEPS = ("predict", "train")
@@ -30,14 +32,15 @@ def step_function(model: Any, step: str, where: str) -> Any:
     """The compiled K.function behind `model.predict` ('predict') or `train_on_batch`."""
     if step not in STEPS:
         raise ValueError(f"{where}: step must be 'predict' or 'train', got {step!r}")
-    if step == "train":
-        if getattr(model, "optimizer", None) is None:
-            raise ValueError(f"{where}: step='train' needs a compiled model (call model.compile)")
-        model._make_train_function()
-        fn = model.train_function
-    else:
-        model._make_predict_function()
-        fn = model.predict_function
+    if step == "train" and getattr(model, "optimizer", None) is None:
+        raise ValueError(f"{where}: step='train' needs a compiled model (call model.compile)")
+    with function.compiled_on_first_call():  # Keras's own, if made here, only when called
+        if step == "train":
+            model._make_train_function()
+            fn = model.train_function
+        else:
+            model._make_predict_function()
+            fn = model.predict_function
     # Keras feeds the phase of a model with Dropout or BatchNormalization; in the library
     # it is a constant, so C callers pass only the model's own inputs
     return fn.with_fixed_phase(1 if step == "train" else 0, where)
