@@ -76,9 +76,9 @@ def _checked_target_shape(output_shape: Shape, loss: Any) -> Shape | None:
     for a loss of the user's own, whose targets Keras leaves alone."""
     from keras import backend, losses
 
-    function = getattr(loss, "fn", loss)  # Keras 2.3 wraps a loss function in a Loss
+    wrapped = getattr(loss, "fn", loss)  # Keras 2.3 wraps a loss function in a Loss
     sparse_class = getattr(losses, "SparseCategoricalCrossentropy", ())
-    if function is losses.sparse_categorical_crossentropy or isinstance(loss, sparse_class):
+    if wrapped is losses.sparse_categorical_crossentropy or isinstance(loss, sparse_class):
         if backend.image_data_format() == "channels_first" and len(output_shape) in (4, 5):
             return (output_shape[0], 1, *output_shape[2:])
         return (*output_shape[:-1], 1)
