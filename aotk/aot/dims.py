@@ -12,7 +12,7 @@ model's output) is no longer probed: the library accepts exactly its value.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -128,16 +128,30 @@ def _joined_group(
     """The root `d` is tied to and the later dims tied along with it; (-1, [d]) when
     it varies alone; None when no such set fits."""
     roots = [r for r in range(d) if ties[r] == -1]
-    for size in range(min(_MAX_LATER_TIES, len(later)) + 1):
-        for extra in combinations(later, size):
-            moved = {d, *extra}
-            if probe.fits([other if j in moved else base for j in range(len(ties))]):
-                return (d, list(extra)) if extra else (-1, [d])
-            for r in roots:
-                group = {j for j in range(len(ties)) if _root(ties, j) == r} | moved
-                if probe.fits([other if j in group else base for j in range(len(ties))]):
-                    return r, [d, *extra]
+    n = len(ties)
+    for extra in _later_sets(probe, later, base, other, n):
+        moved = {d, *extra}
+        if probe.fits([other if j in moved else base for j in range(n)]):
+            return (d, list(extra)) if extra else (-1, [d])
+        for r in roots:
+            group = {j for j in range(n) if _root(ties, j) == r} | moved
+            if probe.fits([other if j in group else base for j in range(n)]):
+                return r, [d, *extra]
     return None
+
+
+def _later_sets(
+    probe: _Prober, later: list[int], base: int, other: int, n: int
+) -> Iterator[tuple[int, ...]]:
+    """Sets of later dims to try along with a dim: the smallest first, up to
+    _MAX_LATER_TIES, then every later dim that cannot vary alone (a Keras model of
+    several outputs ties the batch dims of all its targets and sample weights at once)."""
+    for size in range(min(_MAX_LATER_TIES, len(later)) + 1):
+        yield from combinations(later, size)
+    if len(later) > _MAX_LATER_TIES:
+        yield tuple(
+            j for j in later if not probe.fits([other if k == j else base for k in range(n)])
+        )
 
 
 def _root(ties: list[int], d: int) -> int:

@@ -101,6 +101,41 @@ def test_a_keras_step_is_compiled_for_the_jit_only_when_its_code_serves(tmp_path
     np.testing.assert_allclose(got[0] if isinstance(got, list) else got, want, rtol=1e-5)
 
 
+@pytest.mark.aot
+def test_a_keras_model_of_three_outputs_exports_its_training_step(tmp_path):
+    """Three targets and three sample weights share the inputs' batch dim: seven dims
+    found tied at once, as one group. Keras 2.3's per-output losses are stateful means,
+    which `train_on_batch` resets after each call and the library keeps (as in an epoch
+    of `fit`), so it reports their running means."""
+    from keras.layers import Dense, Input
+    from keras.models import Model
+
+    rng = np.random.default_rng(4)
+    x = Input((5,))
+    h = Dense(6, activation="relu")(x)
+    outputs = [Dense(2)(h), Dense(3, activation="softmax")(h), Dense(1)(h)]
+    model = Model(x, outputs)
+    model.compile("sgd", ["mse", "categorical_crossentropy", "mae"])
+    exported = aotk.export(model, tmp_path, "three", step="train")
+    header = exported.header.read_text()
+    assert header.count("equal to input_1 dim 0") == 6
+    library = aotk.load(exported.library)
+    xs = rng.normal(size=(7, 5)).astype(np.float32)
+    ys = [
+        rng.normal(size=(7, 2)).astype(np.float32),
+        np.eye(3, dtype=np.float32)[rng.integers(0, 3, 7)],
+        rng.normal(size=(7, 1)).astype(np.float32),
+    ]
+    ones = [np.ones(7, np.float32)] * 3
+    per_output = []
+    for _ in range(3):
+        total, *losses = model.train_on_batch(xs, ys)
+        got = np.ravel(library([xs, *ys, *ones]))
+        per_output.append(losses)
+        np.testing.assert_allclose(got[0], total, rtol=1e-5)
+        np.testing.assert_allclose(got[1:], np.mean(per_output, axis=0), rtol=1e-5)
+
+
 def test_keras_training_step_with_the_users_own_loss_is_refused_clearly(tmp_path):
     # Keras does not check the targets of a loss of the user's own: they stay (None, None),
     # broadcast against the predictions, which an exported model cannot check in C
