@@ -189,9 +189,11 @@ class Function:
 
     def _linked(self) -> jit.CompiledModule:
         """The native code, compiled now if this function was made lazily."""
-        if self._lazy_module is not None:
-            module, self._lazy_module = self._lazy_module, None
+        module = self._lazy_module
+        if module is not None:
+            # cleared once linked: a thread calling meanwhile links too (the same code)
             self._link(compile_traced(module))
+            self._lazy_module = None
         return self._compiled
 
     def with_fixed_phase(self, phase: int, where: str) -> Function:
