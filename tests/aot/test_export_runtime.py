@@ -171,6 +171,32 @@ def test_a_dim_tied_through_a_later_input_is_found(tmp_path: Path) -> None:
         g([*args[:2], args[2][:4]])
 
 
+def test_a_keras_training_step_trains_from_c_like_keras(tmp_path: Path) -> None:
+    """A C program trains through the typed entry point (no class-dim argument for the
+    targets) and gets Keras's losses; targets of another batch are refused."""
+    import keras
+    from keras import layers
+
+    model = keras.models.Sequential(
+        [
+            layers.Dense(8, activation="relu", input_shape=(4,), name="hidden"),
+            layers.Dense(3, activation="softmax", name="out"),
+        ]
+    )
+    model.compile(keras.optimizers.SGD(lr=0.1), "categorical_crossentropy")
+    lib = aotk.export(model, tmp_path / "lib", "kstep", step="train")
+    exe = build_c(C_DIR / "keras_step.c", lib.library.parent, "kstep", tmp_path / "kstep")
+    done = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = np.arange(8)[:, None]
+    x = ((7 * rows + 3 * np.arange(4)) % 5 - 2).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[np.arange(8) % 3]
+    want = [model.train_on_batch(x, y) for _ in range(4)]
+    got = [float(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("loss")]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert "ok   targets of another batch" in done.stdout
+
+
 @pytest.mark.aot
 def test_exported_print_tensor_prints_the_c_layout_to_c_stdout(tmp_path: Path, capfd) -> None:
     x = K.placeholder(shape=(None, 2), name="x")
