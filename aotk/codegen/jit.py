@@ -86,7 +86,7 @@ def generate(
     tm = llvm_ir.target_machine(cpu, features, jit=False)
     with timing.stage("llvm-ir text"):
         text = llvm_ir.to_llvm_text(module, tm)
-    return generate_from_text(text, signatures(module), cpu, features, prefix, micro_kernel)
+    return generate_from_text(text, signatures(module), cpu, features, prefix, micro_kernel, tm)
 
 
 def generate_from_text(
@@ -96,13 +96,15 @@ def generate_from_text(
     features: str | None = None,
     prefix: str = "",
     micro_kernel: bool = False,
+    tm: llvm_binding.TargetMachine | None = None,
 ) -> NativeCode:
     """`generate` from the module's LLVM IR text (stage 4): a large module is compiled
-    in parts on several cores (`llvm_split`)."""
+    in parts on several cores (`llvm_split`), a small one whole by `tm` (default: a new
+    one for `cpu`/`features`)."""
     # a micro-kernel module's entry points are its kernels: no glue
     texts = llvm_split.pieces(text, () if micro_kernel else sigs)
     if len(texts) == 1:
-        tm = llvm_ir.target_machine(cpu, features, jit=False)
+        tm = tm or llvm_ir.target_machine(cpu, features, jit=False)
         return generate_from_ir(text, sigs, tm, prefix, micro_kernel)
     timing.count_compile("llvm")
     with (

@@ -33,8 +33,8 @@ MAX_PARTS = 4
 # O3's cost grows faster than their size: a dense block's 111 KB took 0.16 s (0.04 at O0),
 # less than a part of their own cost, where ResNet50's 560 KB took 2.15 s.
 QUICK_GLUE_CHARS = 250_000
-_DEFINE = re.compile(r'define [^@]*@"?([\w.$]+)"?\(')
-_DEFINED = re.compile(r'^define [^@\n]*@"?([\w.$]+)"?\(', re.MULTILINE)
+# a `define` line and the function it names (`match` on a line, `findall` on a module)
+_DEFINE = re.compile(r'^define [^@\n]*@"?([\w.$]+)"?\(', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def compile_parts(
     a thread of its own; a quick one by LLVM's O0 code generation. A `prefix` renames the
     functions the pieces define, where defined and where declared (`llvm_ir.parsed`)."""
     results: list[Part | BaseException | None] = [None] * len(texts)
-    siblings = frozenset(n for p in texts for n in _DEFINED.findall(p.text)) if prefix else ()
+    siblings = frozenset(n for p in texts for n in _DEFINE.findall(p.text)) if prefix else ()
 
     def work(i: int) -> None:
         try:
