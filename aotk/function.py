@@ -171,6 +171,7 @@ class Function:
         )
         self._has_feeds = any(self._feeds)
         self._lazy_module: ModuleOp | None = None
+        self._link_lock = threading.Lock()
         if compiled is not None:
             self._link(compiled)
 
@@ -189,11 +190,12 @@ class Function:
 
     def _linked(self) -> jit.CompiledModule:
         """The native code, compiled now if this function was made lazily."""
-        module = self._lazy_module
-        if module is not None:
-            # cleared once linked: a thread calling meanwhile links too (the same code)
-            self._link(compile_traced(module))
-            self._lazy_module = None
+        if self._lazy_module is not None:
+            with self._link_lock:  # a thread calling meanwhile waits for this compile
+                module = self._lazy_module
+                if module is not None:
+                    self._link(compile_traced(module))
+                    self._lazy_module = None
         return self._compiled
 
     def with_fixed_phase(self, phase: int, where: str) -> Function:

@@ -300,3 +300,37 @@ def test_end_to_end_dense_softmax_through_the_keras_backend(rng):
         np.testing.assert_allclose(means, np.full(batch, 2.0 / 3.0), rtol=1e-5)
     K.set_value(weights, np.zeros((4, 3), np.float32))  # variables are read at call time
     np.testing.assert_allclose(f([data])[0], expected(data, np.zeros((4, 3))), rtol=1e-5, atol=1e-6)
+
+
+def test_a_lazy_function_called_by_two_threads_at_once_compiles_once(monkeypatch):
+    import threading
+    import time
+
+    compiles: list[int] = []
+    real = function.compile_traced
+
+    def slow_compile(module):
+        compiles.append(1)
+        time.sleep(0.2)  # the other thread arrives while this one compiles
+        return real(module)
+
+    monkeypatch.setattr(function, "compile_traced", slow_compile)
+    x = placeholder((3,), "float32", "x")
+    f = Function([x], [emit(un.NegOp, x)], lazy=True)
+    assert compiles == []
+    data = np.array([1.0, -2.0, 3.0], np.float32)
+    start, results = threading.Barrier(2), []
+
+    def call() -> None:
+        start.wait()
+        results.append(f([data])[0])
+
+    threads = [threading.Thread(target=call) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert compiles == [1]
+    for got in results:
+        np.testing.assert_array_equal(got, -data)
+    assert len(results) == 2
