@@ -128,6 +128,20 @@ def get_or_compile(
         return code, True
 
 
+def read(key: str, section: str, remove: bool = False) -> NativeCode | None:
+    """The checked entry of `key` in `section`, or None; `remove`: delete it once read."""
+    root = paths.private_cache_dir()
+    if root is None:
+        return None
+    directory, name = _place(key)
+    path = root / section / directory / name
+    code = _read(path, key)
+    if code is not None and remove:
+        with suppress(OSError):
+            path.unlink(missing_ok=True)
+    return code
+
+
 def stored(key: str, section: str) -> bool | None:
     """Whether `section` holds an entry under `key` (unchecked: reading it checks it);
     None when there is no usable cache, where nothing compiled is kept."""

@@ -17,20 +17,17 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from aotk import call_path, dtypes, gc_pause, runtime, timing, weight_packs
+from aotk import call_path, dtypes, gc_pause, runtime, weight_packs
 from aotk.call_check import ShapeChecker
 from aotk.dialect import metadata, trace
 from aotk.dialect.base import elem_of, shape_of
-from aotk.transforms.structure import structure_text
+from aotk.host_code import compile_traced, traced_source
 
 if TYPE_CHECKING:
     from aotk.codegen import jit
 
-_CACHE: dict[tuple[str, str, str], jit.CompiledModule] = {}
 # the learning phase fed when a call leaves it out (a kernel never writes its inputs)
 _PHASE = {False: np.array(False), True: np.array(True)}
-COMPILE_COUNT = 0  # code generations done by this process (tests check cache hits with it)
-DISK_HITS = 0  # kernels this process took from the on-disk cache instead
 _LAZY = threading.local()  # `compiled_on_first_call` on this thread
 
 
@@ -44,53 +41,6 @@ def compiled_on_first_call() -> Iterator[None]:
         yield
     finally:
         _LAZY.on = before
-
-
-def clear_cache() -> None:
-    """Forget this process's compiled kernels (the on-disk cache stays)."""
-    _CACHE.clear()
-
-
-def compile_traced(module: ModuleOp) -> jit.CompiledModule:
-    """Compile a traced module (stage 0) to native code, through both caches."""
-    global COMPILE_COUNT, DISK_HITS
-    # imported here: `import aotk.backend` does not need LLVM until the first compile
-    from aotk import compile_cache, micro_kernels
-    from aotk.codegen import llvm_ir
-    from aotk.kernels import conv_winograd
-
-    options = conv_winograd.option_tag()  # lowering choices the environment makes
-    key = (structure(module) + options, llvm_ir.host_cpu(), llvm_ir.host_features())
-    if key not in _CACHE:
-        if compile_cache.enabled():
-            code, compiled = compile_cache.get_or_compile(
-                compile_cache.entry_key(*key), lambda: lower_to_native(module)
-            )
-        else:
-            code, compiled = lower_to_native(module), True
-        COMPILE_COUNT += compiled
-        DISK_HITS += not compiled
-        _CACHE[key] = micro_kernels.load(code)
-    return _CACHE[key]
-
-
-def lower_to_native(
-    module: ModuleOp, cpu: str | None = None, features: str | None = None, prefix: str = ""
-) -> jit.NativeCode:
-    """Run the whole pipeline on a copy of a traced module and generate object code."""
-    from aotk.codegen import jit
-    from aotk.lowering import pipeline
-
-    with gc_pause.paused():
-        lowered = module.clone()
-        with timing.stage("xdsl passes, total"):
-            pipeline.lower(lowered, "llvm")
-        return jit.generate(lowered, cpu, features, prefix)
-
-
-def structure(module: ModuleOp) -> str:
-    """The module as text without value names: two traces of one graph give the same."""
-    return structure_text(module, skip=frozenset({metadata.ARG_NAMES}))
 
 
 @dataclass
@@ -197,6 +147,12 @@ class Function:
                     self._link(compile_traced(module))
                     self._lazy_module = None
         return self._compiled
+
+    def host_source(self) -> jit.NativeCode:
+        """This function's LLVM IR text for the host (`source_ir`, which an export optimizes
+        again): a lazy function is lowered, not compiled."""
+        module = self._lazy_module
+        return traced_source(module) if module is not None else self._compiled.code
 
     def with_fixed_phase(self, phase: int, where: str) -> Function:
         """This function traced again with the learning phase a constant, not an input;

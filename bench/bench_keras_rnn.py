@@ -121,7 +121,7 @@ def variants() -> None:
     """Each variant's steps by blocks and whole, at one and two threads (ms, median ±
     half IQR, calls of the two copies alternating)."""
     import aotk
-    from aotk import function
+    from aotk import host_code
     from aotk.dialect import scan_rows
 
     os.environ["AOTK_DISK_CACHE"] = "0"
@@ -132,7 +132,7 @@ def variants() -> None:
             pair = []
             for row_split in (split, lambda op: None):
                 scan_rows.row_split = row_split
-                function.clear_cache()
+                host_code.clear_cache()
                 pair.append(_calls(kind, variant))
             scan_rows.row_split = split
             for threads in (1, 2):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from aotk import backend as K
-from aotk import compile_cache
+from aotk import compile_cache, host_code
 from aotk import function as F
 from aotk.codegen.jit import NativeCode
 
@@ -24,7 +24,7 @@ _CHILD = textwrap.dedent(
     import json, os, sys, time
     import numpy as np
     from aotk import backend as K
-    from aotk import function as F
+    from aotk import host_code
 
     scale, go = float(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else None
     x = K.placeholder(shape=(None, 4), name="x")
@@ -36,7 +36,7 @@ _CHILD = textwrap.dedent(
             time.sleep(0.005)
     f = K.function([x], [y])
     out = f([np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)])[0]
-    print(json.dumps({"compiles": F.COMPILE_COUNT, "disk_hits": F.DISK_HITS,
+    print(json.dumps({"compiles": host_code.COMPILE_COUNT, "disk_hits": host_code.DISK_HITS,
                       "out": out.tolist()}), flush=True)
     """
 )
@@ -131,13 +131,13 @@ def test_two_processes_compiling_one_new_graph_at_once(tmp_path):
 
 def _compile_here(scale: float) -> tuple[np.ndarray, int, int]:
     """Trace and compile in this process, forgetting its in-memory kernels first."""
-    F.clear_cache()
-    compiles, hits = F.COMPILE_COUNT, F.DISK_HITS
+    host_code.clear_cache()
+    compiles, hits = host_code.COMPILE_COUNT, host_code.DISK_HITS
     x = K.placeholder(shape=(None, 4), name="x")
     w = K.variable(np.arange(12, dtype=np.float32).reshape(4, 3) / 10)
     f = K.function([x], [K.softmax(K.tanh(K.dot(x, w)) * scale)])
     out = f([np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)])[0]
-    return out, F.COMPILE_COUNT - compiles, F.DISK_HITS - hits
+    return out, host_code.COMPILE_COUNT - compiles, host_code.DISK_HITS - hits
 
 
 def _flip(data: bytes, i: int) -> bytes:
@@ -238,10 +238,10 @@ def test_an_entry_holding_another_keys_code_is_compiled_again(tmp_path, monkeypa
     assert len(entries) == 2
     times_entry, plus_entry = (entries[k] for k in sorted(entries))
     times_entry.write_bytes(plus_entry.read_bytes())
-    F.clear_cache()
-    before = F.COMPILE_COUNT
+    host_code.clear_cache()
+    before = host_code.COMPILE_COUNT
     again = K.function([x], [x * 2.0])
-    assert F.COMPILE_COUNT == before + 1
+    assert host_code.COMPILE_COUNT == before + 1
     np.testing.assert_array_equal(again([np.array([1.5], np.float32)])[0], [3.0])
     assert times([np.array([1.0], np.float32)])[0] == 2.0
     assert plus([np.array([1.0], np.float32)])[0] == 3.0
@@ -274,3 +274,48 @@ def test_a_cache_directory_others_could_change_is_not_used(tmp_path, monkeypatch
         out, _expected(9.5 if who == "another user's" else 10.5), rtol=1e-5, atol=1e-6
     )
     assert not any(cache.iterdir())
+
+
+def _counted_lowerings(monkeypatch) -> list[int]:
+    from aotk.lowering import pipeline
+
+    calls: list[int] = []
+    real = pipeline.lower
+
+    def lower(module, *args, **kwargs):
+        calls.append(1)
+        return real(module, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "lower", lower)
+    return calls
+
+
+def test_a_source_lowered_for_an_export_is_kept_until_its_function_compiles(tmp_path, monkeypatch):
+    """An export lowers a lazy function to LLVM IR text and compiles nothing; the text,
+    kept in the cache's sources, spares a later process the lowering, and the compile
+    that follows starts from it and drops it (the compiled entry holds the text too)."""
+    monkeypatch.setenv("AOTK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("AOTK_DISK_CACHE", "1")
+    lowerings = _counted_lowerings(monkeypatch)
+    x = K.placeholder((None,), name="x")
+    with F.compiled_on_first_call():
+        f = K.function([x], [K.exp(x) * 3.0 - 1.0])
+    compiles, hits = host_code.COMPILE_COUNT, host_code.DISK_HITS
+    source = f.host_source()
+    assert source.objects == () and "define" in source.source_ir
+    assert (len(lowerings), host_code.COMPILE_COUNT) == (1, compiles)
+    sources = sorted((tmp_path / "sources").rglob("*.bin"))
+    assert len(sources) == 1 and not _entries(tmp_path)
+    host_code.clear_cache()  # as another process would, with only the disk's copy
+    assert f.host_source().source_ir == source.source_ir
+    host_code.clear_cache()
+    out = f([np.array([0.0, 1.0], np.float32)])[0]
+    np.testing.assert_allclose(out, [2.0, 3.0 * np.e - 1.0], rtol=1e-6)
+    assert (len(lowerings), host_code.COMPILE_COUNT) == (1, compiles + 1)
+    assert not sources[0].exists() and len(_entries(tmp_path)) == 1
+    host_code.clear_cache()
+    with F.compiled_on_first_call():
+        again = K.function([x], [K.exp(x) * 3.0 - 1.0])
+    # the compiled entry serves an export of the same graph as it is: nothing is linked
+    assert again.host_source().source_ir == source.source_ir
+    assert (len(lowerings), host_code.COMPILE_COUNT, host_code.DISK_HITS) == (1, compiles + 1, hits)

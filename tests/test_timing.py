@@ -13,7 +13,7 @@ import numpy as np
 import aotk
 from aotk import backend as K
 from aotk import timing
-from aotk.function import clear_cache
+from aotk.host_code import clear_cache
 from aotk.lowering import pipeline
 
 

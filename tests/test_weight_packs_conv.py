@@ -181,7 +181,7 @@ def test_winograd_switched_off_keeps_convs_direct(
     Winograd on (its kernel as an input), is compiled again rather than taken from the
     cache (once: with nothing packed, the captured kernel is an argument like the
     placeholder); the values, other roundings of the same sums, are nearer float64."""
-    from aotk import function
+    from aotk import host_code
 
     x = K.placeholder((None, 16, 16, 32))
     w = K.variable((rng.standard_normal((3, 3, 32, 48)) / np.sqrt(288)).astype(np.float32))
@@ -198,10 +198,10 @@ def test_winograd_switched_off_keeps_convs_direct(
     on, on_written = build()
     assert [p.transform for p in on._packs] == ["f4"]
     monkeypatch.setenv("AOTK_CONV_WINOGRAD", "0")
-    before = function.COMPILE_COUNT + function.DISK_HITS
+    before = host_code.COMPILE_COUNT + host_code.DISK_HITS
     off, off_written = build()
     assert off._packs == []
-    assert function.COMPILE_COUNT + function.DISK_HITS == before + 1
+    assert host_code.COMPILE_COUNT + host_code.DISK_HITS == before + 1
     got = {"on": on([xs])[0], "off": off([xs])[0]}
     got["on_written"] = on_written([xs, K.get_value(w)])[0]
     got["off_written"] = off_written([xs, K.get_value(w)])[0]

@@ -119,17 +119,17 @@ def export(
 
 def _native_code(fn: Any, target: micro_kernels.Target, prefix: str) -> tuple[Any, list[Pack]]:
     """The kernels for the target, and the packed weights they read: re-optimized from
-    the JIT's LLVM IR when it has it and the target's registers are the host's, else
+    the host's LLVM IR text (the JIT's) when the target's registers are the host's, else
     lowered again from the traced module, its weights packed for the target's tiles (a
     weight too narrow to pack for the host's may be wide enough for the target's)."""
     from aotk import weight_packs
     from aotk.codegen import jit
-    from aotk.function import lower_to_native
+    from aotk.host_code import lower_to_native
 
-    # (a Keras model's step, traced again for the export, is compiled only here: its
-    # JIT code, cached, spares the next export of the model its lowering)
+    # (a Keras model's step, traced again for the export, is lowered here but not
+    # compiled: its LLVM IR text, cached, spares the next export the lowering)
     if target.isa == heuristics.host_isa():
-        source = fn._linked().code
+        source = fn.host_source()
         if source.source_ir:
             code = jit.generate_from_text(
                 source.source_ir, source.signatures, target.cpu, target.features, prefix
@@ -233,7 +233,7 @@ def _with_packs(spec: cgen.ModelSpec, packs: list[Pack], prefix: str) -> cgen.Mo
 
 def _graph_text(fn: Any) -> str:
     """The model's graph without value names: what its weights file is bound to."""
-    from aotk.function import structure
+    from aotk.host_code import structure
 
     return structure(fn.module)
 

@@ -8,6 +8,7 @@ from typing import Any
 from xdsl.ir import SSAValue
 
 from aotk import function as _function
+from aotk import host_code
 from aotk.backend.session import reset_uids
 from aotk.backend.training import KUpdate, make_update
 from aotk.dialect import trace
@@ -49,7 +50,7 @@ def _updates(updates: Any) -> list[KUpdate]:
 def clear_session() -> None:
     """Drop the traced graph and the compiled code, and reset the uids."""
     trace.reset_graph()
-    _function.clear_cache()
+    host_code.clear_cache()
     reset_uids()
 
 

@@ -84,9 +84,18 @@ def generate(
     code whose functions are named `<prefix><name>`. `micro_kernel` turns on what only
     code compiled once is worth: see `llvm_ir.code_generation` and `llvm_ir.optimize`."""
     tm = llvm_ir.target_machine(cpu, features, jit=False)
+    code = source(module, tm)
+    return generate_from_text(
+        code.source_ir, code.signatures, cpu, features, prefix, micro_kernel, tm
+    )
+
+
+def source(module: ModuleOp, tm: llvm_binding.TargetMachine) -> NativeCode:
+    """A stage-3 module as LLVM IR text for `tm`'s target (`source_ir`, stage 4), with
+    its signatures and no objects: what `generate_from_text` compiles."""
     with timing.stage("llvm-ir text"):
         text = llvm_ir.to_llvm_text(module, tm)
-    return generate_from_text(text, signatures(module), cpu, features, prefix, micro_kernel, tm)
+    return NativeCode((), signatures(module), "", text)
 
 
 def generate_from_text(

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from aotk import backend as K
-from aotk import function, interp
+from aotk import host_code, interp
 from aotk.dialect import trace
 from aotk.dialect.scan import ScanOp
 
@@ -274,7 +274,7 @@ def test_a_tensor_the_step_makes_once_is_the_same_for_every_step(masked):
 
 def test_compile_cache_and_time_independent_of_length():
     wx, wh = (K.variable(w) for w in _weights())
-    before = function.COMPILE_COUNT
+    before = host_code.COMPILE_COUNT
     for steps in (10, 1000):
         x, h0 = K.placeholder(shape=(2, None, D)), K.placeholder(shape=(2, H))
         start = time.perf_counter()
@@ -282,7 +282,7 @@ def test_compile_cache_and_time_independent_of_length():
         del start
         out = f([RNG.standard_normal((2, steps, D)), np.zeros((2, H))])[0]
         assert out.shape == (2, H)
-    assert function.COMPILE_COUNT - before == 1  # same graph: compiled once
+    assert host_code.COMPILE_COUNT - before == 1  # same graph: compiled once
 
 
 def test_constants_of_a_step_give_their_gradients_and_a_loop_invariant_output():

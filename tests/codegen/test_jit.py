@@ -7,7 +7,7 @@ import gc
 import numpy as np
 
 from aotk import backend as K
-from aotk import function
+from aotk import host_code
 
 
 def test_compile_after_dropping_compiled_modules():
@@ -18,5 +18,5 @@ def test_compile_after_dropping_compiled_modules():
         f = K.function([x], [K.exp(x) * float(scale)])
         np.testing.assert_allclose(f([np.ones(3)])[0], np.full(3, np.e * scale), rtol=1e-6)
         del f
-        function.clear_cache()
+        host_code.clear_cache()
         gc.collect()

@@ -10,7 +10,7 @@ import pytest
 
 from aotk import backend as K
 from aotk.codegen import llvm_ir, llvm_split
-from aotk.function import clear_cache
+from aotk.host_code import clear_cache
 
 TEXT = """\
 declare void @"ext"(ptr %".1")

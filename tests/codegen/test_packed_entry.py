@@ -7,7 +7,7 @@ import re
 import numpy as np
 
 from aotk import backend as K
-from aotk import function
+from aotk import host_code
 from aotk.codegen import packed_entry
 
 
@@ -26,7 +26,7 @@ def test_the_wrapper_passes_pointers_and_dims_in_order(monkeypatch) -> None:
     (inputs, weights, outputs, workspace, dynamic dims) lands in its place."""
     monkeypatch.setattr(packed_entry, "CTYPES_MAX_ARGS", 3)
     monkeypatch.setenv("AOTK_DISK_CACHE", "0")
-    function.clear_cache()
+    host_code.clear_cache()
     w = K.variable(np.array([10.0, 20.0, 30.0], np.float32))
     x, y = K.placeholder((None, 3)), K.placeholder((None, None))
     f = K.function([x, y], [x - w, K.sum(y, axis=1)])
@@ -38,4 +38,4 @@ def test_the_wrapper_passes_pointers_and_dims_in_order(monkeypatch) -> None:
     minus, sums = f([xv, yv])
     np.testing.assert_array_equal(minus, xv - [10, 20, 30])
     np.testing.assert_array_equal(sums, yv.sum(axis=1))
-    function.clear_cache()
+    host_code.clear_cache()

@@ -77,25 +77,36 @@ def test_keras_training_step_exports_and_trains_like_keras(tmp_path, loss, class
 
 @pytest.mark.aot
 @pytest.mark.parametrize("target", ["host", "x86-64-v2"])
-def test_a_keras_step_is_compiled_for_the_jit_only_when_its_code_serves(tmp_path, target):
-    """The step is traced again with its phase fixed. For the host's instruction set its
-    JIT code (cached for the next export) is optimized again for the library; for
-    another, the library is lowered from the trace and the JIT's code never made. Keras's
-    own predict function, made for the export, compiles only when Keras calls it."""
-    from aotk import function
+def test_an_exported_keras_step_is_never_compiled_for_the_jit(tmp_path, target, monkeypatch):
+    """The step is traced again with its phase fixed. For the host's instruction set it
+    is lowered to LLVM IR text, optimized for the library and kept, so the next export
+    lowers nothing; for another, the library is lowered from the trace. Neither compiles
+    code for the JIT: Keras's own predict function, made for the export, compiles only
+    when Keras calls it."""
+    from aotk import host_code
     from aotk.kernels import heuristics
+    from aotk.lowering import pipeline
 
     if target != "host" and heuristics.host_isa() == "sse":
         pytest.skip("the host's instruction set is the target's")
+    # this process's copy of the text serves the second export (the disk's copy, which
+    # an earlier test's export of this graph could have left: test_compile_cache)
+    monkeypatch.setenv("AOTK_DISK_CACHE", "0")
+    lowerings: list[int] = []
+    lower = pipeline.lower
+    monkeypatch.setattr(pipeline, "lower", lambda *a, **k: lowerings.append(1) or lower(*a, **k))
     rng = np.random.default_rng(3)
     model = Sequential([layers.Dense(4, activation="relu", input_shape=(5,)), layers.Dense(2)])
     model.compile("sgd", "mse")
     x = rng.normal(size=(6, 5)).astype(np.float32)
-    function.clear_cache()  # the same graph may be compiled already in this process
-    before = function.COMPILE_COUNT + function.DISK_HITS
+    host_code.clear_cache()  # the same graph may be compiled already in this process
+    before = host_code.COMPILE_COUNT + host_code.DISK_HITS
     cpu = None if target == "host" else target
-    exported = aotk.export(model, tmp_path, "net", target_cpu=cpu)
-    assert function.COMPILE_COUNT + function.DISK_HITS - before == (target == "host")
+    exported = aotk.export(model, tmp_path / "first", "net", target_cpu=cpu)
+    assert host_code.COMPILE_COUNT + host_code.DISK_HITS == before
+    assert len(lowerings) == 1
+    aotk.export(model, tmp_path / "second", "net", target_cpu=cpu)
+    assert len(lowerings) == 1 + (target != "host")
     want = model.predict(x)
     got = aotk.load(exported.library)([x])
     np.testing.assert_allclose(got[0] if isinstance(got, list) else got, want, rtol=1e-5)
