@@ -7,7 +7,7 @@ Writes lib<name>.so, lib<name>.a, <name>.h (with aotk_rt.h next to it), and with
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +16,7 @@ import numpy as np
 
 import aotk
 from aotk import micro_kernels, signing
-from aotk.aot import build, cgen, dims, glue, keras_model, layout
+from aotk.aot import build, cgen, dims, fixed_dims, glue, keras_model, layout
 from aotk.aot.loader import load
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ def export(
     step: str = "predict",
     cflags: Sequence[str] = (),
     signing_key: bytes | str | None = None,
+    input_shapes: Mapping[str, Sequence[int | None]] | None = None,
 ) -> Exported:
     """Export the compiled function `fn` as model `name` into `out_dir`.
 
@@ -60,13 +61,17 @@ def export(
     compiler's flags for the runtime and to the shared library's link: `-g`, or
     `-fsanitize=address,undefined` to check a program's use of the library. With
     `signing_key`, the library and weights get `.sig` files for `aotk.load` to check
-    (see `aotk.signing`)."""
+    (see `aotk.signing`). `input_shapes` fixes dynamic input dims by input name, e.g.
+    `{"dense_1_target": (None, 3)}` (None: left dynamic): the library accepts only
+    that size (see `aot.fixed_dims`)."""
     where = "aotk.export"
     shapes = None
     if keras_model.is_keras_model(fn):
         model, fn = fn, keras_model.step_function(fn, step, where)
         shapes = keras_model.checked_shapes(model, fn)
     _check_arguments(fn, name, weights, max_dim, where)
+    if input_shapes is not None:
+        shapes = fixed_dims.fixed(fn, shapes or fn._inputs.shapes, input_shapes, where)
     cflags = _checked_cflags(cflags, where)
     key = None if signing_key is None else signing.check_key(signing_key, where)
     say = progress or (lambda _: None)
@@ -198,7 +203,12 @@ def _spec(
     slots = layout.plan(_unique([_capture_name(c, i) for i, c in enumerate(fn.captures)]), arrays)
     capture_shapes = [a.shape for a in arrays]
     dyn = dims.analyze(
-        fn._checker, kernel_shapes + capture_shapes, max_dim, where, in_shapes + capture_shapes
+        fn._checker,
+        kernel_shapes + capture_shapes,
+        max_dim,
+        where,
+        in_shapes + capture_shapes,
+        fn._inputs.names,
     )
     if len(dyn) > MAX_DYNAMIC_DIMS:
         raise ValueError(f"{where}: {len(dyn)} dynamic dims, at most {MAX_DYNAMIC_DIMS}")

@@ -37,8 +37,10 @@ class DynDim:
 
 
 class _Prober:
-    def __init__(self, checker: ShapeChecker, shapes: Sequence[Sequence[int | None]]):
-        self.checker, self.shapes = checker, [tuple(s) for s in shapes]
+    def __init__(
+        self, checker: ShapeChecker, shapes: Sequence[Sequence[int | None]], names: Sequence[str]
+    ):
+        self.checker, self.shapes, self.names = checker, [tuple(s) for s in shapes], names
         self.dyn = [(i, a) for i, s in enumerate(self.shapes) for a, d in enumerate(s) if d is None]
 
     def fits(self, values: Sequence[int]) -> bool:
@@ -58,11 +60,13 @@ def analyze(
     max_dim: int,
     where: str,
     pinned: Sequence[Sequence[int | None]] | None = None,
+    names: Sequence[str] = (),
 ) -> list[DynDim]:
     """The tie and range of each dynamic dim of inputs (then captures) of `shapes`;
-    `pinned`: the same shapes with some dynamic dims given the one value they accept."""
+    `pinned`: the same shapes with some dynamic dims given the one value they accept;
+    `names`: the inputs', for messages."""
     pinned = shapes if pinned is None else pinned
-    probe = _Prober(checker, pinned)
+    probe = _Prober(checker, pinned, names)
     free = _analyze_free(probe, max_dim, where)
     by_dim = dict(zip(probe.dyn, free, strict=True))
     kernel_dims = [(i, a) for i, s in enumerate(shapes) for a, d in enumerate(s) if d is None]
@@ -102,19 +106,21 @@ def _ties(probe: _Prober, n: int, base: int, other: int, where: str) -> list[int
     """Each dim's root: the first dim of the group it must equal (-1: it is a root).
 
     A group changes value together or not at all, so a dim joins the first earlier
-    group that fits with it, perhaps with some later dims, smallest sets first."""
+    group that fits with it, perhaps with some later dims, smallest sets first; the
+    first dim too must move (with later dims) to another value, or it is refused."""
     ties = [-1] * n
     placed = [False] * n
-    for d in range(1, n):
+    for d in range(n):
         if placed[d]:
             continue
         later = [j for j in range(d + 1, n) if not placed[j]]
         join = _joined_group(probe, ties, d, later, base, other)
         if join is None:
             i, a = probe.dyn[d]
+            name = repr(probe.names[i]) if i < len(probe.names) else str(i)
             raise ValueError(
-                f"{where}: dynamic dim {a} of input {i} is tied to the others by a rule an "
-                "exported model cannot check; give it a static size"
+                f"{where}: dynamic dim {a} of input {name} is tied to the others by a rule "
+                "an exported model cannot check; give it a static size (input_shapes)"
             )
         root, members = join
         for j in members:

@@ -63,6 +63,14 @@ def add_parser(commands: Any) -> None:
         help="sign the library and weights with the key in FILE (mode 600): writes .sig files "
         "that aotk.load(..., signing_key=key) checks",
     )
+    cmd.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME=DIMS",
+        help="fix an input's dynamic dims, e.g. dense_1_target=?,3 (? stays dynamic; "
+        "repeatable): the library then takes only that size",
+    )
     cmd.set_defaults(run=run)
 
 
@@ -73,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
         if args.out.exists() and not args.out.is_dir():
             raise CommandError(f"{args.out}: exists and is not a directory")
         key = read_key(args.signing_key_file) if args.signing_key_file else None
+        shapes = parse_input_shapes(args.input_shape)
         fn = build(path, func_name)
-        exported = export(fn, args, args.name or func_name, key)
+        exported = export(fn, args, args.name or func_name, key, shapes)
     except CommandError as err:
         print(f"aotk: error: {err}", file=sys.stderr)
         return 1
@@ -139,7 +148,30 @@ def read_key(path: Path) -> bytes:
     return key
 
 
-def export(fn: Any, args: argparse.Namespace, name: str, key: bytes | None = None) -> Any:
+def parse_input_shapes(specs: list[str]) -> dict[str, tuple[int | None, ...]] | None:
+    """`--input-shape NAME=DIMS` options as `aotk.export`'s input_shapes (None: none)."""
+    shapes: dict[str, tuple[int | None, ...]] = {}
+    for spec in specs:
+        name, sep, dims = spec.partition("=")
+        sizes = [d.strip() for d in dims.split(",")]
+        if not sep or not name or not all(d == "?" or d.isdigit() for d in sizes):
+            raise CommandError(
+                f"--input-shape expects NAME=DIMS, DIMS sizes or ? separated by commas "
+                f"(e.g. dense_1_target=?,3), got '{spec}'"
+            )
+        if name in shapes:
+            raise CommandError(f"--input-shape gives '{name}' twice")
+        shapes[name] = tuple(None if d == "?" else int(d) for d in sizes)
+    return shapes or None
+
+
+def export(
+    fn: Any,
+    args: argparse.Namespace,
+    name: str,
+    key: bytes | None = None,
+    input_shapes: dict[str, tuple[int | None, ...]] | None = None,
+) -> Any:
     """Call aotk.export with a progress display; any failure becomes a CommandError."""
     import aotk
 
@@ -156,6 +188,7 @@ def export(fn: Any, args: argparse.Namespace, name: str, key: bytes | None = Non
             step=args.step,
             cflags=args.cflag,
             signing_key=key,
+            input_shapes=input_shapes,
         )
     except Exception as err:
         progress.close()

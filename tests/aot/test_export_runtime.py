@@ -171,6 +171,35 @@ def test_a_dim_tied_through_a_later_input_is_found(tmp_path: Path) -> None:
         g([*args[:2], args[2][:4]])
 
 
+def test_a_first_dim_that_only_broadcasts_is_refused(tmp_path: Path) -> None:
+    """y's batch dim may be 1 or x's 4, nothing else: it cannot vary, and the library
+    must not take it as free (it did, and a batch of 5 read past y's rows' products)."""
+    x = K.placeholder(shape=(4, 3), name="x")
+    y = K.placeholder(shape=(None, 3), name="y")
+    f = K.function([x, y], [x * y])
+    with pytest.raises(ValueError, match="dynamic dim 0 of input 'y' is tied to the others"):
+        aotk.export(f, tmp_path, "broadcast")
+
+
+def test_input_shapes_fix_dims_and_the_dims_tied_to_them_must_be_given_too(
+    tmp_path: Path,
+) -> None:
+    x = K.placeholder(shape=(None, 3), name="x")
+    y = K.placeholder(shape=(None, 3), name="y")
+    f = K.function([x, y], [x * y + 1.0])
+    with pytest.raises(ValueError, match=r"dim 0 of input 'y' is tied.*static size"):
+        aotk.export(f, tmp_path / "x_only", "fixed", input_shapes={"x": (4, 3)})
+    exported = aotk.export(f, tmp_path, "fixed", input_shapes={"x": (4, None), "y": (4, 3)})
+    header = exported.header.read_text()
+    assert "x                float32  [4, 3]" in header and "dim 0:" not in header
+    assert "const float *x, const float *y, float *out0" in header
+    g = aotk.load(exported.library)
+    xv, yv = np.full((4, 3), 2.0, np.float32), np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(g([xv, yv])[0], xv * yv + 1.0)
+    with pytest.raises(ValueError, match=r"input 'y' expects shape \(4, 3\), got \(5, 3\)"):
+        g([xv, np.ones((5, 3), np.float32)])
+
+
 def test_a_keras_training_step_trains_from_c_like_keras(tmp_path: Path) -> None:
     """A C program trains through the typed entry point (no class-dim argument for the
     targets) and gets Keras's losses; targets of another batch are refused."""

@@ -147,13 +147,72 @@ def test_a_keras_model_of_three_outputs_exports_its_training_step(tmp_path):
         np.testing.assert_allclose(got[1:], np.mean(per_output, axis=0), rtol=1e-5)
 
 
-def test_keras_training_step_with_the_users_own_loss_is_refused_clearly(tmp_path):
-    # Keras does not check the targets of a loss of the user's own: they stay (None, None),
-    # broadcast against the predictions, which an exported model cannot check in C
+@pytest.mark.aot
+def test_a_keras_step_with_the_users_own_loss_exports_with_its_target_shape_given(tmp_path):
+    """Keras never checks the targets of a loss of the user's own: they stay (None, None),
+    broadcast against the predictions, a tie the library cannot check. The export says
+    so, naming the input; with `input_shapes` giving the target's shape it exports, and
+    the library trains as Keras does and refuses targets of another shape."""
+    rng = np.random.default_rng(5)
     model = Sequential([layers.Dense(2, input_shape=(4,))])
     model.compile("sgd", lambda t, p: keras.backend.mean(keras.backend.abs(t - p)))
-    with pytest.raises(ValueError, match=r"aotk\.export: dynamic dim 1 of input 1 is tied"):
-        aotk.export(model, tmp_path, "step", step="train")
+    target = model.output_names[0] + "_target"
+    with pytest.raises(
+        ValueError, match=rf"aotk\.export: dynamic dim 1 of input '{target}' is tied.*input_shapes"
+    ):
+        aotk.export(model, tmp_path / "refused", "step", step="train")
+    exported = aotk.export(model, tmp_path, "step", step="train", input_shapes={target: (None, 2)})
+    assert f"const float *{target}, int64_t {target}_dim0, const float" in (
+        exported.header.read_text()
+    )
+    library = aotk.load(exported.library)
+    x = rng.normal(size=(5, 4)).astype(np.float32)
+    y = rng.normal(size=(5, 2)).astype(np.float32)
+    for _ in range(3):
+        want = model.train_on_batch(x, y)
+        (got,) = library([x, y, np.ones(5, np.float32)])
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    with pytest.raises(ValueError, match=rf"'{target}' expects shape \(None, 2\)"):
+        library([x, np.zeros((5, 1), np.float32), np.ones(5, np.float32)])
+
+
+def test_input_shapes_that_do_not_fit_the_inputs_are_refused_clearly(tmp_path):
+    from aotk import backend as K
+
+    x = K.placeholder(shape=(None, 3), name="x")
+    f = K.function([x], [x * 2.0])
+    cases = [
+        (
+            {"y": (None, 3)},
+            ValueError,
+            r"input_shapes names 'y', which is not an input; the inputs are 'x'",
+        ),
+        (
+            {"x": (4,)},
+            ValueError,
+            r"input_shapes\['x'\] has rank 1, expected 2 \(the input is \(None, 3\)\)",
+        ),
+        (
+            {"x": (4, 5)},
+            ValueError,
+            r"input_shapes\['x'\] gives dim 1 size 5, but the input is \(None, 3\)",
+        ),
+        (
+            {"x": (0, 3)},
+            TypeError,
+            r"input_shapes\['x'\] must be a tuple of positive ints and None",
+        ),
+        ({"x": "4,3"}, TypeError, r"input_shapes\['x'\] must be a tuple of sizes and None"),
+        (
+            [("x", (4, 3))],
+            TypeError,
+            r"input_shapes must be a dict of input name -> shape, got list",
+        ),
+    ]
+    for given, error, message in cases:
+        with pytest.raises(error, match=rf"aotk\.export: {message}"):
+            aotk.export(f, tmp_path, "f", input_shapes=given)
+    assert not list(tmp_path.iterdir())
 
 
 def _np_conv_relu_pool(x: np.ndarray, kernel: np.ndarray, bias: np.ndarray) -> np.ndarray:

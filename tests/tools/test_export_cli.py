@@ -125,6 +125,18 @@ def test_export_with_external_weights_a_target_cpu_and_the_default_name(project)
     np.testing.assert_allclose(got, jit([xs]), rtol=1e-6, atol=1e-7)
 
 
+def test_export_with_an_input_shape_fixes_its_dims(project):
+    argv = ["model.py:build_single", "-o", "out", "--input-shape", "x=5,?"]
+    done = aotk_cli(project, "export", *argv)
+    assert done.returncode == 0, done.stderr
+    assert "x                float32  [5, 2]" in (project / "out" / "build_single.h").read_text()
+    model = aotk.load(project / "out" / "libbuild_single.so")
+    xs = np.linspace(-3, 3, 10, dtype=np.float32).reshape(5, 2)
+    np.testing.assert_allclose(model([xs]), np.tanh(xs) * 2.0, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"input 'x' expects shape \(5, 2\), got \(4, 2\)"):
+        model([xs[:4]])
+
+
 ERRORS = [
     (["missing.py:build"], "missing.py: no such file"),
     (["notes.txt:build"], "notes.txt: not a Python file"),
@@ -159,6 +171,14 @@ ERRORS = [
     (
         ["model.py:build_single", "--target-cpu", "x86-64", "--target-features", "avx2"],
         "aotk.export: target_features must look like '+avx2,+fma,-avx512f', got 'avx2'",
+    ),
+    (
+        ["model.py:build_single", "--input-shape", "x:5,2"],
+        "--input-shape expects NAME=DIMS, DIMS sizes or ? separated by commas",
+    ),
+    (
+        ["model.py:build_single", "--input-shape", "x=?,3"],
+        "aotk.export: input_shapes['x'] gives dim 1 size 3, but the input is (None, 2)",
     ),
 ]
 
