@@ -98,9 +98,9 @@ def export(
         for file, obj in kernels.items():
             (stage / file).write_bytes(obj)
             objects.append(file)
+        more_sources = []
         if weights == "embedded":
-            (stage / "weights.o").write_bytes(build.weights_object(f"aotk_{name}_weights", blob))
-            objects.append("weights.o")
+            more_sources.append(build.weights_source(stage, f"aotk_{name}_weights", blob))
             spec = _with_weights_size(spec, len(blob))
         else:
             (stage / f"{name}.weights").write_bytes(blob)
@@ -108,7 +108,7 @@ def export(
         (stage / f"{name}.h").write_text(cgen.header(spec, aotk.__version__))
         (stage / f"{name}_model.c").write_text(glue.glue(spec))
         say("compiling the runtime and linking")
-        build.compile_and_link(stage, name, objects, f"{name}_model.c", cflags)
+        build.compile_and_link(stage, name, objects, f"{name}_model.c", cflags, more_sources)
         if key is not None:
             signed = [f"lib{name}.so"] + ([f"{name}.weights"] if weights == "external" else [])
             outputs += [signing.sign_file(stage / f, key).name for f in signed]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,25 @@ def test_set_variable_packs_the_weight_again(tmp_path: Path) -> None:
         g.set_variable("w", value.astype(np.float32))
         for rows in (xs, xs[:1]):
             np.testing.assert_allclose(g([rows])[0], rows @ value, rtol=1e-5, atol=1e-5)
+
+
+def test_embedded_weights_are_one_hidden_read_only_aligned_symbol(tmp_path: Path) -> None:
+    """The assembler includes the weights file as it is (`build.weights_source`): the
+    symbol holds exactly its bytes, 64-byte aligned, local to the library."""
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("no nm")
+    f = mlp(np.random.default_rng(2), (6, 4))
+    external = aotk.export(f, tmp_path / "ext", "m", weights="external").weights
+    embedded = aotk.export(f, tmp_path / "emb", "m")
+    listed = subprocess.run([nm, "-S", str(embedded.library)], capture_output=True, text=True)
+    symbols = {line.split()[-1]: line.split()[:-1] for line in listed.stdout.splitlines()}
+    address, size, kind = symbols["aotk_m_weights"]
+    assert external is not None and int(size, 16) == external.stat().st_size
+    assert int(address, 16) % 64 == 0 and kind == "r"
+    assert symbols["aotk_m_weights_size"][2] == "r"
+    x = np.linspace(-1, 1, 18, dtype=np.float32).reshape(3, 6)
+    np.testing.assert_array_equal(aotk.load(embedded.library)([x]), f([x]))
 
 
 def test_exports_are_byte_identical(tmp_path: Path) -> None:
