@@ -77,6 +77,7 @@ UNARY = [
     ("exp", un.ExpOp, "any"),
     ("log", un.LogOp, "positive"),
     ("tanh", un.TanhOp, "any"),
+    ("sigmoid", un.SigmoidOp, "any"),
     ("sin", un.SinOp, "any"),
     ("cos", un.CosOp, "any"),
     ("log1p", un.Log1pOp, "positive"),

@@ -213,10 +213,8 @@ def _rank(x: Any) -> int:
 
 
 def sigmoid(x: Any) -> KTensor:
-    """1 / (1 + exp(-x)); exp(-x) overflowing to inf gives exactly 0."""
-    t = _floating(x, "K.sigmoid")
-    one = scalar(1.0, t.dtype)
-    return divide(one, add(one, exp(negative(t))))
+    """1 / (1 + exp(-x)), computed from exp(-|x|) so that nothing overflows."""
+    return unary(un.SigmoidOp, _floating(x, "K.sigmoid"), "K.sigmoid")
 
 
 def softplus(x: Any) -> KTensor:

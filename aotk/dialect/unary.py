@@ -1,9 +1,9 @@
-"""Elementwise math of one operand: neg, abs, sign, sqrt, exp, log, tanh, rounding half to
-even, sin, cos, log1p and expm1.
+"""Elementwise math of one operand: neg, abs, sign, sqrt, exp, log, tanh, sigmoid, rounding
+half to even, sin, cos, log1p and expm1.
 
 Each op gives a scalar body that LLVM vectorizes: `llvm.roundeven`, aotk's own polynomial
 kernels for exp, log and tanh (`transcendental`), sin/cos (f32, `vecmath_trig`) and
-log1p/expm1 (`vecmath`). float64 sin and cos call libm once per element.
+log1p/expm1/sigmoid (`vecmath`). float64 sin and cos call libm once per element.
 """
 
 from __future__ import annotations
@@ -76,6 +76,13 @@ class TanhOp(UnaryElementwiseOp):
 
 
 @irdl_op_definition
+class SigmoidOp(UnaryElementwiseOp):
+    """Elementwise 1 / (1 + e**-x), computed from e**-|x| so nothing overflows."""
+
+    name = "aotk.sigmoid"
+
+
+@irdl_op_definition
 class SignOp(UnaryElementwiseOp):
     """Elementwise sign: -1, 0 or 1 (NaN stays NaN)."""
 
@@ -115,6 +122,11 @@ class Expm1Op(UnaryElementwiseOp):
     """Elementwise e**x - 1, accurate near 0."""
 
     name = "aotk.expm1"
+
+
+def _np_sigmoid(x: np.ndarray) -> np.ndarray:
+    one = np.ones((), x.dtype)
+    return one / (one + np.exp(-x))
 
 
 def _np_sign(x: np.ndarray) -> np.ndarray:
@@ -224,6 +236,12 @@ def _grad_tanh(g: Any, y: Any, x: Any) -> tuple[Any, ...]:
     return (lib.mul(g, lib.sub(lib.const(1.0, y), lib.mul(y, y))),)
 
 
+def _grad_sigmoid(g: Any, y: Any, x: Any) -> tuple[Any, ...]:
+    from aotk.dialect import gradlib as lib
+
+    return (lib.mul(g, lib.mul(y, lib.sub(lib.const(1.0, y), y))),)
+
+
 def _grad_sin(g: Any, y: Any, x: Any) -> tuple[Any, ...]:
     from aotk.dialect import gradlib as lib
 
@@ -256,6 +274,7 @@ register_elementwise(
         (ExpOp, float_type, silent(np.exp), tr.rule("exp"), _grad_exp),
         (LogOp, float_type, silent(np.log), tr.rule("log"), _grad_log),
         (TanhOp, float_type, np.tanh, tr.rule("tanh"), _grad_tanh),
+        (SigmoidOp, float_type, silent(_np_sigmoid), _vecmath(vecmath.sigmoid), _grad_sigmoid),
         (SignOp, numeric_type, _np_sign, _lower_sign, zero_grad),
         (RoundOp, numeric_type, _np_round, _lower_round, zero_grad),
         (SinOp, float_type, silent(np.sin), _trig(vecmath_trig.sin, math.SinOp), _grad_sin),

@@ -16,12 +16,12 @@ from aotk.dialect.arithmetic import MaximumOp, MinimumOp
 from aotk.dialect.base import AotkOp, shape_of
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.pool import PoolMode, PoolOp
-from aotk.dialect.unary import ExpOp, TanhOp
+from aotk.dialect.unary import ExpOp, SigmoidOp, TanhOp
 
 
 def monotone_operand(op: Operation) -> int | None:
     """The operand position of x when `op` is f(x) with f non-decreasing; else None."""
-    if isinstance(op, TanhOp | ExpOp):
+    if isinstance(op, TanhOp | ExpOp | SigmoidOp):
         return 0
     if isinstance(op, MaximumOp | MinimumOp):
         for position, other in ((0, op.rhs), (1, op.lhs)):

@@ -12,7 +12,8 @@
 // CHECK-NEXT:    %exp = "aotk.exp"(%sqrt) : (tensor<?x3xf32>) -> tensor<?x3xf32>
 // CHECK-NEXT:    %log = "aotk.log"(%exp) : (tensor<?x3xf32>) -> tensor<?x3xf32>
 // CHECK-NEXT:    %tanh = "aotk.tanh"(%log) : (tensor<?x3xf32>) -> tensor<?x3xf32>
-// CHECK-NEXT:    %sin = "aotk.sin"(%tanh) : (tensor<?x3xf32>) -> tensor<?x3xf32>
+// CHECK-NEXT:    %sigmoid = "aotk.sigmoid"(%tanh) : (tensor<?x3xf32>) -> tensor<?x3xf32>
+// CHECK-NEXT:    %sin = "aotk.sin"(%sigmoid) : (tensor<?x3xf32>) -> tensor<?x3xf32>
 // CHECK-NEXT:    %cos = "aotk.cos"(%sin) : (tensor<?x3xf32>) -> tensor<?x3xf32>
 // CHECK-NEXT:    %log1p = "aotk.log1p"(%cos) : (tensor<?x3xf32>) -> tensor<?x3xf32>
 // CHECK-NEXT:    %expm1 = "aotk.expm1"(%log1p) : (tensor<?x3xf32>) -> tensor<?x3xf32>
@@ -28,7 +29,8 @@ func.func @unary_float(%x: tensor<?x3xf32>) -> tensor<?x3xf32> {
   %exp = "aotk.exp"(%sqrt) : (tensor<?x3xf32>) -> tensor<?x3xf32>
   %log = "aotk.log"(%exp) : (tensor<?x3xf32>) -> tensor<?x3xf32>
   %tanh = "aotk.tanh"(%log) : (tensor<?x3xf32>) -> tensor<?x3xf32>
-  %sin = "aotk.sin"(%tanh) : (tensor<?x3xf32>) -> tensor<?x3xf32>
+  %sigmoid = "aotk.sigmoid"(%tanh) : (tensor<?x3xf32>) -> tensor<?x3xf32>
+  %sin = "aotk.sin"(%sigmoid) : (tensor<?x3xf32>) -> tensor<?x3xf32>
   %cos = "aotk.cos"(%sin) : (tensor<?x3xf32>) -> tensor<?x3xf32>
   %log1p = "aotk.log1p"(%cos) : (tensor<?x3xf32>) -> tensor<?x3xf32>
   %expm1 = "aotk.expm1"(%log1p) : (tensor<?x3xf32>) -> tensor<?x3xf32>

@@ -20,6 +20,15 @@
 // IR:         store {{<[0-9]+ x float>}}
 // IR-NOT:     call {{.*}}@{{(expf|tanhf|llvm\.exp\.|llvm\.tanh\.)}}
 
+// K.sigmoid traces to aotk.sigmoid, whose polynomial exp of -|x| needs one clamp and
+// one power of two: the same contiguous vector loop, no libm call.
+// IR-LABEL: define void @chain_sigmoid_op(
+// IR-NOT:     call {{.*}}@{{(expf|tanhf|llvm\.exp\.|llvm\.tanh\.)}}
+// IR:         load {{<[0-9]+ x float>}}, ptr
+// IR:         fdiv {{.*}}{{<[0-9]+ x float>}}
+// IR:         store {{<[0-9]+ x float>}}
+// IR-NOT:     call {{.*}}@{{(expf|tanhf|llvm\.exp\.|llvm\.tanh\.)}}
+
 // ASM-LABEL: chain_dynamic:
 // ASM:         {{%[yz]mm[0-9]+}}
 // ASM-LABEL: chain_static:
@@ -58,4 +67,11 @@ func.func @chain_static(%x: tensor<4194304xf32>, %a: tensor<4194304xf32>, %b: te
   %xx = "aotk.mul"(%x, %x) : (tensor<4194304xf32>, tensor<4194304xf32>) -> tensor<4194304xf32>
   %y = "aotk.add"(%ts, %xx) : (tensor<4194304xf32>, tensor<4194304xf32>) -> tensor<4194304xf32>
   func.return %y : tensor<4194304xf32>
+}
+
+func.func @chain_sigmoid_op(%x: tensor<4194304xf32>) -> tensor<4194304xf32> {
+  %t = "aotk.tanh"(%x) : (tensor<4194304xf32>) -> tensor<4194304xf32>
+  %sig = "aotk.sigmoid"(%x) : (tensor<4194304xf32>) -> tensor<4194304xf32>
+  %ts = "aotk.mul"(%t, %sig) : (tensor<4194304xf32>, tensor<4194304xf32>) -> tensor<4194304xf32>
+  func.return %ts : tensor<4194304xf32>
 }

@@ -194,6 +194,7 @@ MONOTONE = {
     "clip_first": lambda x: emit(ar.MinimumOp, const(0.5), x),
     "tanh": lambda x: emit(un.TanhOp, x),
     "exp": lambda x: emit(un.ExpOp, x),
+    "sigmoid": lambda x: emit(un.SigmoidOp, x),
 }
 
 
