@@ -110,7 +110,8 @@ def get_or_compile(
     key: str, compile_fn: Callable[[], NativeCode], section: str = "kernels"
 ) -> tuple[NativeCode, bool]:
     """The cached code of `key` in `section` (a directory: "kernels" for models' code,
-    "micro-kernels"), or `compile_fn()`'s stored under it; True if compiled."""
+    "micro-kernels", "sources" for LLVM IR text an export lowered and nothing compiled
+    yet), or `compile_fn()`'s stored under it; True if compiled."""
     root = paths.private_cache_dir()
     if root is None:
         return compile_fn(), True  # no (trustworthy) cache only costs speed

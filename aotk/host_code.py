@@ -6,7 +6,7 @@ an export optimizes again for its target.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import ModuleOp
 
@@ -15,6 +15,8 @@ from aotk.dialect import metadata
 from aotk.transforms.structure import structure_text
 
 if TYPE_CHECKING:
+    from llvmlite.binding import TargetMachine
+
     from aotk.codegen import jit
 
 _CACHE: dict[tuple[str, str, str], jit.CompiledModule] = {}
@@ -100,11 +102,12 @@ def lower_to_native(
     from aotk.codegen import jit, llvm_ir
 
     tm = llvm_ir.target_machine(cpu, features, jit=False)
-    code = lower_to_source(module, tm)
-    return jit.generate_from_text(code.source_ir, code.signatures, cpu, features, prefix, tm=tm)
+    with gc_pause.paused():
+        code = lower_to_source(module, tm)
+        return jit.generate_from_text(code.source_ir, code.signatures, cpu, features, prefix, tm=tm)
 
 
-def lower_to_source(module: ModuleOp, tm: Any = None) -> jit.NativeCode:
+def lower_to_source(module: ModuleOp, tm: TargetMachine | None = None) -> jit.NativeCode:
     """Run the whole pipeline on a copy of a traced module, to LLVM IR text for `tm`'s
     target (default: this host's), compiling nothing."""
     from aotk.codegen import jit, llvm_ir
