@@ -185,8 +185,10 @@ def compile_and_link(
     # one compiler process per source, as many at once as this process has CPUs
     with ThreadPoolExecutor(max_workers=native_runtime.cpus()) as pool:
         built = [str(Path(src).with_suffix(".o")) for src in sources]
+        # an assembly source is data alone: C's flags (-std, a user's -Werror) are not for it
         commands = [
-            [cc, *flags, "-c", src, "-o", obj] for src, obj in zip(sources, built, strict=True)
+            [cc, *([] if src.endswith(".s") else flags), "-c", src, "-o", obj]
+            for src, obj in zip(sources, built, strict=True)
         ]
         compiles = [
             pool.submit(_run, cmd, build, f"compiling {src}")
