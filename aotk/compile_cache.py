@@ -131,11 +131,9 @@ def get_or_compile(
 
 def read(key: str, section: str, remove: bool = False) -> NativeCode | None:
     """The checked entry of `key` in `section`, or None; `remove`: delete it once read."""
-    root = paths.private_cache_dir()
-    if root is None:
+    path = _entry_path(key, section)
+    if path is None:
         return None
-    directory, name = _place(key)
-    path = root / section / directory / name
     code = _read(path, key)
     if code is not None and remove:
         with suppress(OSError):
@@ -146,11 +144,17 @@ def read(key: str, section: str, remove: bool = False) -> NativeCode | None:
 def stored(key: str, section: str) -> bool | None:
     """Whether `section` holds an entry under `key` (unchecked: reading it checks it);
     None when there is no usable cache, where nothing compiled is kept."""
+    path = _entry_path(key, section)
+    return None if path is None else path.is_file()
+
+
+def _entry_path(key: str, section: str) -> Path | None:
+    """Where `key`'s entry in `section` is or would be; None without a usable cache."""
     root = paths.private_cache_dir()
     if root is None:
         return None
     directory, name = _place(key)
-    return (root / section / directory / name).is_file()
+    return root / section / directory / name
 
 
 def _place(key: str) -> tuple[str, str]:

@@ -40,9 +40,9 @@ def compile_traced(module: ModuleOp) -> jit.CompiledModule:
     key = _host_key(module)
     if key not in _CACHE:
         source = _SOURCES.pop(key, None)
-        entry = compile_cache.entry_key(*key)
+        entry = compile_cache.entry_key(*key) if compile_cache.enabled() else None
         compile_fn = functools.partial(_from_source, module, entry, source)
-        if compile_cache.enabled():
+        if entry is not None:
             code, compiled = compile_cache.get_or_compile(entry, compile_fn)
         else:
             code, compiled = compile_fn(), True
@@ -82,13 +82,16 @@ def _host_key(module: ModuleOp) -> tuple[str, str, str]:
     return (structure(module) + options, llvm_ir.host_cpu(), llvm_ir.host_features())
 
 
-def _from_source(module: ModuleOp, entry: str, source: jit.NativeCode | None) -> jit.NativeCode:
+def _from_source(
+    module: ModuleOp, entry: str | None, source: jit.NativeCode | None
+) -> jit.NativeCode:
     """Native code for this host: from the LLVM IR text an export lowered the module to
-    (its on-disk copy is dropped: the compiled entry holds the text too), else lowered."""
+    (its on-disk copy under `entry`, if any, is dropped: the compiled entry holds the
+    text too), else lowered."""
     from aotk import compile_cache
     from aotk.codegen import jit
 
-    if source is None and compile_cache.enabled():
+    if source is None and entry is not None:
         source = compile_cache.read(entry, "sources", remove=True)
     if source is None:
         return lower_to_native(module)
