@@ -6,7 +6,8 @@ of its sources), xDSL and llvmlite. Several processes may compile at once: a per
 file lock makes the second one wait and reuse the first one's work, and entries appear
 by atomic rename, so a reader never sees half a file. An entry records its own key: one
 that fails its checksum, or holds another key's code (a copied or planted file), is
-deleted and compiled again. The directory must be the user's alone (`paths`).
+deleted and compiled again. The directory must be the user's alone (`paths`), and
+stays within its size limit (`cache_trim`): reading an entry marks it used.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import aotk
-from aotk import paths
+from aotk import cache_trim, paths
 from aotk.codegen.jit import NativeCode
 
 MAGIC = b"AOTKNC03"
@@ -125,8 +126,9 @@ def get_or_compile(
         if code is not None:
             return code, False
         code = compile_fn()
-        _write_atomically(path, encode(code, {"key": key}))
-        return code, True
+        size = _write_atomically(path, encode(code, {"key": key}))
+    cache_trim.written(root, path, size)
+    return code, True
 
 
 def read(key: str, section: str, remove: bool = False) -> NativeCode | None:
@@ -136,8 +138,7 @@ def read(key: str, section: str, remove: bool = False) -> NativeCode | None:
         return None
     code = _read(path, key)
     if code is not None and remove:
-        with suppress(OSError):
-            path.unlink(missing_ok=True)
+        cache_trim.remove_entry(path)
     return code
 
 
@@ -167,6 +168,7 @@ def _read(path: Path, key: str) -> NativeCode | None:
         code, meta = decode(path.read_bytes())
         if meta.get("key") != key:
             raise CorruptNativeCode("the entry holds another key's code")
+        cache_trim.touch(path)
         return code
     except FileNotFoundError:
         return None
@@ -176,18 +178,21 @@ def _read(path: Path, key: str) -> NativeCode | None:
         return None
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Store `data` at `path` by rename, or not at all (a full disk only costs speed)."""
+def _write_atomically(path: Path, data: bytes) -> int:
+    """Store `data` at `path` by rename, or not at all (a full disk only costs speed);
+    the bytes stored."""
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
+        return len(data)
     except OSError:
         if tmp is not None:
             with suppress(OSError):
                 Path(tmp).unlink(missing_ok=True)
+        return 0
 
 
 @contextmanager

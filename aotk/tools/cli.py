@@ -1,5 +1,5 @@
 """`aotk`: the command-line front door: `aotk export`, `aotk stages`, `aotk kernels`,
-`aotk version`.
+`aotk cache`, `aotk version`.
 
 Each subcommand is a `_cmd_<name>(args) -> int` registered in `_parser()`. Errors print one
 line, `aotk: error: ...`, and exit with status 1 (argparse's usage errors included).
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from importlib.metadata import version
 from typing import NoReturn
 
-from aotk.tools import export_cmd
+from aotk.tools import cache_cmd, export_cmd
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,13 +90,20 @@ def _parser() -> _Parser:
         help="with --print: tile for this instruction set's registers (default: the host's)",
     )
     kernels.set_defaults(run=_cmd_kernels)
+    cache_cmd.add_parser(commands)
     ver = commands.add_parser("version", help="print the versions of aotk, xDSL and llvmlite")
     ver.set_defaults(run=_cmd_version)
     return parser
 
 
+def _one_line_warning(message: Warning | str, *_: object) -> str:
+    """A warning as one line, `aotk: warning: ...`, not Python's two with a source line."""
+    return f"aotk: warning: {str(message).removeprefix('aotk: ')}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run one aotk subcommand and exit with its status."""
+    warnings.formatwarning = _one_line_warning
     args = _parser().parse_args(argv)
     try:
         status = args.run(args)
