@@ -21,7 +21,7 @@ from aotk import call_path, dtypes, gc_pause, runtime, weight_packs
 from aotk.call_check import ShapeChecker
 from aotk.dialect import metadata, trace
 from aotk.dialect.base import elem_of, shape_of
-from aotk.host_code import compile_traced, traced_source
+from aotk.host_code import compile_traced, structure, traced_source
 
 if TYPE_CHECKING:
     from aotk.codegen import jit
@@ -121,6 +121,7 @@ class Function:
         )
         self._has_feeds = any(self._feeds)
         self._lazy_module: ModuleOp | None = None
+        self._lazy_structure: str | None = None  # an export and the first call both need it
         self._link_lock = threading.Lock()
         if compiled is not None:
             self._link(compiled)
@@ -144,7 +145,7 @@ class Function:
             with self._link_lock:  # a thread calling meanwhile waits for this compile
                 module = self._lazy_module
                 if module is not None:
-                    self._link(compile_traced(module))
+                    self._link(compile_traced(module, self._structure_of(module)))
                     self._lazy_module = None
         return self._compiled
 
@@ -152,7 +153,15 @@ class Function:
         """This function's LLVM IR text for the host (`source_ir`, which an export optimizes
         again): a lazy function is lowered, not compiled."""
         module = self._lazy_module
-        return traced_source(module) if module is not None else self._compiled.code
+        if module is None:
+            return self._compiled.code
+        return traced_source(module, self._structure_of(module))
+
+    def _structure_of(self, module: ModuleOp) -> str:
+        """The lazy module's `structure` (it never changes), found once."""
+        if self._lazy_structure is None:
+            self._lazy_structure = structure(module)
+        return self._lazy_structure
 
     def with_fixed_phase(self, phase: int, where: str) -> Function:
         """This function traced again with the learning phase a constant, not an input;

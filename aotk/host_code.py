@@ -31,13 +31,14 @@ def clear_cache() -> None:
     _SOURCES.clear()
 
 
-def compile_traced(module: ModuleOp) -> jit.CompiledModule:
-    """Compile a traced module (stage 0) to native code, through both caches."""
+def compile_traced(module: ModuleOp, text: str | None = None) -> jit.CompiledModule:
+    """Compile a traced module (stage 0) to native code, through both caches; `text`:
+    its `structure`, if the caller has it."""
     global COMPILE_COUNT, DISK_HITS
     # imported here: `import aotk.backend` does not need LLVM until the first compile
     from aotk import compile_cache, micro_kernels
 
-    key = _host_key(module)
+    key = _host_key(module, text)
     if key not in _CACHE:
         source = _SOURCES.pop(key, None)
         entry = compile_cache.entry_key(*key) if compile_cache.enabled() else None
@@ -52,13 +53,14 @@ def compile_traced(module: ModuleOp) -> jit.CompiledModule:
     return _CACHE[key]
 
 
-def traced_source(module: ModuleOp) -> jit.NativeCode:
+def traced_source(module: ModuleOp, text: str | None = None) -> jit.NativeCode:
     """A traced module lowered for this host to LLVM IR text (`source_ir`, stage 4), what
     an export optimizes again: the code compiled already if there is some, else lowered
-    now, not compiled, and kept (in this process and on disk) for a compile to come."""
+    now, not compiled, and kept (in this process and on disk) for a compile to come.
+    `text`: the module's `structure`, if the caller has it."""
     from aotk import compile_cache
 
-    key = _host_key(module)
+    key = _host_key(module, text)
     if key in _CACHE:
         return _CACHE[key].code
     if key not in _SOURCES:
@@ -74,12 +76,13 @@ def traced_source(module: ModuleOp) -> jit.NativeCode:
     return _SOURCES[key]
 
 
-def _host_key(module: ModuleOp) -> tuple[str, str, str]:
+def _host_key(module: ModuleOp, text: str | None) -> tuple[str, str, str]:
     from aotk.codegen import llvm_ir
     from aotk.kernels import conv_winograd
 
     options = conv_winograd.option_tag()  # lowering choices the environment makes
-    return (structure(module) + options, llvm_ir.host_cpu(), llvm_ir.host_features())
+    text = structure(module) if text is None else text
+    return (text + options, llvm_ir.host_cpu(), llvm_ir.host_features())
 
 
 def _from_source(

@@ -309,10 +309,10 @@ def test_a_lazy_function_called_by_two_threads_at_once_compiles_once(monkeypatch
     compiles: list[int] = []
     real = function.compile_traced
 
-    def slow_compile(module):
+    def slow_compile(module, text):
         compiles.append(1)
         time.sleep(0.2)  # the other thread arrives while this one compiles
-        return real(module)
+        return real(module, text)
 
     monkeypatch.setattr(function, "compile_traced", slow_compile)
     x = placeholder((3,), "float32", "x")
@@ -334,3 +334,20 @@ def test_a_lazy_function_called_by_two_threads_at_once_compiles_once(monkeypatch
     for got in results:
         np.testing.assert_array_equal(got, -data)
     assert len(results) == 2
+
+
+def test_a_lazy_function_exported_then_called_finds_its_structure_once(monkeypatch):
+    texts: list[str] = []
+    real = function.structure
+
+    def counted(module):
+        texts.append(real(module))
+        return texts[-1]
+
+    monkeypatch.setattr(function, "structure", counted)
+    x = placeholder((3,), "float32", "x")
+    f = Function([x], [emit(un.NegOp, emit(un.ExpOp, x))], lazy=True)
+    assert "define" in f.host_source().source_ir  # the export's text, lowered once
+    data = np.array([1.0, -2.0, 3.0], np.float32)
+    np.testing.assert_allclose(f([data])[0], -np.exp(data), rtol=1e-6)
+    assert len(texts) == 1
