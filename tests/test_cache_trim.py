@@ -183,6 +183,10 @@ def test_cli_trims_to_the_limit_and_clears(cache, capsys, monkeypatch):
     status, out, _ = _cli(capsys, "--trim")
     assert status == 0 and out.startswith(f"trimmed {cache}: ")
     assert _left(*"abcd") == ["c", "d"]  # 4 over a limit of 3: down to 0.8 of it
+    monkeypatch.setenv("AOTK_CACHE_SIZE", "0")
+    status, out, _ = _cli(capsys, "--trim")
+    assert status == 0 and out.startswith(f"not trimmed {cache}: AOTK_CACHE_SIZE=0 sets no limit")
+    assert _left(*"abcd") == ["c", "d"]
     status, out, _ = _cli(capsys, "--clear")
     assert status == 0 and out.startswith(f"cleared {cache}: 2 entries, ")
     assert _left(*"abcd") == [] and not list(cache.rglob("*.lock"))

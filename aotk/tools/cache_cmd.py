@@ -36,10 +36,12 @@ def run(args: argparse.Namespace) -> int:
         count, freed = cache_trim.clear(root)
         print(f"cleared {root}: {count} entries, {human(freed)}")
         return 0
-    if args.trim and cap is not None:
-        before = _usage(root)
-        kept = cache_trim.trim(root, cap)
-        print(f"trimmed {root}: {human(sum(before[1].values()) - kept)} freed")
+    if args.trim:
+        if cap is None:
+            print(f"not trimmed {root}: AOTK_CACHE_SIZE=0 sets no limit")
+        else:
+            before = sum(_usage(root)[1].values())
+            print(f"trimmed {root}: {human(before - cache_trim.trim(root, cap))} freed")
     print(f"cache: {root} (limit {'none' if cap is None else human(cap)}; AOTK_CACHE_SIZE)")
     counts, sizes = _usage(root)
     width = max(map(len, cache_trim.SECTIONS))
