@@ -195,3 +195,21 @@ ERF_TAIL = {
         1.7705561902095688e-11,
     ),
 }
+
+# f32 tanh(x) = x * P(x**2) / Q(x**2) for |x| <= TANH_ONE_F32, past which tanh(x) rounds
+# to +-1 (13 ln2, where 1 - tanh(x) is half an ulp of 1): a rational fit of tanh(x) / x in
+# x**2, minimax in relative error (linearized least squares with Lawson weights, in
+# x**2 / 13 ln2 squared for conditioning), 6.7e-9 before the coefficients are rounded.
+# In float32 the roundings of the polynomials, the product and the quotient dominate
+# (vecmath's table). P(0) = Q(0) = 1.
+TANH_ONE_F32 = 9.010912895202637
+TANH_P_F32 = (
+    1.0,
+    0.1308354288339615,
+    0.003103434108197689,
+    1.1148810699523892e-05,
+    -2.0202657324830398e-08,
+    5.266911559664855e-11,
+    -8.459879796479317e-14,
+)
+TANH_Q_F32 = (1.0, 0.4641686975955963, 0.024493101984262466, 0.00025453828857280314)
