@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SECTIONS = ("kernels", "sources", "micro-kernels")
+# an entry's file, its lock file and a writer's temporary file end so
+ENTRY, LOCK, TEMP = ".bin", ".lock", ".tmp"
 DEFAULT_LIMIT = "2G"
 LOW_WATER = 0.8
 STALE_SECONDS = 3600.0
@@ -83,7 +85,7 @@ def entries(root: Path) -> Iterator[tuple[str, Entry]]:
     for section in SECTIONS:
         for directory in _subdirs(root / section):
             for item in _listing(directory):
-                if item.name.endswith(".bin"):
+                if item.name.endswith(ENTRY):
                     with suppress(OSError):  # deleted meanwhile by another process
                         info = item.stat(follow_symlinks=False)
                         yield section, Entry(Path(item.path), info.st_size, info.st_mtime_ns)
@@ -100,25 +102,27 @@ def written(root: Path, path: Path, size: int) -> None:
         if total is not None and total + size <= cap:
             _totals[root] = total + size
             return
-    kept = trim(root, cap, keep=path)
+    kept, _ = trim(root, cap, keep=path)
     with _totals_lock:
         _totals[root] = kept
 
 
-def trim(root: Path, cap: int, keep: Path | None = None) -> int:
+def trim(root: Path, cap: int, keep: Path | None = None) -> tuple[int, int]:
     """If the entries exceed `cap` bytes, delete the least recently used (never `keep`)
-    down to LOW_WATER of it, and the leftovers of crashed writers; the bytes left."""
+    down to LOW_WATER of it, and the leftovers of crashed writers; (bytes left, bytes
+    freed)."""
     found = [entry for _, entry in entries(root)]
     total = sum(entry.size for entry in found)
     if total <= cap:
-        return total
+        return total, 0
     _remove_leftovers(root)
+    freed = 0
     for entry in sorted(found, key=lambda e: e.used_ns):
-        if total <= cap * LOW_WATER:
+        if total - freed <= cap * LOW_WATER:
             break
         if entry.path != keep and remove_entry(entry.path):
-            total -= entry.size
-    return total
+            freed += entry.size
+    return total - freed, freed
 
 
 def clear(root: Path) -> tuple[int, int]:
@@ -155,7 +159,7 @@ def remove_entry(path: Path) -> bool:
         path.unlink()
     except OSError:
         return False
-    _remove_unheld_lock(path.with_suffix(".lock"))
+    _remove_unheld_lock(path.with_suffix(LOCK))
     return True
 
 
@@ -166,11 +170,11 @@ def _remove_leftovers(root: Path) -> None:
             items = _listing(directory)
             names = {item.name for item in items}
             for item in items:
-                if item.name.endswith(".tmp"):
+                if item.name.endswith(TEMP):
                     with suppress(OSError):
                         if item.stat().st_mtime < stale:
                             os.unlink(item.path)
-                elif item.name.endswith(".lock") and item.name[:-5] + ".bin" not in names:
+                elif item.name.endswith(LOCK) and item.name.removesuffix(LOCK) + ENTRY not in names:
                     _remove_unheld_lock(Path(item.path))
 
 

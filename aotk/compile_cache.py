@@ -121,7 +121,7 @@ def get_or_compile(
         path = paths.private_subdir(root, section, directory) / name
     except OSError:
         return compile_fn(), True
-    with _locked(path.with_suffix(".lock")):
+    with _locked(path.with_suffix(cache_trim.LOCK)):
         code = _read(path, key)
         if code is not None:
             return code, False
@@ -160,7 +160,7 @@ def _entry_path(key: str, section: str) -> Path | None:
 
 def _place(key: str) -> tuple[str, str]:
     """An entry's directory in its section (its key's first two characters) and file."""
-    return key[:2], f"{key}.bin"
+    return key[:2], key + cache_trim.ENTRY
 
 
 def _read(path: Path, key: str) -> NativeCode | None:
@@ -183,7 +183,7 @@ def _write_atomically(path: Path, data: bytes) -> int:
     the bytes stored."""
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=cache_trim.TEMP)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)

@@ -40,8 +40,7 @@ def run(args: argparse.Namespace) -> int:
         if cap is None:
             print(f"not trimmed {root}: AOTK_CACHE_SIZE=0 sets no limit")
         else:
-            before = sum(_usage(root)[1].values())
-            print(f"trimmed {root}: {human(before - cache_trim.trim(root, cap))} freed")
+            print(f"trimmed {root}: {human(cache_trim.trim(root, cap)[1])} freed")
     print(f"cache: {root} (limit {'none' if cap is None else human(cap)}; AOTK_CACHE_SIZE)")
     counts, sizes = _usage(root)
     width = max(map(len, cache_trim.SECTIONS))

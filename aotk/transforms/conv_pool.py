@@ -39,9 +39,8 @@ from aotk.dialect.conv_pool import ConvPoolOp, check_tiled
 from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.fused import FusedOp, YieldOp
 from aotk.dialect.pool import PoolMode, PoolOp
-from aotk.dialect.unary import ExpOp, SigmoidOp, TanhOp
 from aotk.kernels import conv_winograd
-from aotk.transforms.pool_first import monotone_operand
+from aotk.transforms.pool_first import MONOTONE_UNARY, monotone_operand
 
 
 def _same_windows(op: PoolOp) -> bool:
@@ -108,7 +107,7 @@ def _monotone(op: Operation) -> tuple[SSAValue, Append] | None:
     """(x, how to apply f in an epilogue) when op is y = f(x) for a non-decreasing f: a
     lone tanh, exp or sigmoid, or a one-input kernel whose body is a chain of such ops
     (`pool_first.monotone_operand`) from its input to what it yields, constants aside."""
-    if isinstance(op, TanhOp | ExpOp | SigmoidOp):
+    if isinstance(op, MONOTONE_UNARY):
 
         def lone(block: Block, value: SSAValue, before: Operation) -> SSAValue:
             scalar = type(op).make([value], tensor(elem_of(op.results[0].type), ()))

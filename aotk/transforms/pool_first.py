@@ -18,10 +18,13 @@ from aotk.dialect.elementwise import ConstantOp
 from aotk.dialect.pool import PoolMode, PoolOp
 from aotk.dialect.unary import ExpOp, SigmoidOp, TanhOp
 
+# one-operand ops whose function is non-decreasing
+MONOTONE_UNARY = (TanhOp, ExpOp, SigmoidOp)
+
 
 def monotone_operand(op: Operation) -> int | None:
     """The operand position of x when `op` is f(x) with f non-decreasing; else None."""
-    if isinstance(op, TanhOp | ExpOp | SigmoidOp):
+    if isinstance(op, MONOTONE_UNARY):
         return 0
     if isinstance(op, MaximumOp | MinimumOp):
         for position, other in ((0, op.rhs), (1, op.lhs)):
