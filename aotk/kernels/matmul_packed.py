@@ -227,12 +227,13 @@ def _tile_update(
     v-th vector of B's row, which starts at b_row (a buffer and an offset). Row r's
     element of A is loaded just before its FMAs, as the tile's schedule wants."""
     buf, start = b_row
-    bs = [mk.vload(k, buf, k.add(start, v * tiles.lanes), vt) for v in range(tiles.nr)]
+    nvec = len(accs) // tiles.mr  # tiles.nr, or fewer for a cut tile
+    bs = [mk.vload(k, buf, k.add(start, v * tiles.lanes), vt) for v in range(nvec)]
     out = list(accs)
     for r in range(tiles.mr):
         av = mk.splat(k, a_value(r), vt)
-        for v in range(tiles.nr):
-            out[r * tiles.nr + v] = mk.vfma(k, av, bs[v], accs[r * tiles.nr + v])
+        for v in range(nvec):
+            out[r * nvec + v] = mk.vfma(k, av, bs[v], accs[r * nvec + v])
     return out
 
 
@@ -285,18 +286,24 @@ def whole_k_tile(
     b_row: Callable[[SSAValue], DimV],
     init: Buf | None = None,
     walk: tuple[Buf, prefetch.Walk] | None = None,
+    cut: tuple[int, DimV] | None = None,
 ) -> None:
     """C[i0:i0+mr, j0:j0+width] = A[rows, :] @ B[:, cols], accumulators kept in registers
     over all of K; `b_row(kk)` is where the tile's part of B's row kk starts in `ops.b`.
     With `init` (shaped as C), C = init + A @ B: the accumulators start from it. With a
-    `walk` (and the buffer it reads), each k step prefetches a line of it."""
-    lanes, vt, rows, nvec = tiles.lanes, ops.vt, tiles.mr, tiles.nr
+    `walk` (and the buffer it reads), each k step prefetches a line of it. A `cut` =
+    (vectors, lanes) tile is that many vectors wide, of which C (and init) has only the
+    first `lanes` lanes of the last; B must have all of them (zeros past C's columns)."""
+    lanes, vt, rows = tiles.lanes, ops.vt, tiles.mr
+    nvec = tiles.nr if cut is None else cut[0]
     i0, j0 = corner
     c_at = [
         k.add(k.add(k.mul(k.add(i0, r), ops.n), j0), v * lanes)
         for r in range(rows)
         for v in range(nvec)
     ]
+    last = None if cut is None else mk.lane_mask(k, cut[1], vt)
+    masks = [last if v == nvec - 1 else None for _ in range(rows) for v in range(nvec)]
 
     def step(kk: SSAValue, accs: Sequence[SSAValue]) -> list[SSAValue]:
         if walk is not None:
@@ -310,7 +317,9 @@ def whole_k_tile(
     if init is None:
         inits = [mk.splat(k, const(k.b, 0.0, vt.element_type), vt)] * (rows * nvec)
     else:
-        inits = [mk.vload(k, init, at, vt) for at in c_at]
+        inits = [
+            mk.vload_lanes(k, init, at, vt, mask) for at, mask in zip(c_at, masks, strict=True)
+        ]
     results = k.fold_loop(ops.kdim, inits, step, trips=tiles.packed_kc)
-    for at, value in zip(c_at, results, strict=True):
-        mk.store_c(k, ops, at, value)
+    for at, value, mask in zip(c_at, results, masks, strict=True):
+        mk.store_c(k, ops, at, value, mask)
