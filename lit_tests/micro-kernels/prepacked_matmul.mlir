@@ -49,7 +49,10 @@
 // The product from packed slivers with an addend: each (sliver, row tile) pair is one
 // item of a parallel loop; a whole 6 x 2-vector tile starts its 12 accumulators from X
 // (not zero, and not C), runs over all of K reading the sliver contiguously (row kk at
-// kk * 16), and stores C once; cut tiles copy X to C and add column tiles to it.
+// kk * 16), and stores C once. A tile cut short by the last sliver is the same tile
+// as few vectors wide as the columns need, its last vector read from X and stored to C
+// masked (the sliver's padding is zeros): here one vector, the 6 rows' masked loads, a
+// loop over all of K, the 6 masked stores.
 // ADD-LABEL: func.func @aotk_uk_matmul_float32_prepacked_add(
 // ADD-SAME:      %c: !ptr_xdsl.ptr, %a: !ptr_xdsl.ptr, %packed: !ptr_xdsl.ptr, %x: !ptr_xdsl.ptr, %m: i64, %n: i64, %k: i64)
 // ADD:         %[[C:.*]] = ptr_xdsl.from_ptr %c
@@ -66,8 +69,11 @@
 // ADD:             }
 // ADD-COUNT-12:    vector.store %{{.*}}, %[[C]][
 // ADD:           } else {
-// ADD:             memref.load %[[X]][
-// ADD-NEXT:        memref.store %{{.*}}, %[[C]][
+// ADD:             scf.if
+// ADD:               %[[MASK:.*]] = vector.create_mask
+// ADD-COUNT-6:       vector.maskedload %[[X]][{{.*}}], %[[MASK]]
+// ADD:               scf.for
+// ADD-COUNT-6:       vector.maskedstore %[[C]][{{.*}}], %[[MASK]]
 // ADD:         } {aotk.parallel =
 
 // The packed kernel's row threshold: 64 rows, or 24 (4 row tiles) when B's rows alias:
