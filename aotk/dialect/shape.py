@@ -141,7 +141,7 @@ def _lower_transpose(
         transpose_kernel.emit(k, out, x, shape, dtypes.byte_size(x.elem), flips)
         return
     x_strides = k.strides(x.dims)
-    with k.nest(out.dims) as ivs:
+    with k.nest(out.dims, parallel=True) as ivs:
         coords = [
             k.sub(k.sub(x.dims[p], 1), i) if p in reverse else i
             for i, p in zip(ivs, perm, strict=True)

@@ -92,6 +92,26 @@ func.func @transpose_reversing_a_matrix_axis(%x: tensor<2x5x3xf32>) -> tensor<2x
 
 // -----
 
+// Swapping the two outer axes of a (batch, time, features) sequence, as `K.rnn` does,
+// is no batch of 2-D transposes either: a nest copying rows of 512, threads splitting
+// its outer loop (it ran on one thread, at half the speed two reach).
+// CHECK-LABEL: func.func @swap_outer_axes(
+// CHECK-NOT:     func.call
+// CHECK:         scf.for
+// CHECK-NEXT:      scf.for
+// CHECK-NEXT:        scf.for
+// CHECK:               memref.load %x[
+// CHECK:               memref.store %{{.*}}, %out0[
+// CHECK:           }
+// CHECK-NEXT:    }
+// CHECK-NEXT:  } {aotk.parallel = 2 : i64}
+func.func @swap_outer_axes(%x: tensor<32x?x512xf32>) -> tensor<?x32x512xf32> {
+  %t = "aotk.transpose"(%x) <{perm = array<i64: 1, 0, 2>}> : (tensor<32x?x512xf32>) -> tensor<?x32x512xf32>
+  func.return %t : tensor<?x32x512xf32>
+}
+
+// -----
+
 // Concatenation copies each input into its slab of the output; %b's rows start at 4.
 // CHECK-LABEL: func.func @concat_rows(
 // CHECK-SAME:      %a: memref<12xf32>, %b: memref<6xf32>, %out0: memref<18xf32>
