@@ -2,16 +2,16 @@
 
 Rows too few to repay packing B have the same tiles read B in place (`emit_direct`); the
 columns right of the last whole sliver (`emit_edge`) are gathered, all of K, into
-scratch rows a sliver wide, or, for a B narrower than a sliver, read in place a column
-tile at a time (`edge_rows`, `edge_columns`, which `matmul_prepacked` shares).
+scratch rows a sliver wide for a register tile cut to them, or, for a B narrower than
+a sliver, read in place a column tile at a time (`edge_rows`, `edge_columns`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
 from xdsl.dialects import arith
+from xdsl.ir import SSAValue
 
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels import matmul_packed as packed
@@ -67,21 +67,17 @@ def edge_columns(
     tiles: MatmulTiles,
     tile: tuple[DimV, int],
     cols: Range,
-    b_rows: Callable[[DimV], tuple[DimV, DimV]] | None = None,
-    accumulate: bool = False,
 ) -> None:
-    """C[tile's rows, cols] for at most a sliver's columns: one column tile per vector,
-    each over all of K, the last masked to the columns left. `b_rows(j)` is (offset of
-    row 0, row stride) of column j's part of `ops.b` (default: B in place); C is added
-    to when `accumulate`."""
+    """C[tile's rows, cols] for at most a sliver's columns of a B read in place: one
+    column tile per vector, each over all of K, the last masked to the columns left
+    (a register tile's vectors past B's columns would read past its rows)."""
     lo, hi = cols
     vectors_end = k.add(lo, k.mul(k.div(k.sub(hi, lo), tiles.lanes), tiles.lanes))
     rest = k.sub(hi, vectors_end)
 
     def column(j: DimV, count: DimV | None) -> None:
-        b_at = b_rows(j) if b_rows is not None else None
         whole_k = (0, ops.kdim)
-        mk.column_tile(k, ops, tile, whole_k, (j, count), b_at, accumulate, tiles.packed_kc)
+        mk.column_tile(k, ops, tile, whole_k, (j, count), None, False, tiles.packed_kc)
 
     with k.loop(vectors_end, lb=lo, step=tiles.lanes, trips=tiles.nr - 1) as j:
         column(j, None)
@@ -101,23 +97,22 @@ def emit_edge(
     They are copied, all K rows, into scratch rows a sliver wide (zero-padded), read in
     place their rows would be N apart: at N = 1024 all in a few cache sets. A B stored
     [N, K] is gathered from its last rows, without the padding: the lanes past the last
-    column are computed and never stored. Threads then
-    split the row tiles; each whole vector, then the masked rest, keeps mr accumulators
-    over all of K. One parallel loop, not panels blocked over K: those took a fifth of a
-    256 x 1024 x 1024 product's time at two threads for its last 16 columns, most of it
-    waiting at barriers. `rows` must be a multiple of mr long.
+    column are computed and never stored. Threads then split the row tiles, each one
+    `matmul_packed.cut_tile` over all of K. One parallel loop, not panels blocked over
+    K: those took a fifth of a 256 x 1024 x 1024 product's time at two threads for its
+    last 16 columns, most of it waiting at barriers. `rows` must be a multiple of mr
+    long.
     """
-    lo = cols[0]
     width = tiles.nr * tiles.lanes
     base = packed.edge_base(k, ops, tiles)
     _pack_edge(k, ops, tiles, (scratch, base), cols)
     edge = dataclasses.replace(ops, b=scratch, b_t=False)
 
-    def b_rows(j: DimV) -> tuple[DimV, DimV]:
-        return k.add(base, k.sub(j, lo)), width
+    def b_row(kk: SSAValue) -> DimV:
+        return k.add(base, k.mul(kk, width))
 
     with k.loop(rows[1], lb=rows[0], step=tiles.mr, parallel=True) as i0:
-        edge_columns(k, edge, tiles, (i0, tiles.mr), cols, b_rows)
+        packed.cut_tile(k, edge, tiles, (i0, cols), (b_row, None))
 
 
 def _pack_edge(

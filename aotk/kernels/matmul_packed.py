@@ -323,3 +323,28 @@ def whole_k_tile(
     results = k.fold_loop(ops.kdim, inits, step, trips=tiles.packed_kc)
     for at, value, mask in zip(c_at, results, masks, strict=True):
         mk.store_c(k, ops, at, value, mask)
+
+
+def cut_tile(
+    k: Kernel,
+    ops: mk.Operands,
+    tiles: MatmulTiles,
+    at: tuple[DimV, Range],
+    b: tuple[Callable[[SSAValue], DimV], Buf | None],
+) -> None:
+    """The mr rows from at = (i, (j0, j1)) of C, fewer columns than a sliver, on a sliver
+    of B padded to its width: `whole_k_tile` with as few of its vectors as cover the
+    columns, the last masked; b = (`b_row`, init). Column tiles of one vector each, as
+    the edge had, load and broadcast A's mr elements of a K step once per vector."""
+    (i, (j0, j1)), (b_row, addend) = at, b
+    lanes, left = tiles.lanes, k.sub(j1, j0)
+    for count in range(1, tiles.nr + 1):
+        used = k.sub(left, (count - 1) * lanes)  # lanes of the last vector: 1 to lanes
+        fits = k.b.insert(
+            arith.AndIOp(k.compare("sgt", used, 0), k.compare("sle", used, lanes))
+        ).result
+
+        def tile(count: int = count, used: DimV = used) -> None:
+            whole_k_tile(k, ops, tiles, (i, j0), b_row, addend, cut=(count, used))
+
+        k.if_else(fits, tile, None)

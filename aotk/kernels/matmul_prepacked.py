@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import Float32Type, Float64Type, VectorType
@@ -322,11 +321,9 @@ def _narrow(
     block: tuple[Range, Range],
     sources: tuple[DimV, Buf | None],
 ) -> None:
-    """C[rows, cols] of a tile cut short by the last sliver or the last rows: register
-    tiles over all of K as in a whole tile, of mr rows, else of 4, 2 and 1, as many
-    vectors wide as the columns need, the last masked (the packed sliver's padding is
-    zeros). Column tiles of one vector each, as these were, read A once per vector and
-    took 1.7 times as long per multiply-add."""
+    """C[rows, cols] of a tile cut short by the last sliver or the last rows: tiles of
+    mr rows, else of 4, 2 and 1, each `matmul_packed.cut_tile` (the packed sliver's
+    padding is zeros)."""
     (lo, hi), cols = block
     base, addend = sources
     width = tiles.nr * tiles.lanes
@@ -335,7 +332,7 @@ def _narrow(
         return k.add(base, k.mul(kk, width))
 
     def rows_of(height: int, i: DimV) -> None:
-        _cut_tile(k, ops, dataclasses.replace(tiles, mr=height), (i, cols), (b_row, addend))
+        packed.cut_tile(k, ops, dataclasses.replace(tiles, mr=height), (i, cols), (b_row, addend))
 
     def short_tiles() -> None:
         start = lo
@@ -346,29 +343,6 @@ def _narrow(
             start = end
 
     k.if_else(_spans(k, (lo, hi), tiles.mr), lambda: rows_of(tiles.mr, lo), short_tiles)
-
-
-def _cut_tile(
-    k: Kernel,
-    ops: mk.Operands,
-    tiles: heuristics.MatmulTiles,
-    at: tuple[DimV, Range],
-    b: tuple[Callable[[SSAValue], DimV], Buf | None],
-) -> None:
-    """The mr rows from at = (i, (j0, j1)) of C: `whole_k_tile` with as few of the
-    sliver's vectors as cover the columns, the last masked; b = (`b_row`, addend)."""
-    (i, (j0, j1)), (b_row, addend) = at, b
-    lanes, left = tiles.lanes, k.sub(j1, j0)
-    for count in range(1, tiles.nr + 1):
-        used = k.sub(left, (count - 1) * lanes)  # lanes of the last vector: 1 to lanes
-        fits = k.b.insert(
-            arith.AndIOp(k.compare("sgt", used, 0), k.compare("sle", used, lanes))
-        ).result
-
-        def tile(count: int = count, used: DimV = used) -> None:
-            packed.whole_k_tile(k, ops, tiles, (i, j0), b_row, addend, cut=(count, used))
-
-        k.if_else(fits, tile, None)
 
 
 for _elem in (Float32Type(), Float64Type()):
