@@ -179,9 +179,9 @@ def _lower_pad(
     k: Kernel, out: Buf, x: Buf, *, before: Sequence[int], after: Sequence[int], value: float
 ) -> None:
     fill = const(k.b, value, compute_type(out.elem))
-    with k.loop(k.product(out.dims)) as i:
+    with k.loop(k.product(out.dims), parallel=True) as i:
         k.store_flat(out, i, fill)
-    with k.nest(x.dims) as ivs:
+    with k.nest(x.dims, parallel=True) as ivs:
         k.store(out, [k.add(iv, b) for iv, b in zip(ivs, before, strict=True)], k.load(x, ivs))
 
 

@@ -184,7 +184,7 @@ def concat_shape(a: DimArith, dims: Sequence[Sequence[Dim]], *, axis: int) -> li
 def _lower_concat(k: Kernel, out: Buf, *xs: Buf, axis: int) -> None:
     offset: DimV = 0
     for x in xs:
-        with k.nest(x.dims) as ivs:
+        with k.nest(x.dims, parallel=True) as ivs:
             dst: list[DimV] = list(ivs)
             dst[axis] = k.add(ivs[axis], offset)
             k.store(out, dst, k.load(x, ivs))
@@ -279,7 +279,7 @@ def _lower_slice(
     k: Kernel, out: Buf, x: Buf, *, start: Sequence[int], stop: Sequence[int], step: Sequence[int]
 ) -> None:
     x_strides = k.strides(x.dims)
-    with k.nest(out.dims) as ivs:
+    with k.nest(out.dims, parallel=True) as ivs:
         src: list[DimV] = []
         for axis, iv in enumerate(ivs):
             first = slice_bounds(k, x.dims[axis], start[axis], stop[axis], step[axis])[0]

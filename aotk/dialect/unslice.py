@@ -81,10 +81,10 @@ def _lower(
     step: Sequence[int],
 ) -> None:
     zero = const(k.b, 0, compute_type(out.elem))
-    with k.loop(k.product(out.dims)) as i:
+    with k.loop(k.product(out.dims), parallel=True) as i:
         k.store_flat(out, i, zero)
     strides = k.strides(out.dims)
-    with k.nest(g.dims) as ivs:
+    with k.nest(g.dims, parallel=True) as ivs:
         dst: list[DimV] = []
         for axis, iv in enumerate(ivs):
             first = slice_bounds(k, out.dims[axis], start[axis], stop[axis], step[axis])[0]

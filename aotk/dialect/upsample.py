@@ -101,7 +101,7 @@ def _weight(k: Kernel, rem: DimV, factor: int, ct: AnyFloat) -> SSAValue:
 
 def _lower(k: Kernel, out: Buf, x: Buf, *, axis: int, factor: int) -> None:
     ct = cast(AnyFloat, compute_type(x.elem))
-    with k.nest(out.dims) as ivs:
+    with k.nest(out.dims, parallel=True) as ivs:
         o = ivs[axis]
         i0 = k.div(o, factor)
         i1 = k.min(k.add(i0, 1), k.sub(x.dims[axis], 1))
@@ -129,7 +129,7 @@ def _np_upsample(x: np.ndarray, *, axis: int, factor: int) -> np.ndarray:
 def _lower_grad(k: Kernel, out: Buf, g: Buf, *, axis: int, factor: int) -> None:
     ct = cast(AnyFloat, compute_type(g.elem))
     zero, one = const(k.b, 0.0, ct), const(k.b, 1.0, ct)
-    with k.nest(out.dims) as ivs:
+    with k.nest(out.dims, parallel=True) as ivs:
         i = ivs[axis]
         last = k.b.insert(arith.CmpiOp(i, k.index(k.sub(out.dims[axis], 1)), "eq")).result
         has_prev = k.b.insert(arith.CmpiOp(i, k.index(0), "ugt")).result

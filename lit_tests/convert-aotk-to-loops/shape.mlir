@@ -147,3 +147,35 @@ func.func @slice_strided(%w: tensor<4x3xf32>) -> tensor<2x2xf32> {
   %y = "aotk.slice"(%w) <{start = array<i64: 1, 0>, stop = array<i64: 3, 9223372036854775807>, step = array<i64: 1, 2>}> : (tensor<4x3xf32>) -> tensor<2x2xf32>
   func.return %y : tensor<2x2xf32>
 }
+
+// -----
+
+// Copies that move megabytes split their outer loop across threads (from as many rows
+// as repay a task): each input's slab of a concatenation.
+// CHECK-LABEL: func.func @concat_large(
+// CHECK:         scf.for
+// CHECK:           memref.load %a[
+// CHECK:         } {aotk.parallel =
+// CHECK:         scf.for
+// CHECK:           memref.load %b[
+// CHECK:         } {aotk.parallel =
+func.func @concat_large(%a: tensor<?x1024xf32>, %b: tensor<?x1024xf32>) -> tensor<?x2048xf32> {
+  %y = "aotk.concat"(%a, %b) <{axis = 1 : i64}> : (tensor<?x1024xf32>, tensor<?x1024xf32>) -> tensor<?x2048xf32>
+  func.return %y : tensor<?x2048xf32>
+}
+
+// -----
+
+// A pad fills the output, then copies x into it: both loops split across threads, the
+// fill from 262144 elements.
+// CHECK-LABEL: func.func @pad_images(
+// CHECK:         scf.for
+// CHECK-NEXT:      memref.store
+// CHECK-NEXT:    } {aotk.parallel = 262144 : i64}
+// CHECK:         scf.for
+// CHECK:           memref.load %x[
+// CHECK:         } {aotk.parallel =
+func.func @pad_images(%x: tensor<?x32x32x16xf32>) -> tensor<?x34x34x16xf32> {
+  %y = "aotk.pad"(%x) <{before = array<i64: 0, 1, 1, 0>, after = array<i64: 0, 1, 1, 0>, value = 0.000000e+00 : f64}> : (tensor<?x32x32x16xf32>) -> tensor<?x34x34x16xf32>
+  func.return %y : tensor<?x34x34x16xf32>
+}
