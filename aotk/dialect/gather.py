@@ -111,15 +111,17 @@ def each_pick(
     axis: int,
     batch_dims: int,
     body: Callable[[DimV, DimV, SSAValue], None],
+    parallel: bool = False,
 ) -> None:
     """For every index: body(offset of the picked slice in x, offset of its copy in the
     gather's result, whether the index is in range). Slices are rows of prod(x_dims[axis +
-    1:]) elements."""
+    1:]) elements. `parallel`: threads may split the indices (a body writing only its
+    copy; not one adding into x, where indices repeat)."""
     n_idx = ids.rank - batch_dims
     out_dims = [*x_dims[:axis], *ids.dims[batch_dims:], *x_dims[axis + 1 :]]
     out_strides = k.strides(out_dims)
     x_strides = k.strides(x_dims)
-    with k.nest([*x_dims[:axis], *ids.dims[batch_dims:]]) as ivs:
+    with k.nest([*x_dims[:axis], *ids.dims[batch_dims:]], parallel=parallel) as ivs:
         pre, picked = ivs[:axis], ivs[axis:]
         raw = convert(k.b, k.load(ids, [*pre[:batch_dims], *picked]), ids.elem, I64)
         src, ok = _wrap(k, k.b.insert(arith.IndexCastOp(raw, INDEX)).result, x_dims[axis])
@@ -142,7 +144,7 @@ def _lower_gather(k: Kernel, out: Buf, x: Buf, ids: Buf, *, axis: int, batch_dim
 
         k.if_else(ok, copy, zero)
 
-    each_pick(k, x.dims, ids, axis=axis, batch_dims=batch_dims, body=pick)
+    each_pick(k, x.dims, ids, axis=axis, batch_dims=batch_dims, body=pick, parallel=True)
 
 
 def _wrap(k: Kernel, i: SSAValue, n: DimV) -> tuple[SSAValue, SSAValue]:

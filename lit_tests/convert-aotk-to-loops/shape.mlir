@@ -179,3 +179,21 @@ func.func @pad_images(%x: tensor<?x32x32x16xf32>) -> tensor<?x34x34x16xf32> {
   %y = "aotk.pad"(%x) <{before = array<i64: 0, 1, 1, 0>, after = array<i64: 0, 1, 1, 0>, value = 0.000000e+00 : f64}> : (tensor<?x32x32x16xf32>) -> tensor<?x34x34x16xf32>
   func.return %y : tensor<?x34x34x16xf32>
 }
+
+// -----
+
+// A gather copies each picked row (or zeros, for an index out of range) to its own
+// place: threads split the indices. (Its gradient adds rows into the table, where
+// indices repeat, and stays on one thread.)
+// CHECK-LABEL: func.func @embedding_rows(
+// CHECK:         scf.for
+// CHECK-NEXT:      scf.for
+// CHECK:             memref.load %ids[
+// CHECK:             scf.if
+// CHECK:               memref.load %table[
+// CHECK-NEXT:          memref.store %{{.*}}, %out0[
+// CHECK:         } {aotk.parallel =
+func.func @embedding_rows(%table: tensor<20000x256xf32>, %ids: tensor<?x64xi32>) -> tensor<?x64x256xf32> {
+  %y = "aotk.gather"(%table, %ids) <{axis = 0 : i64, batch_dims = 0 : i64}> : (tensor<20000x256xf32>, tensor<?x64xi32>) -> tensor<?x64x256xf32>
+  func.return %y : tensor<?x64x256xf32>
+}
