@@ -71,7 +71,8 @@ def gather_grad_shape(a: DimArith, dims: Sequence[Sequence[Dim]], **_: Any) -> l
 
 def _lower(k: Kernel, out: Buf, g: Buf, ids: Buf, x: Buf, *, axis: int, batch_dims: int) -> None:
     zero = const(k.b, 0, compute_type(out.elem))
-    with k.loop(k.product(out.dims)) as i:
+    # the table's zeros on every thread; the adds stay on one, as indices may repeat
+    with k.loop(k.product(out.dims), parallel=True) as i:
         k.store_flat(out, i, zero)
     row = k.product(out.dims[axis + 1 :])
 

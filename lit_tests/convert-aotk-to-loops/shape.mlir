@@ -197,3 +197,23 @@ func.func @embedding_rows(%table: tensor<20000x256xf32>, %ids: tensor<?x64xi32>)
   %y = "aotk.gather"(%table, %ids) <{axis = 0 : i64, batch_dims = 0 : i64}> : (tensor<20000x256xf32>, tensor<?x64xi32>) -> tensor<?x64x256xf32>
   func.return %y : tensor<?x64x256xf32>
 }
+
+// -----
+
+// Its gradient zeroes the table on every thread, then adds each row of g into the
+// picked row on one: indices may repeat.
+// CHECK-LABEL: func.func @embedding_rows_grad(
+// CHECK:         scf.for
+// CHECK-NEXT:      memref.store
+// CHECK-NEXT:    } {aotk.parallel = 262144 : i64}
+// CHECK:         scf.for
+// CHECK:           memref.load %ids[
+// CHECK:                 memref.load %out0[
+// CHECK:                 memref.load %g[
+// CHECK:         }
+// CHECK-NOT:     aotk.parallel
+// CHECK:         func.return
+func.func @embedding_rows_grad(%g: tensor<?x64x256xf32>, %ids: tensor<?x64xi32>, %table: tensor<20000x256xf32>) -> tensor<20000x256xf32> {
+  %y = "aotk.gather_grad"(%g, %ids, %table) <{axis = 0 : i64, batch_dims = 0 : i64}> : (tensor<?x64x256xf32>, tensor<?x64xi32>, tensor<20000x256xf32>) -> tensor<20000x256xf32>
+  func.return %y : tensor<20000x256xf32>
+}
