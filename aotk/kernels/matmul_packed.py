@@ -340,9 +340,7 @@ def cut_tile(
     lanes, left = tiles.lanes, k.sub(j1, j0)
     for count in range(1, tiles.nr + 1):
         used = k.sub(left, (count - 1) * lanes)  # lanes of the last vector: 1 to lanes
-        fits = k.b.insert(
-            arith.AndIOp(k.compare("sgt", used, 0), k.compare("sle", used, lanes))
-        ).result
+        fits = k.both(k.compare("sgt", used, 0), k.compare("sle", used, lanes))
 
         def tile(count: int = count, used: DimV = used) -> None:
             whole_k_tile(k, ops, tiles, (i, j0), b_row, addend, cut=(count, used))
