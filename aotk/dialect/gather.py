@@ -112,11 +112,13 @@ def each_pick(
     batch_dims: int,
     body: Callable[[DimV, DimV, SSAValue], None],
     parallel: bool = False,
+    owned: tuple[DimV, DimV] | None = None,
 ) -> None:
     """For every index: body(offset of the picked slice in x, offset of its copy in the
     gather's result, whether the index is in range). Slices are rows of prod(x_dims[axis +
     1:]) elements. `parallel`: threads may split the indices (a body writing only its
-    copy; not one adding into x, where indices repeat)."""
+    copy; not one adding into x, where indices repeat). `owned`: a range [lo, hi) within
+    [0, x_dims[axis]); an index outside it counts as out of range."""
     n_idx = ids.rank - batch_dims
     out_dims = [*x_dims[:axis], *ids.dims[batch_dims:], *x_dims[axis + 1 :]]
     out_strides = k.strides(out_dims)
@@ -125,6 +127,11 @@ def each_pick(
         pre, picked = ivs[:axis], ivs[axis:]
         raw = convert(k.b, k.load(ids, [*pre[:batch_dims], *picked]), ids.elem, I64)
         src, ok = _wrap(k, k.b.insert(arith.IndexCastOp(raw, INDEX)).result, x_dims[axis])
+        if owned is not None:
+            # [lo, hi) lies in [0, n), so this subsumes the bounds check; unsigned: a
+            # src below lo wraps to huge
+            lo, hi = owned
+            ok = k.compare("ult", k.sub(src, lo), k.sub(hi, lo))
         dst = k.linear(ivs, out_strides[: axis + n_idx])
         base = k.add(k.linear(pre, x_strides[:axis]), k.mul(src, x_strides[axis]))
         body(base, dst, ok)

@@ -30,8 +30,9 @@ from aotk.dialect.base import (
 )
 from aotk.dialect.gather import each_pick, infer_gather, wrap_indices
 from aotk.dialect.registry import Kind, OpDef, register
+from aotk.kernels import library
 from aotk.kernels.dim_arith import STATIC, Dim, DimArith
-from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.kernel import PARALLEL_GRAIN, Buf, DimV, Kernel
 from aotk.kernels.scalar import compute_type, const
 
 
@@ -69,9 +70,13 @@ def gather_grad_shape(a: DimArith, dims: Sequence[Sequence[Dim]], **_: Any) -> l
     return list(dims[2])
 
 
+# Bytes of a row from which a gradient's adds are split over threads (below, scanning
+# every index on every thread costs more than the adds it shares)
+SPLIT_ROW_BYTES = 256
+
+
 def _lower(k: Kernel, out: Buf, g: Buf, ids: Buf, x: Buf, *, axis: int, batch_dims: int) -> None:
     zero = const(k.b, 0, compute_type(out.elem))
-    # the table's zeros on every thread; the adds stay on one, as indices may repeat
     with k.loop(k.product(out.dims), parallel=True) as i:
         k.store_flat(out, i, zero)
     row = k.product(out.dims[axis + 1 :])
@@ -85,7 +90,30 @@ def _lower(k: Kernel, out: Buf, g: Buf, ids: Buf, x: Buf, *, axis: int, batch_di
 
         k.if_else(ok, add, lambda: None)
 
-    each_pick(k, out.dims, ids, axis=axis, batch_dims=batch_dims, body=pick)
+    # Indices repeat, so threads cannot split them. Each thread scans every index
+    # instead and adds only those into its own range of x's rows, which stay in its
+    # cache; every element still gets its adds in the indices' order, so the sums are
+    # bit for bit those of one thread.
+    width = library.parallel_width(k)
+    worth = k.both(
+        k.compare("uge", k.product(g.dims), 2 * PARALLEL_GRAIN),
+        k.compare("uge", row, SPLIT_ROW_BYTES // dtypes.byte_size(out.elem)),
+    )
+    parts = k.select(worth, width, 1)
+    rows = out.dims[axis]
+
+    def scan(owned: tuple[DimV, DimV] | None = None) -> None:
+        each_pick(k, out.dims, ids, axis=axis, batch_dims=batch_dims, body=pick, owned=owned)
+
+    def in_ranges() -> None:
+        with k.loop(parts, parallel=True, trip_cost=PARALLEL_GRAIN) as part:
+            lo = k.div(k.mul(part, rows), parts)
+            hi = k.div(k.mul(k.add(part, 1), rows), parts)
+            scan(owned=(lo, hi))
+
+    # one thread runs the adds inline: in a task they would not know that out and g do
+    # not overlap, and check it at every index
+    k.if_else(k.compare("ugt", parts, 1), in_ranges, scan)
 
 
 def _numpy(

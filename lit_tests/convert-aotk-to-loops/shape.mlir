@@ -200,17 +200,31 @@ func.func @embedding_rows(%table: tensor<20000x256xf32>, %ids: tensor<?x64xi32>)
 
 // -----
 
-// Its gradient zeroes the table on every thread, then adds each row of g into the
-// picked row on one: indices may repeat.
+// Its gradient zeroes the table on every thread. Indices may repeat, so threads do not
+// split them: with enough work, each thread scans them all and adds into its own range
+// [lo, hi) of the table's rows, skipping the others; else one adds them all, inline.
 // CHECK-LABEL: func.func @embedding_rows_grad(
 // CHECK:         scf.for
 // CHECK-NEXT:      memref.store
 // CHECK-NEXT:    } {aotk.parallel = 262144 : i64}
-// CHECK:         scf.for
-// CHECK:           memref.load %ids[
-// CHECK:                 memref.load %out0[
-// CHECK:                 memref.load %g[
-// CHECK:         }
+// CHECK:         func.call @aotk_parallel_width()
+// CHECK:         %[[PARTS:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : index
+// CHECK-NEXT:    %[[SPLIT:.*]] = arith.cmpi ugt, %[[PARTS]], %{{.*}} : index
+// CHECK-NEXT:    scf.if %[[SPLIT]] {
+// CHECK-NEXT:      scf.for %{{.*}} = %{{.*}} to %[[PARTS]] step
+// CHECK:             %[[LO:.*]] = arith.divui %{{.*}}, %[[PARTS]] : index
+// CHECK:             %[[HI:.*]] = arith.divui %{{.*}}, %[[PARTS]] : index
+// CHECK:                 memref.load %ids[
+// CHECK:                 %[[OFF:.*]] = arith.subi %{{.*}}, %[[LO]] : index
+// CHECK-NEXT:            %[[SPAN:.*]] = arith.subi %[[HI]], %[[LO]] : index
+// CHECK-NEXT:            %[[MINE:.*]] = arith.cmpi ult, %[[OFF]], %[[SPAN]] : index
+// CHECK:                 scf.if %[[MINE]] {
+// CHECK:                     memref.load %out0[
+// CHECK:                     memref.load %g[
+// CHECK:           } {aotk.parallel = 2 : i64}
+// CHECK-NEXT:    } else {
+// CHECK:             memref.load %ids[
+// CHECK:                   memref.load %out0[
 // CHECK-NOT:     aotk.parallel
 // CHECK:         func.return
 func.func @embedding_rows_grad(%g: tensor<?x64x256xf32>, %ids: tensor<?x64xi32>, %table: tensor<20000x256xf32>) -> tensor<20000x256xf32> {

@@ -151,6 +151,28 @@ def test_reduction(axis: int) -> None:
     _same_on_all_threads(f, _arrays((7, 517, 33)))
 
 
+@pytest.mark.parametrize(("dtype", "width"), [("float32", 64), ("float64", 32), ("float16", 128)])
+def test_gather_gradient_adds_by_row_ranges(dtype: str, width: int) -> None:
+    """A gather's gradient splits the table's 203 rows among the threads, each scanning
+    every index (repeated, negative and out-of-range ones): each element gets its adds in
+    the indices' order, so the sums are bitwise those of one thread."""
+    table = K.placeholder(shape=(203, width), dtype=dtype)
+    ids = K.placeholder(shape=(None, 64), dtype="int32")
+    gy = K.placeholder(shape=(None, 64, width), dtype=dtype)
+    f = K.function([table, ids, gy], K.gradients(K.sum(K.gather(table, ids) * gy), [table]))
+    picks = (1 << 19) // (64 * width) + 3  # just over the work that splits
+    rng = np.random.default_rng(1)
+    idx = rng.integers(-210, 210, (picks, 64)).astype(np.int32)
+    table_value, gy_value = _arrays((203, width), (picks, 64, width), dtype=dtype)
+    got = _same_on_all_threads(f, [table_value, idx, gy_value])
+    kept = (idx >= -203) & (idx < 203)
+    want = np.zeros((203, width), np.float64)
+    np.add.at(want, idx[kept] % 203, gy_value[kept].astype(np.float64))
+    # about 41 adds per row, each rounded to float16's 11 bits at magnitudes up to ~30
+    atol = 0.5 if dtype == "float16" else 1e-3
+    np.testing.assert_allclose(got, want, rtol=0, atol=atol)
+
+
 def test_small_batch_runs_inline() -> None:
     """Batch 1 stays under every loop's threshold: no pool is even created."""
     x, w = K.placeholder(shape=(None, 301)), K.placeholder(shape=(301, 203))
