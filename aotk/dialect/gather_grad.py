@@ -100,12 +100,12 @@ def _lower(k: Kernel, out: Buf, g: Buf, ids: Buf, x: Buf, *, axis: int, batch_di
         k.compare("uge", row, SPLIT_ROW_BYTES // dtypes.byte_size(out.elem)),
     )
     parts = k.select(worth, width, 1)
-    rows = out.dims[axis]
 
     def scan(owned: tuple[DimV, DimV] | None = None) -> None:
         each_pick(k, out.dims, ids, axis=axis, batch_dims=batch_dims, body=pick, owned=owned)
 
     def in_ranges() -> None:
+        rows = out.dims[axis]
         with k.loop(parts, parallel=True, trip_cost=PARALLEL_GRAIN) as part:
             lo = k.div(k.mul(part, rows), parts)
             hi = k.div(k.mul(k.add(part, 1), rows), parts)

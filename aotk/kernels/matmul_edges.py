@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 
 from xdsl.dialects import arith
-from xdsl.ir import SSAValue
 
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels import matmul_packed as packed
@@ -103,16 +102,12 @@ def emit_edge(
     last 16 columns, most of it waiting at barriers. `rows` must be a multiple of mr
     long.
     """
-    width = tiles.nr * tiles.lanes
     base = packed.edge_base(k, ops, tiles)
     _pack_edge(k, ops, tiles, (scratch, base), cols)
     edge = dataclasses.replace(ops, b=scratch, b_t=False)
 
-    def b_row(kk: SSAValue) -> DimV:
-        return k.add(base, k.mul(kk, width))
-
     with k.loop(rows[1], lb=rows[0], step=tiles.mr, parallel=True) as i0:
-        packed.cut_tile(k, edge, tiles, (i0, cols), (b_row, None))
+        packed.cut_tile(k, edge, tiles, (i0, cols), (base, None))
 
 
 def _pack_edge(

@@ -330,14 +330,20 @@ def cut_tile(
     ops: mk.Operands,
     tiles: MatmulTiles,
     at: tuple[DimV, Range],
-    b: tuple[Callable[[SSAValue], DimV], Buf | None],
+    b: tuple[DimV, Buf | None],
 ) -> None:
     """The mr rows from at = (i, (j0, j1)) of C, fewer columns than a sliver, on a sliver
-    of B padded to its width: `whole_k_tile` with as few of its vectors as cover the
-    columns, the last masked; b = (`b_row`, init). Column tiles of one vector each, as
-    the edge had, load and broadcast A's mr elements of a K step once per vector."""
-    (i, (j0, j1)), (b_row, addend) = at, b
+    of B padded to its width at offset `base` of ops.b: `whole_k_tile` with as few of its
+    vectors as cover the columns, the last masked; b = (base, init). Column tiles of one
+    vector each, as the edge had, load and broadcast A's mr elements of a K step once
+    per vector."""
+    (i, (j0, j1)), (base, addend) = at, b
     lanes, left = tiles.lanes, k.sub(j1, j0)
+    width = tiles.nr * lanes
+
+    def b_row(kk: SSAValue) -> DimV:
+        return k.add(base, k.mul(kk, width))
+
     for count in range(1, tiles.nr + 1):
         used = k.sub(left, (count - 1) * lanes)  # lanes of the last vector: 1 to lanes
         fits = k.both(k.compare("sgt", used, 0), k.compare("sle", used, lanes))

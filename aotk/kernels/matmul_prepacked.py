@@ -325,14 +325,9 @@ def _narrow(
     mr rows, else of 4, 2 and 1, each `matmul_packed.cut_tile` (the packed sliver's
     padding is zeros)."""
     (lo, hi), cols = block
-    base, addend = sources
-    width = tiles.nr * tiles.lanes
-
-    def b_row(kk: SSAValue) -> DimV:
-        return k.add(base, k.mul(kk, width))
 
     def rows_of(height: int, i: DimV) -> None:
-        packed.cut_tile(k, ops, dataclasses.replace(tiles, mr=height), (i, cols), (b_row, addend))
+        packed.cut_tile(k, ops, dataclasses.replace(tiles, mr=height), (i, cols), sources)
 
     def short_tiles() -> None:
         start = lo
