@@ -7,6 +7,10 @@ What those shapes determine (output shapes, dynamic dims, workspace size) is the
 a plan. A later call whose inputs are dense, aligned, writable arrays of exactly the
 placeholders' dtypes, in shapes planned before, takes the planned path: a few attribute
 reads per array, then the native call. Anything else takes the checked path again.
+
+A planned call publishes its plan to the native call path (`native_call`), which then
+runs the same thread's calls of those shapes without Python bytecode, until something it
+cannot see changes (another thread's call, a variable written, an output held).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from aotk import runtime
+from aotk import native_call, runtime
 from aotk.call_check import ShapeChecker, coerce_input
 
 Shape = tuple[int, ...]
@@ -47,13 +51,23 @@ class Signature:
     dynamic: list[tuple[int, int]]  # (input, axis) of each dynamic dim
 
 
+@dataclass(frozen=True)
+class Kernel:
+    """A compiled function's kernel: a Python callable, and its address and signature
+    code (`jit.signatures`) for the native call path."""
+
+    call: Callable[..., Any]
+    address: int
+    code: str
+
+
 class CallPath:
     """Runs one compiled kernel on lists of arrays, from any thread."""
 
     def __init__(
         self,
         signature: Signature,
-        kernel: Callable[..., Any],
+        kernel: Kernel,
         workspace_size: Callable[..., int],
         checker: ShapeChecker,
         state: tuple[list[Any], list[Any]],
@@ -62,7 +76,7 @@ class CallPath:
     ) -> None:
         self.sig, self._kernel, self._ws_size, self._checker = (
             signature,
-            kernel,
+            kernel.call,
             workspace_size,
             checker,
         )
@@ -75,12 +89,34 @@ class CallPath:
         self._plans: dict[tuple[Shape, ...], Plan] = {}
         self._workspace_sizes: dict[tuple[int, ...], int] = {}
         self._workspace = runtime.Workspace()
-        self._outputs = OutputPool(signature.out_dtypes[: signature.n_outputs]).take
         self._call_lock = threading.Lock() if locked else None
         self._packs = packs  # `weight_packs.Packs`: copies of weights, after the captures
+        self._native = None if locked else self._native_entry(kernel)
+        self._pool = OutputPool(signature.out_dtypes[: signature.n_outputs], self._native)
+        self._outputs = self._pool.take
+        self._guarded: dict[int, int] = {}  # thread -> its published plan's workspace bytes
+
+    def _native_entry(self, kernel: Kernel) -> native_call.Entry | None:
+        """The native call path, where its view of the variables holds (every capture
+        counts a new array as a write)."""
+        if not all(isinstance(h, runtime.StorageHolder) for h in self._holders):
+            return None
+        n_in = len(self._in_dtypes)
+        n_packed = len(self._packs.addresses) if self._packs is not None else 0
+        layout = native_call.Layout(
+            self._in_dtypes, self.sig.n_outputs, n_in + len(self._captures) + n_packed
+        )
+        return native_call.make(kernel.address, kernel.code, layout)
 
     def run(self, values: Sequence[Any]) -> list[np.ndarray]:
         """The outputs of one call on `values` (one per input)."""
+        native = self._native
+        if native is not None:
+            outs = native.call(values)
+            if outs is not native_call.Entry.declined:
+                if self._workspace.checked:
+                    self._verify_guard(self._guarded[threading.get_ident()])
+                return outs
         planned = self._run_planned(values)
         return planned if planned is not None else self._run_checked(values)
 
@@ -100,10 +136,11 @@ class CallPath:
                 return None
             shapes.append(value.shape)
             addresses.append(at)
-        plan = self._plans.get(tuple(shapes))
+        key = tuple(shapes)
+        plan = self._plans.get(key)
         if plan is None:
             return None
-        return self._call(addresses, plan)
+        return self._call(addresses, plan, key)
 
     def _run_checked(self, values: Sequence[Any]) -> list[np.ndarray]:
         arrays = self._coerce(values)
@@ -128,7 +165,14 @@ class CallPath:
         buffers = [runtime.kernel_buffer(a) for a in arrays]
         return self._call([at for _, at in buffers], plan)
 
-    def _call(self, addresses: list[int], plan: Plan) -> list[np.ndarray]:
+    def _call(
+        self, addresses: list[int], plan: Plan, published: tuple[Shape, ...] | None = None
+    ) -> list[np.ndarray]:
+        """Run the kernel; publish the plan to the native path for inputs of shapes
+        `published` if given."""
+        writes = runtime.writes()  # before the weights' addresses are read
+        if self._native is not None and self._workspace.grows(plan.workspace):
+            self._native.retract()  # the plan published may point into the old buffer
         outs, out_at = self._outputs(plan.outputs)
         if self._holders or self._packs is not None:
             stored_at = self._stored_addresses()
@@ -156,7 +200,16 @@ class CallPath:
                 runtime.bump_version(var)
         if self._workspace.checked:
             self._workspace.verify(plan.workspace, self.sig.where)
+        if published is not None and self._native is not None:
+            self._guarded[threading.get_ident()] = plan.workspace
+            with self._pool.lock:
+                self._native.publish(published, plan.outputs, [*pointers, *plan.dims], writes)
         return outs
+
+    def _verify_guard(self, workspace: int) -> None:
+        """Check the guard after a native call's workspace, and lay it again."""
+        self._workspace.verify(workspace, self.sig.where)
+        self._workspace.address(workspace)
 
     def _coerce(self, values: Sequence[Any]) -> list[np.ndarray]:
         """The inputs as arrays of the placeholders' dtypes and shapes."""
@@ -207,38 +260,60 @@ class CallPath:
 
 
 class OutputPool:
-    """The output arrays of a compiled function's calls: last call's when the caller has
-    dropped them, else fresh ones."""
+    """The output arrays of a compiled function's calls: two per output, the last two
+    calls' (a loop `y = f(x)` holds one while it calls), each reused once the caller has
+    dropped it, else a fresh one replaces the older."""
 
-    def __init__(self, dtypes: Sequence[np.dtype]) -> None:
+    def __init__(self, dtypes: Sequence[np.dtype], native: native_call.Entry | None = None) -> None:
         self._dtypes = list(dtypes)
-        self._arrays: list[np.ndarray | None] = [None] * len(dtypes)
-        self._addresses = [0] * len(dtypes)
-        self._lock = threading.Lock()
+        n = len(self._dtypes)
+        self._slots: list[list[np.ndarray | None]] = [[None] * n, [None] * n]
+        self._addresses = [[0] * n, [0] * n]
+        self.lock = threading.Lock()  # held while the slots change or are published
+        self._native = native
 
     def take(self, shapes: Sequence[Shape]) -> tuple[list[np.ndarray], list[int]]:
         """Arrays of `shapes` for a call, and their addresses."""
         # A fresh 16 MiB array costs thousands of page faults per call. Reusing a released
         # one is safe because nothing else can observe it: neither the array nor its memory
         # (which views of it would share through `.base`) is referenced outside the pool.
-        pool, pool_at = self._arrays, self._addresses
-        self._lock.acquire()  # not `with`, which costs twice as much, every call
+        (first, second), (first_at, second_at) = self._slots, self._addresses
+        arrays: list[np.ndarray] = []
+        addresses: list[int] = []
+        self.lock.acquire()  # not `with`, which costs twice as much, every call
         try:
             for i, shape in enumerate(shapes):
-                old = pool[i]
-                # expected references: the pool's, `old`, getrefcount's argument; and
-                # of its memory, the array's `.base` and the argument
-                if (
-                    old is None
-                    or old.shape != shape
-                    or not (_refcount(old) == 3 and _refcount(old.base) == 2)
-                ):
-                    del old
-                    pool[i] = new = runtime.aligned_empty(shape, self._dtypes[i])
-                    pool_at[i] = runtime.address(new)
-            return pool[:], pool_at[:]  # type: ignore[return-value]
+                for slot, slot_at in ((first, first_at), (second, second_at)):
+                    old = slot[i]
+                    # expected references: the pool's, `old`, getrefcount's argument; and
+                    # of its memory, the array's `.base` and the argument
+                    if (
+                        old is not None
+                        and old.shape == shape
+                        and _refcount(old) == 3
+                        and _refcount(old.base) == 2
+                    ):
+                        arrays.append(old)
+                        addresses.append(slot_at[i])
+                        break
+                else:
+                    arrays.append(self._replace_older(i, shape))
+                    addresses.append(first_at[i])
+            return arrays, addresses
         finally:
-            self._lock.release()
+            self.lock.release()
+
+    def _replace_older(self, i: int, shape: Shape) -> np.ndarray:
+        """A fresh array for output `i`, which takes the older slot's place."""
+        (first, second), (first_at, second_at) = self._slots, self._addresses
+        if self._native is not None:
+            self._native.retract()  # before the older array may be freed
+        new = runtime.aligned_empty(shape, self._dtypes[i])
+        second[i], second_at[i] = first[i], first_at[i]
+        first[i], first_at[i] = new, runtime.address(new)
+        if self._native is not None:
+            self._native.publish_outputs(self._slots)
+        return new
 
 
 # bound once: a small call spends a tenth of its time finding these by attribute

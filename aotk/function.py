@@ -131,7 +131,9 @@ class Function:
         self._ws_size = compiled["main_workspace_size"]
         self._caller = call_path.CallPath(
             self._signature,
-            compiled["main"],
+            call_path.Kernel(
+                compiled["main"], compiled.addresses["main"], compiled.code.signatures["main"]
+            ),
             self._ws_size,
             self._checker,
             (self.captures, self._updated),
@@ -270,7 +272,7 @@ def _check_tensors(inputs: Sequence[Any], outputs: Sequence[Any], where: str) ->
 
 
 @dataclass
-class Capture:
+class Capture(runtime.StorageHolder):
     """A captured array of an unpickled or loaded function (variable, constant or state)."""
 
     name: str

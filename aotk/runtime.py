@@ -104,6 +104,12 @@ class Workspace:
         buf[nbytes : nbytes + self.GUARD] = self.PATTERN
         return start
 
+    def grows(self, nbytes: int) -> bool:
+        """Whether `address(nbytes)` would replace this thread's buffer (and free it)."""
+        held = getattr(self._local, "held", None)
+        need = nbytes + self.GUARD if self.checked else nbytes
+        return need > 0 and (held is None or held[0] < need)
+
     def verify(self, nbytes: int, where: str) -> None:
         """Raise if the guard after `nbytes` (set by `address`) was written."""
         guard = self._held(nbytes + self.GUARD)[2][nbytes : nbytes + self.GUARD]
@@ -123,17 +129,33 @@ class Workspace:
         return held
 
 
-_writes = 0  # bump_version calls so far: packed copies look at each version only if it moved
+# bump_version calls so far, in memory the native call path reads (`native_call`):
+# packed copies and published plans look again only when it moved
+_writes = ctypes.c_int64(0)
 
 
 def bump_version(holder: Any) -> None:
     """Record that a variable's array was written: packed copies of it are stale
     (`aotk.weight_packs`)."""
-    global _writes
     holder.version = getattr(holder, "version", 0) + 1
-    _writes += 1
+    _writes.value += 1
 
 
 def writes() -> int:
     """How many times variables were written (`bump_version`) in this process."""
-    return _writes
+    return _writes.value
+
+
+def writes_address() -> int:
+    """Where `writes()` is kept."""
+    return ctypes.addressof(_writes)
+
+
+class StorageHolder:
+    """Something captured whose array is its `storage`: binding another array to it
+    counts as a write, so that code holding the old one's address finds the new one."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name == "storage":
+            _writes.value += 1

@@ -41,7 +41,7 @@ from aotk.dialect.trace import KTensor
 _FLOATS = ("float16", "float32", "float64")
 
 
-class RandomState:
+class RandomState(runtime.StorageHolder):
     """The hidden (seed, calls) buffer of one random op; kernels advance `calls`."""
 
     kernel_updated = True  # each call writes it, so calls on one function are serialized

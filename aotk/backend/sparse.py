@@ -118,7 +118,7 @@ def sparse_placeholder(shape: tuple[int | None, ...], dtype: str, name: str) -> 
     )
 
 
-class _DenseDims:
+class _DenseDims(runtime.StorageHolder):
     """The read-only empty buffer that carries a static dense shape."""
 
     def __init__(self, shape: tuple[int, ...]) -> None:

@@ -18,7 +18,7 @@ from aotk.dialect.base import check_size
 from aotk.dialect.trace import KTensor
 
 
-class KVariable(KTensor):
+class KVariable(runtime.StorageHolder, KTensor):
     """A variable: a tensor whose value lives in an aligned native buffer between calls."""
 
     def __init__(self, value: np.ndarray, name: str):
@@ -30,7 +30,7 @@ class KVariable(KTensor):
         self._keras_shape, self._uses_learning_phase = self.shape, False
 
 
-class KConstant(KTensor):
+class KConstant(runtime.StorageHolder, KTensor):
     """A captured array constant (read-only buffer)."""
 
     def __init__(self, value: np.ndarray, name: str):

@@ -44,6 +44,7 @@ class CompiledModule:
     code: NativeCode
     # ctypes functions, or callers of their packed wrappers (`packed_entry`)
     functions: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    addresses: dict[str, int] = field(default_factory=dict)  # of the functions themselves
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
         return self.functions[name]
@@ -179,6 +180,7 @@ def load(code: NativeCode) -> CompiledModule:
         address = engine.get_function_address(name)
         if not address:
             raise RuntimeError(f"aotk: the object code defines no function @{name}")
+        compiled.addresses[name] = address
         if packed_entry.needs_packing(sig):
             address = engine.get_function_address(name + packed_entry.SUFFIX)
             result = _RESULT_CTYPES[sig[0]]

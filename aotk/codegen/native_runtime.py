@@ -69,46 +69,49 @@ def compiler() -> str | None:
     return command
 
 
-def library_path(cc: str, root: Path) -> Path:
-    """Where the pool built from the current sources by `cc` lives in cache `root`."""
+def library_path(
+    cc: str, root: Path, sources: tuple[str, ...] = SOURCES, library: str = LIBRARY
+) -> Path:
+    """Where `library` (the pool unless told) built from the current `sources` by `cc`
+    lives in cache `root`."""
     digest = hashlib.sha256(cc.encode())
     exe = shutil.which(cc.split()[0])
     if exe is not None:
         stat = Path(exe).resolve().stat()
         digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
-    for name in SOURCES:
+    for name in sources:
         digest.update((paths.runtime_dir() / name).read_bytes())
-    return root / "runtime" / digest.hexdigest()[:20] / LIBRARY
+    return root / "runtime" / digest.hexdigest()[:20] / library
 
 
-def build(cc: str) -> Path:
-    """The cached pool library, compiled first if it is not there yet or does not match
-    the hash recorded when it was built."""
+def build(cc: str, sources: tuple[str, ...] = SOURCES, library: str = LIBRARY) -> Path:
+    """The cached `library` (the pool unless told), compiled from `sources` first if it
+    is not there yet or does not match the hash recorded when it was built."""
     root = paths.private_cache_dir()
     if root is not None:
-        path = library_path(cc, root)
+        path = library_path(cc, root, sources, library)
         if _matches_its_record(path):
             return path
         with suppress(OSError):
             paths.private_subdir(root, *path.parent.relative_to(root).parts)
-            if _compile_into(cc, path):
+            if _compile_into(cc, path, sources):
                 return path
     # no usable cache, or another process replaced the library meanwhile: build it for
     # this process only
-    path = Path(tempfile.mkdtemp(prefix=PRIVATE_BUILD_PREFIX)) / LIBRARY
-    if not _compile_into(cc, path):
-        raise RuntimeError(f"the thread pool library {path} changed while it was built")
+    path = Path(tempfile.mkdtemp(prefix=PRIVATE_BUILD_PREFIX)) / library
+    if not _compile_into(cc, path, sources):
+        raise RuntimeError(f"the runtime library {path} changed while it was built")
     return path
 
 
-def _compile_into(cc: str, path: Path) -> bool:
-    """Compile the pool into `path` (by rename) and record its hash beside it; True if
-    `path` then holds what this call built."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{LIBRARY}.", dir=path.parent)
+def _compile_into(cc: str, path: Path, sources: tuple[str, ...]) -> bool:
+    """Compile `sources` into the library `path` (by rename) and record its hash beside
+    it; True if `path` then holds what this call built."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
-        sources = [str(paths.runtime_dir() / name) for name in SOURCES if name.endswith(".c")]
-        cmd = [*cc.split(), "-O2", "-fPIC", "-shared", "-pthread", *sources, "-o", tmp]
+        c_files = [str(paths.runtime_dir() / name) for name in sources if name.endswith(".c")]
+        cmd = [*cc.split(), "-O2", "-fPIC", "-shared", "-pthread", *c_files, "-o", tmp]
         subprocess.run(cmd, check=True, capture_output=True, text=True)
         timing.count_compile("c")
         digest = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()
@@ -161,7 +164,7 @@ def ensure_loaded() -> None:
                 path = build(cc)
                 llvm_binding.load_library_permanently(str(path))
                 _lib = _bind(ctypes.CDLL(str(path)))
-                _remove_private_build(path)
+                remove_private_build(path)
                 return
             except (OSError, RuntimeError, subprocess.CalledProcessError) as err:
                 problem = f"building the thread pool failed: {_describe(err)}"
@@ -171,7 +174,7 @@ def ensure_loaded() -> None:
         )
 
 
-def _remove_private_build(path: Path) -> None:
+def remove_private_build(path: Path) -> None:
     """Remove a pool built for this process alone once it is loaded (the loader keeps
     its mapping), so that no run leaves a directory in the temporary folder."""
     if path.parent.name.startswith(PRIVATE_BUILD_PREFIX):

@@ -10,14 +10,19 @@ output and dynamic dim, so a large model passes that (NASNetMobile's predict fun
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Callable
 from typing import Any
 
+import llvmlite.binding as llvm_binding
 import llvmlite.ir as ir
 import numpy as np
 
 CTYPES_MAX_ARGS = 1024
 SUFFIX = "_packed"
+_trampolines: dict[str, int] = {}  # signature code -> address
+_trampoline_engine: list[llvm_binding.ExecutionEngine] = []  # one, made on first use
+_trampolines_lock = threading.Lock()
 
 
 def needs_packing(signature: str) -> bool:
@@ -63,3 +68,39 @@ def caller(address: int, result: Any, n_args: int) -> Callable[..., Any]:
         return wrapper(packed.ctypes.data)
 
     return call
+
+
+def trampoline(signature: str) -> int:
+    """The address of `void t(fn, i64 *args)`, which calls `fn`, a function of signature
+    code `signature`, with its arguments loaded from `args` (its result dropped). One per
+    signature and process (about 5 ms to make): `native_call` calls every kernel so."""
+    with _trampolines_lock:
+        address = _trampolines.get(signature)
+        if address is None:
+            address = _trampolines[signature] = _compile_trampoline(signature)
+        return address
+
+
+def _compile_trampoline(signature: str) -> int:
+    from aotk.codegen import llvm_ir
+
+    if not _trampoline_engine:
+        empty = llvm_binding.parse_assembly("")
+        _trampoline_engine.append(
+            llvm_binding.create_mcjit_compiler(empty, llvm_ir.target_machine())
+        )
+    types = {"p": "ptr", "i": "i64", "v": "void"}
+    name = f"aotk_trampoline_{signature}"
+    body, args = [], []
+    for i, code in enumerate(signature[1:]):
+        body.append(f"  %s{i} = getelementptr i64, ptr %args, i64 {i}")
+        body.append(f"  %v{i} = load i64, ptr %s{i}")
+        if code == "p":
+            body.append(f"  %a{i} = inttoptr i64 %v{i} to ptr")
+        args.append(f"{types[code]} %{'a' if code == 'p' else 'v'}{i}")
+    body.append(f"  call {types[signature[0]]} %fn({', '.join(args)})")
+    text = f"define void @{name}(ptr %fn, ptr %args) {{\n" + "\n".join(body) + "\n  ret void\n}\n"
+    engine = _trampoline_engine[0]
+    engine.add_module(llvm_binding.parse_assembly(text))
+    engine.finalize_object()
+    return engine.get_function_address(name)

@@ -1,0 +1,273 @@
+"""A compiled function's planned calls run without Python bytecode (`runtime/aotk_pycall.c`).
+
+`Entry.call(values)` is a builtin function: for a call from the thread that published
+the current plan, on a list of dense, aligned arrays of the planned dtypes and shapes,
+while no variable was written since, and with a pooled output array free, it runs the
+kernel and returns the outputs; otherwise it returns `Entry.declined` and the caller
+takes the Python path (`call_path`), which publishes the plan it used.
+
+It is used only where its C reads are known to be right: CPython on a 64-bit release
+build with the GIL, whose object, list and ndarray layouts this module checks against
+live objects first, and a C compiler to build the file with (cached like the thread pool,
+`native_runtime`). `AOTK_NATIVE_CALL=0` turns it off.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+import sysconfig
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from aotk import runtime
+from aotk.codegen import native_runtime, packed_entry
+
+SOURCES = ("aotk_pycall.c",)
+LIBRARY = "libaotk_pycall.so"
+STATE_NAME = b"aotk.call_state"
+OUTPUT_SLOTS = 2  # pooled arrays per output (`call_path.OutputPool`)
+_METH_O = 0x0008
+_P = ctypes.c_void_p
+_I = ctypes.c_int64
+
+
+class _Api(ctypes.Structure):
+    _fields_ = [
+        (name, _P)
+        for name in (
+            "list_new",
+            "capsule_pointer",
+            "thread_ident",
+            "save_thread",
+            "restore_thread",
+            "incref",
+            "decref",
+        )
+    ]
+
+
+class _State(ctypes.Structure):
+    _fields_ = [
+        ("ready", _I),
+        ("thread", ctypes.c_uint64),
+        ("writes", _P),
+        ("writes_seen", _I),
+        ("list_type", _P),
+        ("array_type", _P),
+        ("declined", _P),
+        ("kernel", _P),
+        ("trampoline", _P),
+        ("n_inputs", _I),
+        ("n_outputs", _I),
+        ("n_args", _I),
+        ("first_output", _I),
+        ("descrs", _P),
+        ("ranks", _P),
+        ("itemsizes", _P),
+        ("shapes", _P),
+        ("out_ranks", _P),
+        ("out_shapes", _P),
+        ("outputs", _P),
+        ("args", _P),
+    ]
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("meth", _P), ("flags", ctypes.c_int), ("doc", _P)]
+
+
+_lock = threading.Lock()
+_loaded: list[tuple[ctypes.CDLL, _Api, _MethodDef] | None] = []  # one entry once tried
+
+
+def _library() -> tuple[ctypes.CDLL, _Api, _MethodDef] | None:
+    """The built C file with its interpreter functions set, or None where it cannot run."""
+    with _lock:
+        if not _loaded:
+            _loaded.append(_load() if _usable() else None)
+        return _loaded[0]
+
+
+def _usable() -> bool:
+    if os.environ.get("AOTK_NATIVE_CALL", "1") == "0":
+        return False
+    release_cpython = (
+        sys.implementation.name == "cpython"
+        and sys.maxsize == 2**63 - 1
+        and not hasattr(sys, "gettotalrefcount")  # a debug build's objects are larger
+        and not sysconfig.get_config_var("Py_GIL_DISABLED")
+    )
+    return release_cpython and _layouts_match() and native_runtime.compiler() is not None
+
+
+def _layouts_match() -> bool:
+    """Whether this interpreter's objects are laid out as `aotk_pycall.c` reads them."""
+    word = ctypes.c_ssize_t
+    probe = np.arange(6, dtype=np.float32).reshape(2, 3)
+    view = probe[:, ::2]
+    items = [probe, view, 3]
+    at = id(probe)
+    dims = ctypes.cast(_P.from_address(at + 32).value or 0, ctypes.POINTER(word))
+    item_at = _P.from_address(id(items) + 24).value or 0
+    return (
+        word.from_address(id(items)).value == sys.getrefcount(items) - 1
+        and _P.from_address(id(items) + 8).value == id(list)
+        and word.from_address(id(items) + 16).value == 3
+        and ctypes.cast(item_at, ctypes.POINTER(_P))[1] == id(view)
+        and _P.from_address(at + 8).value == id(np.ndarray)
+        and _P.from_address(at + 16).value == probe.ctypes.data
+        and ctypes.c_int.from_address(at + 24).value == 2
+        and (dims[0], dims[1]) == (2, 3)
+        and _P.from_address(id(view) + 48).value == id(view.base)
+        and _P.from_address(at + 56).value == id(probe.dtype)
+        and ctypes.c_int.from_address(at + 64).value & 1 == 1
+        and ctypes.c_int.from_address(id(view) + 64).value & 1 == 0
+    )
+
+
+def _load() -> tuple[ctypes.CDLL, _Api, _MethodDef] | None:
+    cc = native_runtime.compiler()
+    if cc is None:
+        return None
+    try:
+        path = native_runtime.build(cc, SOURCES, LIBRARY)
+        lib = ctypes.CDLL(str(path))
+        native_runtime.remove_private_build(path)
+    except (OSError, RuntimeError, subprocess.CalledProcessError):
+        return None  # the Python path serves every call; nothing is lost but time
+    api = ctypes.pythonapi
+    table = _Api(
+        *(
+            ctypes.cast(getattr(api, name), _P)
+            for name in (
+                "PyList_New",
+                "PyCapsule_GetPointer",
+                "PyThread_get_thread_ident",
+                "PyEval_SaveThread",
+                "PyEval_RestoreThread",
+                "Py_IncRef",
+                "Py_DecRef",
+            )
+        )
+    )
+    lib.aotk_call_init.argtypes = [ctypes.POINTER(_Api)]
+    lib.aotk_call_init(ctypes.byref(table))
+    method = _MethodDef(b"aotk_call", ctypes.cast(lib.aotk_call, _P), _METH_O, None)
+    return lib, table, method
+
+
+# own prototypes: setting `ctypes.pythonapi`'s would change them for every other user
+_new_capsule = ctypes.PYFUNCTYPE(ctypes.py_object, _P, ctypes.c_char_p, _P)(
+    ("PyCapsule_New", ctypes.pythonapi)
+)
+_new_builtin = ctypes.PYFUNCTYPE(
+    ctypes.py_object, ctypes.POINTER(_MethodDef), ctypes.py_object, _P
+)(("PyCFunction_NewEx", ctypes.pythonapi))
+
+
+def _builtin(method: _MethodDef, state: _State) -> Any:
+    """`aotk_call` bound to `state` (through a capsule) as a Python builtin function. The
+    capsule does not keep `state` alive: its `Entry` does."""
+    capsule = _new_capsule(ctypes.addressof(state), STATE_NAME, None)
+    return _new_builtin(ctypes.byref(method), capsule, None)
+
+
+def _array(ctype: Any, values: Sequence[int]) -> Any:
+    return (ctype * max(len(values), 1))(*values)
+
+
+class Entry:
+    """The native call path of one kernel (`make`). Python publishes its plans into it
+    while holding `lock`, the lock under which its output pool changes."""
+
+    declined = object()  # what `call` returns for a call it does not take
+
+    def __init__(self, method: _MethodDef, kernel: int, signature: str, layout: Layout) -> None:
+        self._state = st = _State()
+        st.writes = runtime.writes_address()
+        st.list_type, st.array_type, st.declined = id(list), id(np.ndarray), id(self.declined)
+        st.kernel = kernel
+        st.n_inputs, st.n_outputs = len(layout.dtypes), layout.n_outputs
+        st.n_args, st.first_output = len(signature) - 1, layout.first_output
+        self._signature = signature
+        self._dtypes = layout.dtypes
+        self._kept: list[Any] = []  # the arrays the state points into
+        self._published: tuple[Any, ...] = ()  # what `_kept` was made from
+        self._slots = _array(_P, [0] * (OUTPUT_SLOTS * layout.n_outputs))
+        st.outputs = ctypes.addressof(self._slots)
+        self.call = _builtin(method, st)
+
+    def retract(self) -> None:
+        """Decline every call until the next `publish`."""
+        self._state.ready = 0
+
+    def publish(
+        self,
+        shapes: Sequence[tuple[int, ...]],
+        out_shapes: Sequence[tuple[int, ...]],
+        args: Sequence[int],
+        writes: int,
+    ) -> None:
+        """Take calls on inputs of `shapes` from this thread with the kernel arguments
+        `args` (inputs' and outputs' slots aside) while no variable was written since
+        `runtime.writes()` read `writes`. The output arrays, of `out_shapes`, come from
+        `publish_outputs`."""
+        st = self._state
+        st.ready = 0
+        fixed = list(args)  # the slots the C side fills per call are left out
+        fixed[: st.n_inputs] = [0] * st.n_inputs
+        fixed[st.first_output : st.first_output + st.n_outputs] = [0] * st.n_outputs
+        key = (tuple(shapes), tuple(out_shapes), tuple(fixed), threading.get_ident(), writes)
+        if key == self._published:
+            st.ready = 1  # only the outputs had changed
+            return
+        if not st.trampoline:
+            st.trampoline = packed_entry.trampoline(self._signature)
+        kept = [
+            _array(_P, [id(d) for d in self._dtypes]),
+            _array(_I, [len(s) for s in shapes]),
+            _array(_I, [d.itemsize for d in self._dtypes]),
+            _array(_I, [d for s in shapes for d in s]),
+            _array(_I, [len(s) for s in out_shapes]),
+            _array(_I, [d for s in out_shapes for d in s]),
+            _array(_I, fixed),
+        ]
+        (
+            st.descrs,
+            st.ranks,
+            st.itemsizes,
+            st.shapes,
+            st.out_ranks,
+            st.out_shapes,
+            st.args,
+        ) = map(ctypes.addressof, kept)
+        self._kept, self._published = kept, key
+        st.thread, st.writes_seen = threading.get_ident(), writes
+        st.ready = 1
+
+    def publish_outputs(self, slots: Sequence[Sequence[np.ndarray | None]]) -> None:
+        """The pooled arrays of each output (OUTPUT_SLOTS each; None for none yet): the
+        pool holds them."""
+        for s, arrays in enumerate(slots):
+            for i, array in enumerate(arrays):
+                self._slots[s * len(arrays) + i] = 0 if array is None else id(array)
+
+
+class Layout:
+    """Where a kernel's inputs and outputs sit among its arguments."""
+
+    def __init__(self, dtypes: Sequence[np.dtype], n_outputs: int, first_output: int) -> None:
+        self.dtypes, self.n_outputs, self.first_output = list(dtypes), n_outputs, first_output
+
+
+def make(kernel: int, signature: str, layout: Layout) -> Entry | None:
+    """The native call path of the kernel at address `kernel` of signature code
+    `signature` (`jit.signatures`), or None where there is none."""
+    loaded = _library()
+    return None if loaded is None else Entry(loaded[2], kernel, signature, layout)

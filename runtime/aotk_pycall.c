@@ -1,0 +1,215 @@
+/* The fast path of a compiled function's call from Python (in process only; no export
+ * includes this file).
+ *
+ * Python checks the first call of each input shape signature and publishes what it found
+ * into an aotk_call_state: the inputs' dtypes and shapes, every kernel argument that does
+ * not change from call to call (weights, packed copies, workspace, dynamic dims) and two
+ * sets of output arrays. aotk_call(state, values) then runs a call whose inputs match it
+ * with no Python bytecode at all: about a thousand instructions where ctypes and the
+ * Python checks take twenty thousand. Any mismatch returns the state's `declined` object
+ * and Python takes its own, fully checked path.
+ *
+ * No Python.h: this reads only the object layouts declared below (CPython's object, list
+ * and NumPy's array headers, 64-bit release builds), and calls the interpreter through
+ * function pointers Python hands over. aotk/native_call.py checks every offset used here
+ * against the running interpreter before it loads this file.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct py_object {
+    intptr_t refcnt;
+    struct py_object *type;
+} py_object;
+
+typedef struct {
+    py_object head;
+    intptr_t size;
+    py_object **items;
+} py_list;
+
+typedef struct { /* NumPy's PyArrayObject_fields, up to its flags */
+    py_object head;
+    char *data;
+    int nd;
+    intptr_t *dims;
+    intptr_t *strides;
+    py_object *base;
+    py_object *descr;
+    int flags;
+} np_array;
+
+enum { NPY_C_CONTIGUOUS = 0x1 };
+
+typedef struct { /* the interpreter's functions this file calls */
+    py_object *(*list_new)(intptr_t size);
+    void *(*capsule_pointer)(py_object *capsule, const char *name);
+    unsigned long (*thread_ident)(void);
+    void *(*save_thread)(void);
+    void (*restore_thread)(void *saved);
+    void (*incref)(py_object *object);
+    void (*decref)(py_object *object);
+} aotk_py_api;
+
+typedef void (*aotk_trampoline)(void *kernel, const int64_t *args);
+
+/* Written by Python only while `ready` is 0 and with the GIL held; read here with the
+ * GIL held, so a call sees either no plan or a whole one. */
+typedef struct {
+    int64_t ready;
+    uint64_t thread;              /* the thread whose workspace `args` points into */
+    const int64_t *writes;        /* the process's count of variable writes ... */
+    int64_t writes_seen;          /* ... when `args` got the weights' addresses */
+    py_object *list_type, *array_type, *declined;
+    void *kernel;
+    aotk_trampoline trampoline;   /* calls `kernel` with its arguments from an array */
+    int64_t n_inputs, n_outputs, n_args, first_output;
+    py_object *const *descrs;     /* each input's dtype object */
+    const int64_t *ranks;         /* each input's rank */
+    const int64_t *itemsizes;     /* each input's element size */
+    const int64_t *shapes;        /* the inputs' planned shapes, one after another */
+    const int64_t *out_ranks;     /* each output's rank */
+    const int64_t *out_shapes;    /* the outputs' planned shapes, one after another */
+    py_object *const *outputs;    /* slot s of output i at [s * n_outputs + i] */
+    const int64_t *args;          /* the kernel's arguments; inputs and outputs filled here */
+} aotk_call_state;
+
+static const char STATE_NAME[] = "aotk.call_state";
+enum { OUTPUT_SLOTS = 2, STACK_ARGS = 64 };
+
+static const aotk_py_api *py_api; /* set once, by aotk_call_init */
+
+static py_object *declined(const aotk_call_state *st)
+{
+    py_api->incref(st->declined);
+    return st->declined;
+}
+
+static int same_dims(const np_array *a, int64_t rank, const int64_t *shape)
+{
+    if (a->nd != rank)
+        return 0;
+    for (int d = 0; d < a->nd; d++)
+        if (a->dims[d] != shape[d])
+            return 0;
+    return 1;
+}
+
+/* The address of input `v` if it is a dense, aligned array of the planned dtype and
+ * shape; 0 if not. */
+static int64_t input_address(const aotk_call_state *st, py_object *v, int64_t i,
+                             const int64_t *shape)
+{
+    if (v->type != st->array_type)
+        return 0;
+    const np_array *a = (const np_array *)v;
+    if (a->descr != st->descrs[i] || !(a->flags & NPY_C_CONTIGUOUS) ||
+        !same_dims(a, st->ranks[i], shape))
+        return 0;
+    if ((uintptr_t)a->data % (uintptr_t)st->itemsizes[i])
+        return 0;
+    return (int64_t)(intptr_t)a->data;
+}
+
+/* A pooled array of output `i` in the planned shape that nothing but its pool
+ * references (its memory neither: a view of it would hold its base); NULL if none. */
+static py_object *free_output(const aotk_call_state *st, int64_t i, const int64_t *shape)
+{
+    for (int s = 0; s < OUTPUT_SLOTS; s++) {
+        py_object *out = st->outputs[s * st->n_outputs + i];
+        if (out == NULL || !same_dims((const np_array *)out, st->out_ranks[i], shape))
+            continue;
+        const py_object *base = ((const np_array *)out)->base;
+        if (out->refcnt == 1 && base != NULL && base->refcnt == 1)
+            return out;
+    }
+    return NULL;
+}
+
+/* Fill `args` from the template and the call's arrays; 0 if the call does not match. */
+static int fill_args(const aotk_call_state *st, py_object *values, int64_t *args,
+                     py_object **outs)
+{
+    py_object **items = ((py_list *)values)->items;
+    memcpy(args, st->args, (size_t)st->n_args * sizeof *args);
+    const int64_t *shape = st->shapes;
+    for (int64_t i = 0; i < st->n_inputs; shape += st->ranks[i], i++) {
+        args[i] = input_address(st, items[i], i, shape);
+        if (!args[i])
+            return 0;
+    }
+    shape = st->out_shapes;
+    for (int64_t i = 0; i < st->n_outputs; shape += st->out_ranks[i], i++) {
+        outs[i] = free_output(st, i, shape);
+        if (!outs[i])
+            return 0;
+        args[st->first_output + i] = (int64_t)(intptr_t)((np_array *)outs[i])->data;
+    }
+    return 1;
+}
+
+static int plan_applies(const aotk_call_state *st, py_object *values)
+{
+    return st->ready && st->thread == py_api->thread_ident() &&
+           *st->writes == st->writes_seen && values->type == st->list_type &&
+           ((py_list *)values)->size == st->n_inputs;
+}
+
+void aotk_call_init(const aotk_py_api *api)
+{
+    py_api = api;
+}
+
+/* Run the kernel on a matched call; a new list of its outputs (NULL: out of memory,
+ * the interpreter's exception set). `objects`: the outputs, then the inputs. */
+static py_object *run(const aotk_call_state *st, py_object *values, const int64_t *args,
+                      py_object **objects)
+{
+    py_object *result = py_api->list_new(st->n_outputs);
+    if (result == NULL)
+        return NULL;
+    for (int64_t i = 0; i < st->n_outputs; i++) {
+        py_api->incref(objects[i]);
+        ((py_list *)result)->items[i] = objects[i];
+    }
+    /* the inputs are held while the kernel reads them: with the GIL released, another
+     * thread may take them out of `values` */
+    py_object **inputs = objects + st->n_outputs;
+    memcpy(inputs, ((py_list *)values)->items, (size_t)st->n_inputs * sizeof *inputs);
+    for (int64_t i = 0; i < st->n_inputs; i++)
+        py_api->incref(inputs[i]);
+    void *kernel = st->kernel;
+    aotk_trampoline trampoline = st->trampoline;
+    void *saved = py_api->save_thread(); /* other Python threads run meanwhile */
+    trampoline(kernel, args);
+    py_api->restore_thread(saved);
+    for (int64_t i = 0; i < st->n_inputs; i++)
+        py_api->decref(inputs[i]);
+    return result;
+}
+
+/* METH_O, bound to the state's capsule: `values` is the call's list of input arrays. A
+ * new list of the outputs, or a new reference to `declined`. */
+py_object *aotk_call(py_object *self, py_object *values)
+{
+    const aotk_call_state *st = py_api->capsule_pointer(self, STATE_NAME);
+    if (st == NULL)
+        return NULL;
+    if (!plan_applies(st, values))
+        return declined(st);
+    /* every input and output is a kernel argument: n_args bounds both arrays */
+    int64_t stack_args[STACK_ARGS];
+    py_object *stack_objects[STACK_ARGS];
+    int large = st->n_args > STACK_ARGS;
+    int64_t *args = large ? malloc((size_t)st->n_args * sizeof *args) : stack_args;
+    py_object **objects =
+        large ? malloc((size_t)st->n_args * sizeof *objects) : stack_objects;
+    int matched = args != NULL && objects != NULL && fill_args(st, values, args, objects);
+    py_object *result = matched ? run(st, values, args, objects) : declined(st);
+    if (large) {
+        free(args);
+        free(objects);
+    }
+    return result;
+}

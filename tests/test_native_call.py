@@ -1,0 +1,211 @@
+"""The native call path (`aotk.native_call`): calls it takes give what the Python path
+gives, and every call it must not take (another dtype, shape, layout, thread, a written
+variable, a held output) goes to the Python path and is right there."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+
+from aotk import backend as K
+from aotk import native_call, runtime
+
+pytestmark = pytest.mark.skipif(
+    native_call.make(0, "v", native_call.Layout([], 0, 0)) is None,
+    reason="no native call path here (not CPython, or no C compiler)",
+)
+
+
+def _python_calls(f: Any) -> list[int]:
+    """Count the calls of `f` that the native path declines."""
+    count = [0]
+    planned = f._caller._run_planned
+
+    def counted(values: Any) -> Any:
+        count[0] += 1
+        return planned(values)
+
+    f._caller._run_planned = counted
+    return count
+
+
+def _affine() -> tuple[Any, Any, Any]:
+    """`x @ w + 1` and `x * 2` for a (None, 4) placeholder and a (4, 3) variable."""
+    x = K.placeholder((None, 4))
+    w = K.variable(np.arange(12, dtype=np.float32).reshape(4, 3))
+    f = K.function([x], [K.dot(x, w) + 1.0, x * 2.0])
+    return x, w, f
+
+
+def _expected(a: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
+    return [a @ w + 1, a * 2]
+
+
+def _check(f: Any, a: np.ndarray, w: np.ndarray) -> None:
+    for got, want in zip(f([a]), _expected(np.asarray(a, np.float32), w), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_planned_calls_run_natively_and_give_the_python_paths_values() -> None:
+    _, w, f = _affine()
+    rng = np.random.default_rng(0)
+    f([np.zeros((2, 4), np.float32)])  # checked
+    f([np.zeros((2, 4), np.float32)])  # planned: publishes
+    python = _python_calls(f)
+    for _ in range(50):
+        a = rng.standard_normal((2, 4)).astype(np.float32)
+        _check(f, a, w.storage)
+    assert python[0] == 0
+
+
+def test_calls_it_cannot_take_are_right_on_the_python_path() -> None:
+    _, w, f = _affine()
+    base = np.arange(16, dtype=np.float32).reshape(4, 4)
+    raw = bytearray(np.arange(17, dtype=np.float32).tobytes())
+    unaligned = np.frombuffer(memoryview(raw)[2:-2], np.float32).reshape(4, 4)
+    odd = [base.T, base.astype(np.float64), base[:3], base.tolist(), unaligned]
+    for value in odd:
+        f([base])
+        f([base])  # the plan of (4, 4) is published again
+        python = _python_calls(f)
+        _check(f, value, w.storage)
+        assert python[0] == 1, value
+        f._caller._run_planned = f._caller.__class__._run_planned.__get__(f._caller)
+    read_only = base.copy()
+    read_only.flags.writeable = False
+    python = _python_calls(f)
+    _check(f, read_only, w.storage)  # a kernel never writes its inputs
+    assert python[0] == 0
+    for got, want in zip(f((base,)), _expected(base, w.storage), strict=True):  # a tuple
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert python[0] == 1
+
+
+def test_bad_inputs_after_native_calls_get_the_same_errors() -> None:
+    x, y = K.placeholder((None, 3)), K.placeholder((None, 3))
+    f = K.function([x, y], [x + y])
+    for _ in range(3):
+        f([np.ones((2, 3), np.float32)] * 2)
+    with pytest.raises(ValueError, match="do not fit"):
+        f([np.ones((2, 3), np.float32), np.ones((4, 3), np.float32)])
+    with pytest.raises(ValueError, match="expects shape"):
+        f([np.ones((2, 4), np.float32)] * 2)
+    with pytest.raises(ValueError, match="expected 2 inputs"):
+        f([np.ones((2, 3), np.float32)])
+
+
+def test_a_written_variable_is_read_again() -> None:
+    _, w, f = _affine()
+    a = np.ones((2, 4), np.float32)
+    for value in (1.0, 2.0, 3.0):
+        K.set_value(w, np.full((4, 3), value, np.float32))
+        for _ in range(3):
+            _check(f, a, w.storage)
+
+
+def test_a_variable_given_a_new_array_is_read_from_it() -> None:
+    _, w, f = _affine()
+    a = np.ones((2, 4), np.float32)
+    for _ in range(3):
+        _check(f, a, w.storage)
+    old = w.storage
+    w.storage = runtime.aligned_copy(np.full((4, 3), 5.0, np.float32))
+    old[...] = 7.0  # what the call must no longer read
+    for _ in range(3):
+        _check(f, a, w.storage)
+
+
+def test_a_held_output_is_never_overwritten_and_two_arrays_serve_a_loop() -> None:
+    x = K.placeholder((None,))
+    f = K.function([x], [x * 2.0])
+    first = f([np.zeros(4, np.float32)])[0]
+    assert list(f._caller._native._slots) == [id(first), None]  # no second array yet (NULL)
+    del first
+    seen, y = set(), None
+    for i in range(10):
+        previous = y
+        y = f([np.full(4, float(i), np.float32)])[0]
+        seen.add(id(y))
+        if previous is not None:  # held while `f` ran
+            np.testing.assert_array_equal(previous, np.full(4, 2.0 * (i - 1)))
+    assert len(seen) == 2  # `y = f(x)` alternates between the pool's two arrays
+    kept = [f([np.full(4, float(i), np.float32)])[0] for i in range(5)]
+    view = f([np.full(4, 9.0, np.float32)])[0][1:]
+    f([np.zeros(4, np.float32)])
+    for i, out in enumerate(kept):
+        np.testing.assert_array_equal(out, np.full(4, 2.0 * i))
+    np.testing.assert_array_equal(view, [18.0] * 3)
+
+
+def test_calls_from_several_threads_each_get_their_own_values() -> None:
+    """Each thread has its own workspace, which the plan published by one holds."""
+    x = K.placeholder((None, 64))
+    w = K.variable(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32) / 8)
+    f = K.function([x], [K.sum(K.dot(K.exp(x), w) * 2.0, axis=1) + K.max(x, axis=1)])
+    failures: list[str] = []
+
+    def work(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for _ in range(200):
+            a = rng.standard_normal((256, 64)).astype(np.float32)
+            want = (np.exp(a) @ w.storage * 2.0).sum(1) + a.max(1)
+            if not np.allclose(f([a])[0], want, rtol=1e-4, atol=1e-4):  # the output dropped
+                failures.append(f"thread {seed}: differs from {want[:3]}")
+
+    f([np.zeros((256, 64), np.float32)])
+    assert f._caller._plans[((256, 64),)].workspace > 0
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:3]
+
+
+def test_packed_weights_follow_their_variable() -> None:
+    """A dense layer at batch 1 reads a packed copy of its weight (`weight_packs`)."""
+    x = K.placeholder((1, 256))
+    w = K.variable(np.ones((256, 512), np.float32))
+    f = K.function([x], [K.dot(x, w)])
+    assert f._packs, "the weight is packed"
+    a = np.random.default_rng(1).standard_normal((1, 256)).astype(np.float32)
+    for value in (1.0, -2.0):
+        K.set_value(w, np.full((256, 512), value, np.float32))
+        for _ in range(3):
+            np.testing.assert_allclose(f([a])[0], a @ w.storage, rtol=1e-5, atol=1e-4)
+
+
+def test_a_scalar_input_and_the_learning_phase() -> None:
+    x, s = K.placeholder((None, 2)), K.placeholder(())
+    y = K.in_train_phase(x * s, x + s)
+    f = K.function([x, s], [y])
+    a = np.arange(4, dtype=np.float32).reshape(2, 2)
+    for _ in range(3):
+        np.testing.assert_array_equal(f([a, np.float32(3.0)])[0], a + 3.0)
+        np.testing.assert_array_equal(f([a, np.array(3.0, np.float32), 1])[0], a * 3.0)
+
+
+def test_it_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AOTK_NATIVE_CALL", "0")
+    monkeypatch.setattr(native_call, "_loaded", [])
+    x = K.placeholder((None,))
+    f = K.function([x], [x + 1.0])
+    assert f._caller._native is None
+    np.testing.assert_array_equal(f([np.zeros(3, np.float32)])[0], [1.0] * 3)
+
+
+def test_a_workspace_that_grows_withdraws_the_plan_that_pointed_into_it() -> None:
+    x = K.placeholder((None, 64))
+    w = K.variable(np.eye(64, dtype=np.float32))
+    f = K.function([x], [K.sum(K.dot(K.exp(x), w), axis=0)])  # of shape (64,) for any rows
+    small, large = np.zeros((4, 64), np.float32), np.ones((512, 64), np.float32)
+    f([small])
+    f([small])
+    assert f._caller._native._state.ready == 1
+    np.testing.assert_allclose(f([large])[0], np.full(64, 512 * np.e), rtol=1e-5)
+    assert f._caller._native._state.ready == 0  # its workspace buffer was replaced
+    for _ in range(3):
+        np.testing.assert_allclose(f([small])[0], np.full(64, 4.0), rtol=1e-6)
