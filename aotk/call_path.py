@@ -88,10 +88,11 @@ class CallPath:
         self._in_dtypes = [dtype for _, _, dtype in signature.inputs]
         self._plans: dict[tuple[Shape, ...], Plan] = {}
         self._workspace_sizes: dict[tuple[int, ...], int] = {}
-        self._workspace = runtime.Workspace()
         self._call_lock = threading.Lock() if locked else None
         self._packs = packs  # `weight_packs.Packs`: copies of weights, after the captures
         self._native = None if locked else self._native_entry(kernel)
+        # the plan published points into this thread's workspace: withdrawn if it moves
+        self._workspace = runtime.Workspace(self._native.retract if self._native else None)
         self._pool = OutputPool(signature.out_dtypes[: signature.n_outputs], self._native)
         self._outputs = self._pool.take
         self._guarded: dict[int, int] = {}  # thread -> its published plan's workspace bytes
@@ -171,8 +172,6 @@ class CallPath:
         """Run the kernel; publish the plan to the native path for inputs of shapes
         `published` if given."""
         writes = runtime.writes()  # before the weights' addresses are read
-        if self._native is not None and self._workspace.grows(plan.workspace):
-            self._native.retract()  # the plan published may point into the old buffer
         outs, out_at = self._outputs(plan.outputs)
         if self._holders or self._packs is not None:
             stored_at = self._stored_addresses()
@@ -200,10 +199,14 @@ class CallPath:
                 runtime.bump_version(var)
         if self._workspace.checked:
             self._workspace.verify(plan.workspace, self.sig.where)
-        if published is not None and self._native is not None:
-            self._guarded[threading.get_ident()] = plan.workspace
-            with self._pool.lock:
-                self._native.publish(published, plan.outputs, [*pointers, *plan.dims], writes)
+        native = self._native
+        if published is not None and native is not None:
+            if self._workspace.checked:
+                self._guarded[threading.get_ident()] = plan.workspace
+            if not native.publishes(published, writes):
+                with self._pool.lock:
+                    args = [*pointers, *plan.dims]
+                    native.publish(published, plan.outputs, args, writes, self._workspace.buffer())
         return outs
 
     def _verify_guard(self, workspace: int) -> None:
@@ -306,13 +309,16 @@ class OutputPool:
     def _replace_older(self, i: int, shape: Shape) -> np.ndarray:
         """A fresh array for output `i`, which takes the older slot's place."""
         (first, second), (first_at, second_at) = self._slots, self._addresses
-        if self._native is not None:
-            self._native.retract()  # before the older array may be freed
         new = runtime.aligned_empty(shape, self._dtypes[i])
+        # The native path reads the slots it was given, unlocked: the dropped array
+        # outlives its slot there, and `new` is held twice (`new`, the pool) before it
+        # is published, so that no other call takes it as free.
+        dropped = second[i]
         second[i], second_at[i] = first[i], first_at[i]
         first[i], first_at[i] = new, runtime.address(new)
         if self._native is not None:
-            self._native.publish_outputs(self._slots)
+            self._native.publish_output(i, (new, second[i]))
+        del dropped
         return new
 
 

@@ -198,7 +198,7 @@ class Entry:
         self._signature = signature
         self._dtypes = layout.dtypes
         self._kept: list[Any] = []  # the arrays the state points into
-        self._published: tuple[Any, ...] = ()  # what `_kept` was made from
+        self._shapes: tuple[tuple[int, ...], ...] = ()  # the plan `_kept` was made for
         self._slots = _array(_P, [0] * (OUTPUT_SLOTS * layout.n_outputs))
         st.outputs = ctypes.addressof(self._slots)
         self.call = _builtin(method, st)
@@ -207,28 +207,38 @@ class Entry:
         """Decline every call until the next `publish`."""
         self._state.ready = 0
 
+    def publishes(self, shapes: tuple[tuple[int, ...], ...], writes: int) -> bool:
+        """Whether the plan for `shapes` is published for this thread at `writes`."""
+        st = self._state
+        return bool(
+            st.ready
+            and st.thread == threading.get_ident()
+            and st.writes_seen == writes
+            and shapes == self._shapes
+        )
+
     def publish(
         self,
-        shapes: Sequence[tuple[int, ...]],
+        shapes: tuple[tuple[int, ...], ...],
         out_shapes: Sequence[tuple[int, ...]],
         args: Sequence[int],
         writes: int,
+        workspace: np.ndarray | None,
     ) -> None:
         """Take calls on inputs of `shapes` from this thread with the kernel arguments
         `args` (inputs' and outputs' slots aside) while no variable was written since
         `runtime.writes()` read `writes`. The output arrays, of `out_shapes`, come from
-        `publish_outputs`."""
+        `publish_output`. The caller retracts the plan when this thread's workspace
+        moves: the other arguments follow from the shapes and the writes. The plan
+        holds the `workspace` buffer its arguments point into: a thread that ends frees
+        its own, and a new thread may then be given the same id."""
         st = self._state
         st.ready = 0
+        if not st.trampoline:
+            st.trampoline = packed_entry.trampoline(self._signature)
         fixed = list(args)  # the slots the C side fills per call are left out
         fixed[: st.n_inputs] = [0] * st.n_inputs
         fixed[st.first_output : st.first_output + st.n_outputs] = [0] * st.n_outputs
-        key = (tuple(shapes), tuple(out_shapes), tuple(fixed), threading.get_ident(), writes)
-        if key == self._published:
-            st.ready = 1  # only the outputs had changed
-            return
-        if not st.trampoline:
-            st.trampoline = packed_entry.trampoline(self._signature)
         kept = [
             _array(_P, [id(d) for d in self._dtypes]),
             _array(_I, [len(s) for s in shapes]),
@@ -247,16 +257,15 @@ class Entry:
             st.out_shapes,
             st.args,
         ) = map(ctypes.addressof, kept)
-        self._kept, self._published = kept, key
+        self._kept, self._shapes = [*kept, workspace], shapes
         st.thread, st.writes_seen = threading.get_ident(), writes
         st.ready = 1
 
-    def publish_outputs(self, slots: Sequence[Sequence[np.ndarray | None]]) -> None:
-        """The pooled arrays of each output (OUTPUT_SLOTS each; None for none yet): the
-        pool holds them."""
-        for s, arrays in enumerate(slots):
-            for i, array in enumerate(arrays):
-                self._slots[s * len(arrays) + i] = 0 if array is None else id(array)
+    def publish_output(self, i: int, arrays: Sequence[np.ndarray | None]) -> None:
+        """The pooled arrays of output `i` (OUTPUT_SLOTS; None for none yet), which the
+        pool holds for as long as they are published."""
+        for s, array in enumerate(arrays):
+            self._slots[s * self._state.n_outputs + i] = 0 if array is None else id(array)
 
 
 class Layout:
