@@ -175,16 +175,19 @@ static py_object *run(const aotk_call_state *st, py_object *values, const int64_
     }
     /* the inputs are held while the kernel reads them: with the GIL released, another
      * thread may take them out of `values` */
+    int64_t n_inputs = st->n_inputs;
     py_object **inputs = objects + st->n_outputs;
-    memcpy(inputs, ((py_list *)values)->items, (size_t)st->n_inputs * sizeof *inputs);
-    for (int64_t i = 0; i < st->n_inputs; i++)
+    memcpy(inputs, ((py_list *)values)->items, (size_t)n_inputs * sizeof *inputs);
+    for (int64_t i = 0; i < n_inputs; i++)
         py_api->incref(inputs[i]);
     void *kernel = st->kernel;
     aotk_trampoline trampoline = st->trampoline;
-    void *saved = py_api->save_thread(); /* other Python threads run meanwhile */
+    /* other Python threads run meanwhile, and may publish another plan: nothing of the
+     * state is read again */
+    void *saved = py_api->save_thread();
     trampoline(kernel, args);
     py_api->restore_thread(saved);
-    for (int64_t i = 0; i < st->n_inputs; i++)
+    for (int64_t i = 0; i < n_inputs; i++)
         py_api->decref(inputs[i]);
     return result;
 }

@@ -209,3 +209,27 @@ def test_a_workspace_that_grows_withdraws_the_plan_that_pointed_into_it() -> Non
     assert f._caller._native._state.ready == 0  # its workspace buffer was replaced
     for _ in range(3):
         np.testing.assert_allclose(f([small])[0], np.full(64, 4.0), rtol=1e-6)
+
+
+def test_a_plan_keeps_the_workspace_of_a_thread_that_ended() -> None:
+    """A thread's workspace dies with it, and a later thread may get its id: the plan
+    it published holds the buffer its arguments point into."""
+    x = K.placeholder((None, 64))
+    w = K.variable(np.eye(64, dtype=np.float32))
+    f = K.function([x], [K.sum(K.dot(K.exp(x), w), axis=0)])
+    results: list[np.ndarray] = []
+
+    def work() -> None:
+        for _ in range(3):
+            results.append(f([np.zeros((8, 64), np.float32)])[0].copy())
+
+    for _ in range(3):
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        native = f._caller._native
+        held = native._kept[-1]
+        at = list(native._kept[-2])[-2]  # the workspace, before the one dynamic dim
+        assert held is not None and held.ctypes.data <= at < held.ctypes.data + held.nbytes
+    for got in results:
+        np.testing.assert_array_equal(got, np.full(64, 8.0))
