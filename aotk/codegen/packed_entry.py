@@ -73,7 +73,7 @@ def caller(address: int, result: Any, n_args: int) -> Callable[..., Any]:
 def trampoline(signature: str) -> int:
     """The address of `void t(fn, i64 *args)`, which calls `fn`, a function of signature
     code `signature`, with its arguments loaded from `args` (its result dropped). One per
-    signature and process (about 5 ms to make): `native_call` calls every kernel so."""
+    signature and process (about 1 ms to make): `native_call` calls every kernel so."""
     with _trampolines_lock:
         address = _trampolines.get(signature)
         if address is None:
@@ -82,13 +82,12 @@ def trampoline(signature: str) -> int:
 
 
 def _compile_trampoline(signature: str) -> int:
-    from aotk.codegen import llvm_ir
-
     if not _trampoline_engine:
+        # loads and a call: LLVM's codegen at -O0 makes one in a third of the time
+        target = llvm_binding.Target.from_default_triple()
+        machine = target.create_target_machine(opt=0, codemodel="jitdefault")
         empty = llvm_binding.parse_assembly("")
-        _trampoline_engine.append(
-            llvm_binding.create_mcjit_compiler(empty, llvm_ir.target_machine())
-        )
+        _trampoline_engine.append(llvm_binding.create_mcjit_compiler(empty, machine))
     types = {"p": "ptr", "i": "i64", "v": "void"}
     name = f"aotk_trampoline_{signature}"
     body, args = [], []
