@@ -95,7 +95,8 @@ class CallPath:
         self._workspace = runtime.Workspace(self._native.retract if self._native else None)
         self._pool = OutputPool(signature.out_dtypes[: signature.n_outputs], self._native)
         self._outputs = self._pool.take
-        self._guarded: dict[int, int] = {}  # thread -> its published plan's workspace bytes
+        # thread -> its published plan's workspace: bytes used, and the buffer
+        self._guarded: dict[int, tuple[int, np.ndarray | None]] = {}
 
     def _native_entry(self, kernel: Kernel) -> native_call.Entry | None:
         """The native call path, where its view of the variables holds (every capture
@@ -201,18 +202,21 @@ class CallPath:
             self._workspace.verify(plan.workspace, self.sig.where)
         native = self._native
         if published is not None and native is not None:
+            buffer = self._workspace.buffer()
             if self._workspace.checked:
-                self._guarded[threading.get_ident()] = plan.workspace
-            if not native.publishes(published, writes):
+                self._guarded[threading.get_ident()] = (plan.workspace, buffer)
+            if not native.publishes(published, writes, buffer):
                 with self._pool.lock:
-                    args = [*pointers, *plan.dims]
-                    native.publish(published, plan.outputs, args, writes, self._workspace.buffer())
+                    native.publish(published, plan.outputs, [*pointers, *plan.dims], writes, buffer)
         return outs
 
-    def _verify_guard(self, workspace: int) -> None:
-        """Check the guard after a native call's workspace, and lay it again."""
-        self._workspace.verify(workspace, self.sig.where)
-        self._workspace.address(workspace)
+    def _verify_guard(self, guarded: tuple[int, np.ndarray | None]) -> None:
+        """Check the guard after a native call's workspace, and lay it again. The plan's
+        buffer, not this thread's: a thread given an ended one's id runs its plan."""
+        nbytes, buffer = guarded
+        if buffer is not None:
+            self._workspace.verify(nbytes, self.sig.where, buffer)
+            runtime.Workspace.lay_guard(buffer, nbytes)
 
     def _coerce(self, values: Sequence[Any]) -> list[np.ndarray]:
         """The inputs as arrays of the placeholders' dtypes and shapes."""

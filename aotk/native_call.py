@@ -199,6 +199,7 @@ class Entry:
         self._dtypes = layout.dtypes
         self._kept: list[Any] = []  # the arrays the state points into
         self._shapes: tuple[tuple[int, ...], ...] = ()  # the plan `_kept` was made for
+        self._workspace: np.ndarray | None = None  # the buffer the plan points into
         self._slots = _array(_P, [0] * (OUTPUT_SLOTS * layout.n_outputs))
         st.outputs = ctypes.addressof(self._slots)
         self.call = _builtin(method, st)
@@ -207,14 +208,18 @@ class Entry:
         """Decline every call until the next `publish`."""
         self._state.ready = 0
 
-    def publishes(self, shapes: tuple[tuple[int, ...], ...], writes: int) -> bool:
-        """Whether the plan for `shapes` is published for this thread at `writes`."""
+    def publishes(
+        self, shapes: tuple[tuple[int, ...], ...], writes: int, workspace: np.ndarray | None
+    ) -> bool:
+        """Whether the plan for `shapes` is published for this thread at `writes`, with
+        this `workspace` buffer (a thread given an ended one's id has its own)."""
         st = self._state
         return bool(
             st.ready
             and st.thread == threading.get_ident()
             and st.writes_seen == writes
             and shapes == self._shapes
+            and self._workspace is workspace
         )
 
     def publish(
@@ -257,7 +262,7 @@ class Entry:
             st.out_shapes,
             st.args,
         ) = map(ctypes.addressof, kept)
-        self._kept, self._shapes = [*kept, workspace], shapes
+        self._kept, self._shapes, self._workspace = kept, shapes, workspace
         st.thread, st.writes_seen = threading.get_ident(), writes
         st.ready = 1
 

@@ -106,12 +106,20 @@ class Workspace:
         if not self.checked:
             return self._held(nbytes)[1] if nbytes else 0
         _, start, buf = self._held(nbytes + self.GUARD)
-        buf[nbytes : nbytes + self.GUARD] = self.PATTERN
+        self.lay_guard(buf, nbytes)
         return start
 
-    def verify(self, nbytes: int, where: str) -> None:
-        """Raise if the guard after `nbytes` (set by `address`) was written."""
-        guard = self._held(nbytes + self.GUARD)[2][nbytes : nbytes + self.GUARD]
+    @classmethod
+    def lay_guard(cls, buf: np.ndarray, nbytes: int) -> None:
+        """Fill the GUARD bytes after the first `nbytes` of `buf` with the pattern."""
+        buf[nbytes : nbytes + cls.GUARD] = cls.PATTERN
+
+    def verify(self, nbytes: int, where: str, buf: np.ndarray | None = None) -> None:
+        """Raise if the guard after `nbytes` of `buf` (by default this thread's buffer,
+        as `address` set it) was written."""
+        if buf is None:
+            buf = self._held(nbytes + self.GUARD)[2]
+        guard = buf[nbytes : nbytes + self.GUARD]
         written = np.flatnonzero(guard != self.PATTERN)
         if written.size:
             raise RuntimeError(
