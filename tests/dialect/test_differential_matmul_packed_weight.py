@@ -46,7 +46,9 @@ def test_compiled_matches_interpreted(rng: np.random.Generator, dtype: str) -> N
         want = interp.run_module(f.module, [*arrays, *(c.storage for c in f.captures)])
         for i, (g, w) in enumerate(zip(got, want, strict=True)):
             assert g.shape == w.shape and g.dtype == dtype
-            assert_close(g, w, msg=f"case {i}, call {call}")
+            kdim = CASES[i][1][0]  # rounding grows with K, as for aotk.matmul's cases
+            scale, rscale = kdim / 4 + 1, 9.0 * kdim
+            assert_close(g, w, scale, rscale, msg=f"case {i}, call {call}")
 
 
 def test_oracle_reads_the_weight() -> None:
