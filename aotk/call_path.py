@@ -10,7 +10,7 @@ reads per array, then the native call. Anything else takes the checked path agai
 
 A planned call publishes its plan to the native call path (`native_call`), which then
 runs the same thread's calls of those shapes without Python bytecode, until something it
-cannot see changes (another thread's call, a variable written, an output held).
+cannot see changes (another thread's call, a variable written).
 """
 
 from __future__ import annotations
@@ -94,6 +94,8 @@ class CallPath:
         # the plan published points into this thread's workspace: withdrawn if it moves
         self._workspace = runtime.Workspace(self._native.retract if self._native else None)
         self._pool = OutputPool(signature.out_dtypes[: signature.n_outputs], self._native)
+        if self._native is not None:
+            self._native.set_refill(self._pool.refill)
         self._outputs = self._pool.take
         # thread -> its published plan's workspace: bytes used, and the buffer
         self._guarded: dict[int, tuple[int, np.ndarray | None]] = {}
@@ -307,6 +309,29 @@ class OutputPool:
                     arrays.append(self._replace_older(i, shape))
                     addresses.append(first_at[i])
             return arrays, addresses
+        finally:
+            self.lock.release()
+
+    def refill(self) -> None:
+        """A free array for each output of the native path's plan (which calls this when
+        its caller holds both arrays of an output: a loop collecting them)."""
+        native = self._native
+        if native is None:
+            return
+        self.lock.acquire()
+        try:
+            for i, shape in enumerate(native.out_shapes):
+                for slot in self._slots:
+                    old = slot[i]  # references as in `take`
+                    if (
+                        old is not None
+                        and old.shape == shape
+                        and _refcount(old) == 3
+                        and _refcount(old.base) == 2
+                    ):
+                        break
+                else:
+                    self._replace_older(i, shape)
         finally:
             self.lock.release()
 

@@ -2,9 +2,10 @@
 
 `Entry.call(values)` is a builtin function: for a call from the thread that published
 the current plan, on a list of dense, aligned arrays of the planned dtypes and shapes,
-while no variable was written since, and with a pooled output array free, it runs the
-kernel and returns the outputs; otherwise it returns `Entry.declined` and the caller
-takes the Python path (`call_path`), which publishes the plan it used.
+while no variable was written since, it runs the kernel on free pooled output arrays
+(the pool's `refill` adds one where the caller holds both of an output's) and returns
+the outputs; otherwise it returns `Entry.declined` and the caller takes the Python path
+(`call_path`), which publishes the plan it used.
 
 It is used only where its C reads are known to be right: CPython on a 64-bit release
 build with the GIL, whose object, list and ndarray layouts this module checks against
@@ -20,7 +21,7 @@ import subprocess
 import sys
 import sysconfig
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,7 @@ class _Api(ctypes.Structure):
             "restore_thread",
             "incref",
             "decref",
+            "call_no_args",
         )
     ]
 
@@ -75,6 +77,7 @@ class _State(ctypes.Structure):
         ("out_shapes", _P),
         ("outputs", _P),
         ("args", _P),
+        ("refill", _P),
     ]
 
 
@@ -153,6 +156,7 @@ def _load() -> tuple[ctypes.CDLL, _Api, _MethodDef] | None:
                 "PyEval_RestoreThread",
                 "Py_IncRef",
                 "Py_DecRef",
+                "PyObject_CallNoArgs",
             )
         )
     )
@@ -200,6 +204,8 @@ class Entry:
         self._kept: list[Any] = []  # the arrays the state points into
         self._shapes: tuple[tuple[int, ...], ...] = ()  # the plan `_kept` was made for
         self._workspace: np.ndarray | None = None  # the buffer the plan points into
+        self.out_shapes: list[tuple[int, ...]] = []  # the plan's outputs
+        self._refill: Callable[[], None] | None = None
         self._slots = _array(_P, [0] * (OUTPUT_SLOTS * layout.n_outputs))
         st.outputs = ctypes.addressof(self._slots)
         self.call = _builtin(method, st)
@@ -263,8 +269,15 @@ class Entry:
             st.args,
         ) = map(ctypes.addressof, kept)
         self._kept, self._shapes, self._workspace = kept, shapes, workspace
+        self.out_shapes = [tuple(s) for s in out_shapes]
         st.thread, st.writes_seen = threading.get_ident(), writes
         st.ready = 1
+
+    def set_refill(self, refill: Callable[[], None]) -> None:
+        """Called by a matched call when the caller holds both arrays of one of the
+        plan's outputs: it gives each such output a fresh array (`publish_output`)."""
+        self._refill = refill
+        self._state.refill = id(refill)
 
     def publish_output(self, i: int, arrays: Sequence[np.ndarray | None]) -> None:
         """The pooled arrays of output `i` (OUTPUT_SLOTS; None for none yet), which the

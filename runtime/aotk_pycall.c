@@ -7,7 +7,8 @@
  * sets of output arrays. aotk_call(state, values) then runs a call whose inputs match it
  * with no Python bytecode at all: about a thousand instructions where ctypes and the
  * Python checks take twenty thousand. Any mismatch returns the state's `declined` object
- * and Python takes its own, fully checked path.
+ * and Python takes its own, fully checked path. Only when the caller still holds both
+ * arrays of an output does it run Python: the state's `refill`, which pools a fresh one.
  *
  * No Python.h: this reads only the object layouts declared below (CPython's object, list
  * and NumPy's array headers, 64-bit release builds), and calls the interpreter through
@@ -50,6 +51,7 @@ typedef struct { /* the interpreter's functions this file calls */
     void (*restore_thread)(void *saved);
     void (*incref)(py_object *object);
     void (*decref)(py_object *object);
+    py_object *(*call_no_args)(py_object *callable);
 } aotk_py_api;
 
 typedef void (*aotk_trampoline)(void *kernel, const int64_t *args);
@@ -73,6 +75,7 @@ typedef struct {
     const int64_t *out_shapes;    /* the outputs' planned shapes, one after another */
     py_object *const *outputs;    /* slot s of output i at [s * n_outputs + i] */
     const int64_t *args;          /* the kernel's arguments; inputs and outputs filled here */
+    py_object *refill;            /* called when an output has no free array; or NULL */
 } aotk_call_state;
 
 static const char STATE_NAME[] = "aotk.call_state";
@@ -94,6 +97,13 @@ static int same_dims(const np_array *a, int64_t rank, const int64_t *shape)
         if (a->dims[d] != shape[d])
             return 0;
     return 1;
+}
+
+static int plan_applies(const aotk_call_state *st, py_object *values)
+{
+    return st->ready && st->thread == py_api->thread_ident() &&
+           *st->writes == st->writes_seen && values->type == st->list_type &&
+           ((py_list *)values)->size == st->n_inputs;
 }
 
 /* The address of input `v` if it is a dense, aligned array of the planned dtype and
@@ -127,7 +137,10 @@ static py_object *free_output(const aotk_call_state *st, int64_t i, const int64_
     return NULL;
 }
 
-/* Fill `args` from the template and the call's arrays; 0 if the call does not match. */
+enum { MATCHED = 1, MISMATCHED = 0, NO_FREE_OUTPUT = -1, RAISED = -2 };
+
+/* Fill `args` from the template and the call's arrays: MATCHED, MISMATCHED (an input
+ * not as planned) or NO_FREE_OUTPUT (the caller holds every array of an output). */
 static int fill_args(const aotk_call_state *st, py_object *values, int64_t *args,
                      py_object **outs)
 {
@@ -137,23 +150,34 @@ static int fill_args(const aotk_call_state *st, py_object *values, int64_t *args
     for (int64_t i = 0; i < st->n_inputs; shape += st->ranks[i], i++) {
         args[i] = input_address(st, items[i], i, shape);
         if (!args[i])
-            return 0;
+            return MISMATCHED;
     }
     shape = st->out_shapes;
     for (int64_t i = 0; i < st->n_outputs; shape += st->out_ranks[i], i++) {
         outs[i] = free_output(st, i, shape);
         if (!outs[i])
-            return 0;
+            return NO_FREE_OUTPUT;
         args[st->first_output + i] = (int64_t)(intptr_t)((np_array *)outs[i])->data;
     }
-    return 1;
+    return MATCHED;
 }
 
-static int plan_applies(const aotk_call_state *st, py_object *values)
+/* fill_args; where the caller holds every array of an output (a loop collecting them),
+ * `refill` gives each output a fresh one first, and the call is matched again: the
+ * Python it runs may have let another thread publish another plan. */
+static int fill_or_refill(const aotk_call_state *st, py_object *values, int64_t *args,
+                          py_object **outs)
 {
-    return st->ready && st->thread == py_api->thread_ident() &&
-           *st->writes == st->writes_seen && values->type == st->list_type &&
-           ((py_list *)values)->size == st->n_inputs;
+    int got = fill_args(st, values, args, outs);
+    if (got != NO_FREE_OUTPUT || st->refill == NULL)
+        return got;
+    py_object *none = py_api->call_no_args(st->refill);
+    if (none == NULL)
+        return RAISED;
+    py_api->decref(none);
+    if (!plan_applies(st, values))
+        return MISMATCHED;
+    return fill_args(st, values, args, outs);
 }
 
 void aotk_call_init(const aotk_py_api *api)
@@ -193,7 +217,7 @@ static py_object *run(const aotk_call_state *st, py_object *values, const int64_
 }
 
 /* METH_O, bound to the state's capsule: `values` is the call's list of input arrays. A
- * new list of the outputs, or a new reference to `declined`. */
+ * new list of the outputs, a new reference to `declined`, or NULL if `refill` raised. */
 py_object *aotk_call(py_object *self, py_object *values)
 {
     const aotk_call_state *st = py_api->capsule_pointer(self, STATE_NAME);
@@ -208,8 +232,13 @@ py_object *aotk_call(py_object *self, py_object *values)
     int64_t *args = large ? malloc((size_t)st->n_args * sizeof *args) : stack_args;
     py_object **objects =
         large ? malloc((size_t)st->n_args * sizeof *objects) : stack_objects;
-    int matched = args != NULL && objects != NULL && fill_args(st, values, args, objects);
-    py_object *result = matched ? run(st, values, args, objects) : declined(st);
+    int got = args != NULL && objects != NULL ? fill_or_refill(st, values, args, objects)
+                                              : MISMATCHED;
+    py_object *result = NULL; /* the exception `refill` raised */
+    if (got == MATCHED)
+        result = run(st, values, args, objects);
+    else if (got != RAISED)
+        result = declined(st);
     if (large) {
         free(args);
         free(objects);

@@ -140,6 +140,54 @@ def test_a_held_output_is_never_overwritten_and_two_arrays_serve_a_loop() -> Non
     np.testing.assert_array_equal(view, [18.0] * 3)
 
 
+def test_a_loop_collecting_every_output_runs_natively() -> None:
+    """Both arrays of the output held: the native path asks the pool for a fresh one."""
+    x = K.placeholder((None,))
+    f = K.function([x], [x * 2.0])
+    f([np.zeros(4, np.float32)])
+    f([np.zeros(4, np.float32)])  # planned: publishes
+    python = _python_calls(f)
+    outs = [f([np.full(4, float(i), np.float32)])[0] for i in range(20)]
+    assert python[0] == 0
+    assert len({id(out) for out in outs}) == 20
+    for i, out in enumerate(outs):
+        np.testing.assert_array_equal(out, np.full(4, 2.0 * i))
+    _, w, g = _affine()  # two outputs, the first collected, the second dropped
+    g([np.zeros((2, 4), np.float32)])
+    g([np.zeros((2, 4), np.float32)])
+    python = _python_calls(g)
+    inputs = [np.full((2, 4), float(i), np.float32) for i in range(10)]
+    firsts, seconds = [], set()
+    for a in inputs:
+        first, second = g([a])
+        firsts.append(first)
+        seconds.add(id(second))
+        np.testing.assert_allclose(second, a * 2, rtol=1e-6)
+        del second
+    assert python[0] == 0 and len(seconds) <= 2
+    for a, first in zip(inputs, firsts, strict=True):
+        np.testing.assert_allclose(first, a @ w.storage + 1, rtol=1e-6)
+
+
+def test_an_error_of_the_refill_reaches_the_caller() -> None:
+    x = K.placeholder((None,))
+    f = K.function([x], [x * 2.0])
+    a = np.ones(4, np.float32)
+    held = [f([a])[0] for _ in range(3)]  # both pooled arrays held
+
+    def out_of_memory() -> None:
+        raise MemoryError("no room for an output")
+
+    native = f._caller._native
+    native.set_refill(out_of_memory)
+    with pytest.raises(MemoryError, match="no room"):
+        f([a])
+    native.set_refill(f._caller._pool.refill)
+    np.testing.assert_array_equal(f([a])[0], [2.0] * 4)
+    for out in held:
+        np.testing.assert_array_equal(out, [2.0] * 4)
+
+
 def test_calls_from_several_threads_each_get_their_own_values() -> None:
     """Each thread has its own workspace, which the plan published by one holds."""
     x = K.placeholder((None, 64))
