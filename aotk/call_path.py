@@ -84,7 +84,7 @@ class CallPath:
         self._holders = [*self._captures, *self._updated]
         # the variables' arrays and their addresses, replaced together (calls may race)
         self._stored: tuple[list[np.ndarray], list[int]] = ([], [])
-        self._stored_addresses()
+        self._stored_arrays()
         self._in_dtypes = [dtype for _, _, dtype in signature.inputs]
         self._plans: dict[tuple[Shape, ...], Plan] = {}
         self._workspace_sizes: dict[tuple[int, ...], int] = {}
@@ -176,8 +176,11 @@ class CallPath:
         `published` if given."""
         writes = runtime.writes()  # before the weights' addresses are read
         outs, out_at = self._outputs(plan.outputs)
+        # the variables' arrays, held here until the kernel returns: another thread may
+        # give a variable a new array meanwhile, and drop the last other reference
+        stored: list[np.ndarray] = []
         if self._holders or self._packs is not None:
-            stored_at = self._stored_addresses()
+            stored, stored_at = self._stored_arrays()
             n_captured = len(self._captures)
             packed: list[int] = []
             if self._packs is not None:
@@ -209,7 +212,8 @@ class CallPath:
                 self._guarded[threading.get_ident()] = (plan.workspace, buffer)
             if not native.publishes(published, writes, buffer):
                 with self._pool.lock:
-                    native.publish(published, plan.outputs, [*pointers, *plan.dims], writes, buffer)
+                    args = [*pointers, *plan.dims]
+                    native.publish(published, plan.outputs, args, writes, buffer, stored)
         return outs
 
     def _verify_guard(self, guarded: tuple[int, np.ndarray | None]) -> None:
@@ -236,20 +240,21 @@ class CallPath:
             for value, (name, shape, dtype) in zip(values, self.sig.inputs, strict=True)
         ]
 
-    def _stored_addresses(self) -> list[int]:
-        """Where the captured and updated variables' arrays are (found again only if one
-        was given a new array)."""
-        arrays, addresses = self._stored
+    def _stored_arrays(self) -> tuple[list[np.ndarray], list[int]]:
+        """The captured and updated variables' arrays and where they are (found again
+        only if one was given a new array)."""
+        stored = self._stored
+        arrays = stored[0]
         if len(arrays) == len(self._holders):
             for holder, array in zip(self._holders, arrays, strict=False):  # equal lengths
                 if holder.storage is not array:
                     break
             else:
-                return addresses
+                return stored
         arrays = [h.storage for h in self._holders]
         fresh = (arrays, [runtime.address(a) for a in arrays])
         self._stored = fresh
-        return fresh[1]
+        return fresh
 
     def _workspace_bytes(self, dims: list[int]) -> int:
         """The workspace size for these dynamic dims, asked of the compiled code once."""

@@ -78,6 +78,7 @@ class _State(ctypes.Structure):
         ("outputs", _P),
         ("args", _P),
         ("refill", _P),
+        ("holds", _P),
     ]
 
 
@@ -206,6 +207,7 @@ class Entry:
         self._workspace: np.ndarray | None = None  # the buffer the plan points into
         self.out_shapes: list[tuple[int, ...]] = []  # the plan's outputs
         self._refill: Callable[[], None] | None = None
+        self._holds: tuple[Any, ...] = ()  # what the plan's arguments point into
         self._slots = _array(_P, [0] * (OUTPUT_SLOTS * layout.n_outputs))
         st.outputs = ctypes.addressof(self._slots)
         self.call = _builtin(method, st)
@@ -235,14 +237,17 @@ class Entry:
         args: Sequence[int],
         writes: int,
         workspace: np.ndarray | None,
+        arrays: Sequence[np.ndarray] = (),
     ) -> None:
         """Take calls on inputs of `shapes` from this thread with the kernel arguments
         `args` (inputs' and outputs' slots aside) while no variable was written since
         `runtime.writes()` read `writes`. The output arrays, of `out_shapes`, come from
         `publish_output`. The caller retracts the plan when this thread's workspace
         moves: the other arguments follow from the shapes and the writes. The plan
-        holds the `workspace` buffer its arguments point into: a thread that ends frees
-        its own, and a new thread may then be given the same id."""
+        holds the `workspace` buffer its arguments point into (a thread that ends frees
+        its own, and a new thread may then be given the same id) and the variables'
+        `arrays`; a call holds them all while its kernel runs, should another thread
+        publish another plan meanwhile."""
         st = self._state
         st.ready = 0
         if not st.trampoline:
@@ -269,6 +274,8 @@ class Entry:
             st.args,
         ) = map(ctypes.addressof, kept)
         self._kept, self._shapes, self._workspace = kept, shapes, workspace
+        self._holds = (kept, workspace, tuple(arrays))
+        st.holds = id(self._holds)
         self.out_shapes = [tuple(s) for s in out_shapes]
         st.thread, st.writes_seen = threading.get_ident(), writes
         st.ready = 1

@@ -76,6 +76,7 @@ typedef struct {
     py_object *const *outputs;    /* slot s of output i at [s * n_outputs + i] */
     const int64_t *args;          /* the kernel's arguments; inputs and outputs filled here */
     py_object *refill;            /* called when an output has no free array; or NULL */
+    py_object *holds;             /* what `args` points into: held while a kernel runs */
 } aotk_call_state;
 
 static const char STATE_NAME[] = "aotk.call_state";
@@ -206,11 +207,14 @@ static py_object *run(const aotk_call_state *st, py_object *values, const int64_
         py_api->incref(inputs[i]);
     void *kernel = st->kernel;
     aotk_trampoline trampoline = st->trampoline;
+    py_object *holds = st->holds;
+    py_api->incref(holds);
     /* other Python threads run meanwhile, and may publish another plan: nothing of the
-     * state is read again */
+     * state is read again, and what this plan's arguments point into stays */
     void *saved = py_api->save_thread();
     trampoline(kernel, args);
     py_api->restore_thread(saved);
+    py_api->decref(holds);
     for (int64_t i = 0; i < n_inputs; i++)
         py_api->decref(inputs[i]);
     return result;

@@ -4,6 +4,7 @@ variable, a held output) goes to the Python path and is right there."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
@@ -116,6 +117,33 @@ def test_a_variable_given_a_new_array_is_read_from_it() -> None:
     old[...] = 7.0  # what the call must no longer read
     for _ in range(3):
         _check(f, a, w.storage)
+
+
+def test_a_running_call_holds_what_its_plan_points_into() -> None:
+    """Another thread may publish another plan, or give a variable a new array, while a
+    kernel runs with the GIL released: the call holds the plan's workspace and arrays."""
+    x = K.placeholder((None, 1024))
+    w = K.variable(np.ones((1024, 1024), np.float32))
+    f = K.function([x], [K.dot(x, w)])
+    a = np.ones((512, 1024), np.float32)
+    native, done, seen = f._caller._native, threading.Event(), []
+
+    def work() -> None:
+        for _ in range(40):  # the first two publish, the rest run natively
+            f([a])
+            if seen:
+                break
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    while not done.is_set() and not seen:
+        holds = native._holds
+        if holds and sys.getrefcount(holds) > 3:  # the entry, `holds`, the argument
+            seen.append(holds)
+    t.join()
+    assert seen, "no call was seen holding its plan"
+    assert any(array is w.storage for array in seen[0][2])  # the variable's array
 
 
 def test_a_held_output_is_never_overwritten_and_two_arrays_serve_a_loop() -> None:
