@@ -319,26 +319,11 @@ class OutputPool:
 
     def refill(self) -> None:
         """A free array for each output of the native path's plan (which calls this when
-        its caller holds both arrays of an output: a loop collecting them)."""
+        its caller holds both arrays of an output: a loop collecting them): what `take`
+        gives, dropped again."""
         native = self._native
-        if native is None:
-            return
-        self.lock.acquire()
-        try:
-            for i, shape in enumerate(native.out_shapes):
-                for slot in self._slots:
-                    old = slot[i]  # references as in `take`
-                    if (
-                        old is not None
-                        and old.shape == shape
-                        and _refcount(old) == 3
-                        and _refcount(old.base) == 2
-                    ):
-                        break
-                else:
-                    self._replace_older(i, shape)
-        finally:
-            self.lock.release()
+        if native is not None:
+            self.take(native.out_shapes)
 
     def _replace_older(self, i: int, shape: Shape) -> np.ndarray:
         """A fresh array for output `i`, which takes the older slot's place."""

@@ -202,15 +202,25 @@ class Entry:
         st.n_args, st.first_output = len(signature) - 1, layout.first_output
         self._signature = signature
         self._dtypes = layout.dtypes
-        self._kept: list[Any] = []  # the arrays the state points into
-        self._shapes: tuple[tuple[int, ...], ...] = ()  # the plan `_kept` was made for
-        self._workspace: np.ndarray | None = None  # the buffer the plan points into
+        # what the plan's arguments point into: its ctypes arrays, the workspace buffer
+        # and the variables' arrays, one object that a running call holds
+        self._holds: tuple[list[Any], np.ndarray | None, tuple[np.ndarray, ...]] = ([], None, ())
+        self._shapes: tuple[tuple[int, ...], ...] = ()  # the plan's inputs
         self.out_shapes: list[tuple[int, ...]] = []  # the plan's outputs
         self._refill: Callable[[], None] | None = None
-        self._holds: tuple[Any, ...] = ()  # what the plan's arguments point into
         self._slots = _array(_P, [0] * (OUTPUT_SLOTS * layout.n_outputs))
         st.outputs = ctypes.addressof(self._slots)
         self.call = _builtin(method, st)
+
+    @property
+    def _kept(self) -> list[Any]:
+        """The ctypes arrays the state points into."""
+        return self._holds[0]
+
+    @property
+    def _workspace(self) -> np.ndarray | None:
+        """The workspace buffer the plan points into."""
+        return self._holds[1]
 
     def retract(self) -> None:
         """Decline every call until the next `publish`."""
@@ -273,8 +283,7 @@ class Entry:
             st.out_shapes,
             st.args,
         ) = map(ctypes.addressof, kept)
-        self._kept, self._shapes, self._workspace = kept, shapes, workspace
-        self._holds = (kept, workspace, tuple(arrays))
+        self._holds, self._shapes = (kept, workspace, tuple(arrays)), shapes
         st.holds = id(self._holds)
         self.out_shapes = [tuple(s) for s in out_shapes]
         st.thread, st.writes_seen = threading.get_ident(), writes
