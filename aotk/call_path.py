@@ -10,7 +10,8 @@ reads per array, then the native call. Anything else takes the checked path agai
 
 A planned call publishes its plan to the native call path (`native_call`), which then
 runs the same thread's calls of those shapes without Python bytecode, until something it
-cannot see changes (another thread's call, a variable written).
+cannot see changes (another thread's call, a variable written elsewhere). A function
+that writes its variables runs one call at a time, on either path.
 """
 
 from __future__ import annotations
@@ -88,9 +89,12 @@ class CallPath:
         self._in_dtypes = [dtype for _, _, dtype in signature.inputs]
         self._plans: dict[tuple[Shape, ...], Plan] = {}
         self._workspace_sizes: dict[tuple[int, ...], int] = {}
-        self._call_lock = threading.Lock() if locked else None
         self._packs = packs  # `weight_packs.Packs`: copies of weights, after the captures
-        self._native = None if locked else self._native_entry(kernel)
+        self._native = native = self._native_entry(kernel, locked)
+        # a training step reads and writes its variables: its calls run one at a time
+        self._call_lock: Any = None
+        if locked:
+            self._call_lock = native.mutex if native is not None else threading.Lock()
         # the plan published points into this thread's workspace: withdrawn if it moves
         self._workspace = runtime.Workspace(self._native.retract if self._native else None)
         self._pool = OutputPool(signature.out_dtypes[: signature.n_outputs], self._native)
@@ -100,17 +104,19 @@ class CallPath:
         # thread -> its published plan's workspace: bytes used, and the buffer
         self._guarded: dict[int, tuple[int, np.ndarray | None]] = {}
 
-    def _native_entry(self, kernel: Kernel) -> native_call.Entry | None:
+    def _native_entry(self, kernel: Kernel, locked: bool) -> native_call.Entry | None:
         """The native call path, where its view of the variables holds (every capture
         counts a new array as a write)."""
         if not all(isinstance(h, runtime.StorageHolder) for h in self._holders):
             return None
         n_in = len(self._in_dtypes)
         n_packed = len(self._packs.addresses) if self._packs is not None else 0
-        layout = native_call.Layout(
-            self._in_dtypes, self.sig.n_outputs, n_in + len(self._captures) + n_packed
-        )
-        return native_call.make(kernel.address, kernel.code, layout)
+        first_output = n_in + len(self._captures) + n_packed
+        layout = native_call.Layout(self._in_dtypes, self.sig.n_outputs, first_output, locked)
+        entry = native_call.make(kernel.address, kernel.code, layout)
+        if entry is not None:
+            entry.set_versions([var.version_cell() for var in self._updated])
+        return entry
 
     def run(self, values: Sequence[Any]) -> list[np.ndarray]:
         """The outputs of one call on `values` (one per input)."""
@@ -199,10 +205,12 @@ class CallPath:
         if self._call_lock is None:
             self._kernel(*pointers, *plan.dims)
         else:
-            with self._call_lock:  # a training step reads and writes its variables
+            with self._call_lock:
                 self._kernel(*pointers, *plan.dims)
             for var in self._updated:  # other functions' packed copies of it are stale
                 runtime.bump_version(var)
+            if runtime.writes() == writes + len(self._updated):  # these writes alone
+                writes += len(self._updated)
         if self._workspace.checked:
             self._workspace.verify(plan.workspace, self.sig.where)
         native = self._native

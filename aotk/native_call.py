@@ -5,7 +5,10 @@ the current plan, on a list of dense, aligned arrays of the planned dtypes and s
 while no variable was written since, it runs the kernel on free pooled output arrays
 (the pool's `refill` adds one where the caller holds both of an output's) and returns
 the outputs; otherwise it returns `Entry.declined` and the caller takes the Python path
-(`call_path`), which publishes the plan it used.
+(`call_path`), which publishes the plan it used. A function that writes its variables
+(a training step, random-number state) is given a `Mutex` that every call of it holds
+around its kernel, on either path; a native call moves the versions of the variables it
+wrote as `runtime.bump_version` does.
 
 It is used only where its C reads are known to be right: CPython on a 64-bit release
 build with the GIL, whose object, list and ndarray layouts this module checks against
@@ -79,6 +82,9 @@ class _State(ctypes.Structure):
         ("args", _P),
         ("refill", _P),
         ("holds", _P),
+        ("mutex", _P),
+        ("versions", _P),
+        ("n_versions", _I),
     ]
 
 
@@ -163,6 +169,10 @@ def _load() -> tuple[ctypes.CDLL, _Api, _MethodDef] | None:
     )
     lib.aotk_call_init.argtypes = [ctypes.POINTER(_Api)]
     lib.aotk_call_init(ctypes.byref(table))
+    lib.aotk_mutex_size.restype = ctypes.c_size_t
+    lib.aotk_mutex_init.restype = ctypes.c_int
+    for name in ("aotk_mutex_init", "aotk_mutex_lock", "aotk_mutex_unlock"):
+        getattr(lib, name).argtypes = [_P]
     method = _MethodDef(b"aotk_call", ctypes.cast(lib.aotk_call, _P), _METH_O, None)
     return lib, table, method
 
@@ -187,13 +197,33 @@ def _array(ctype: Any, values: Sequence[int]) -> Any:
     return (ctype * max(len(values), 1))(*values)
 
 
+class Mutex:
+    """A pthread mutex, taken with the GIL released: by a native call around its kernel
+    and, as a `with` block, by the Python path (through ctypes, which releases it)."""
+
+    def __init__(self, lib: ctypes.CDLL) -> None:
+        self._memory = ctypes.create_string_buffer(lib.aotk_mutex_size())  # malloc-aligned
+        self.address = ctypes.addressof(self._memory)
+        if lib.aotk_mutex_init(self.address):
+            raise MemoryError("aotk: could not make a mutex for a compiled function")
+        self._lock, self._unlock = lib.aotk_mutex_lock, lib.aotk_mutex_unlock
+
+    def __enter__(self) -> None:
+        self._lock(self.address)
+
+    def __exit__(self, *exc: object) -> None:
+        self._unlock(self.address)
+
+
 class Entry:
     """The native call path of one kernel (`make`). Python publishes its plans into it
     while holding `lock`, the lock under which its output pool changes."""
 
     declined = object()  # what `call` returns for a call it does not take
 
-    def __init__(self, method: _MethodDef, kernel: int, signature: str, layout: Layout) -> None:
+    def __init__(
+        self, lib: ctypes.CDLL, method: _MethodDef, kernel: int, signature: str, layout: Layout
+    ) -> None:
         self._state = st = _State()
         st.writes = runtime.writes_address()
         st.list_type, st.array_type, st.declined = id(list), id(np.ndarray), id(self.declined)
@@ -208,6 +238,11 @@ class Entry:
         self._shapes: tuple[tuple[int, ...], ...] = ()  # the plan's inputs
         self.out_shapes: list[tuple[int, ...]] = []  # the plan's outputs
         self._refill: Callable[[], None] | None = None
+        self._versions: tuple[Any, list[np.ndarray]] = (None, [])
+        self.mutex = None
+        if layout.locked:
+            self.mutex = Mutex(lib)
+            st.mutex = self.mutex.address
         self._slots = _array(_P, [0] * (OUTPUT_SLOTS * layout.n_outputs))
         st.outputs = ctypes.addressof(self._slots)
         self.call = _builtin(method, st)
@@ -295,6 +330,15 @@ class Entry:
         self._refill = refill
         self._state.refill = id(refill)
 
+    def set_versions(self, cells: Sequence[np.ndarray]) -> None:
+        """The version cells (`runtime.StorageHolder.version_cell`) of the variables the
+        kernel writes: a native call moves each, and the count of writes, after its
+        kernel, and counts its own writes as seen by the plan."""
+        addresses = _array(_P, [runtime.address(c) for c in cells])
+        self._versions = (addresses, list(cells))
+        self._state.versions = ctypes.addressof(addresses)
+        self._state.n_versions = len(cells)
+
     def publish_output(self, i: int, arrays: Sequence[np.ndarray | None]) -> None:
         """The pooled arrays of output `i` (OUTPUT_SLOTS; None for none yet), which the
         pool holds for as long as they are published."""
@@ -303,14 +347,18 @@ class Entry:
 
 
 class Layout:
-    """Where a kernel's inputs and outputs sit among its arguments."""
+    """Where a kernel's inputs and outputs sit among its arguments, and whether its
+    calls must run one at a time (`locked`: they write its variables)."""
 
-    def __init__(self, dtypes: Sequence[np.dtype], n_outputs: int, first_output: int) -> None:
+    def __init__(
+        self, dtypes: Sequence[np.dtype], n_outputs: int, first_output: int, locked: bool = False
+    ) -> None:
         self.dtypes, self.n_outputs, self.first_output = list(dtypes), n_outputs, first_output
+        self.locked = locked
 
 
 def make(kernel: int, signature: str, layout: Layout) -> Entry | None:
     """The native call path of the kernel at address `kernel` of signature code
     `signature` (`jit.signatures`), or None where there is none."""
     loaded = _library()
-    return None if loaded is None else Entry(loaded[2], kernel, signature, layout)
+    return None if loaded is None else Entry(loaded[0], loaded[2], kernel, signature, layout)

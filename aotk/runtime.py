@@ -145,8 +145,11 @@ _writes = ctypes.c_int64(0)
 
 def bump_version(holder: Any) -> None:
     """Record that a variable's array was written: packed copies of it are stale
-    (`aotk.weight_packs`)."""
-    holder.version = getattr(holder, "version", 0) + 1
+    (`aotk.weight_packs`). The native call path moves the same counts (`native_call`)."""
+    if isinstance(holder, StorageHolder):
+        holder.version_cell()[0] += 1
+    else:
+        holder.version = getattr(holder, "version", 0) + 1
     _writes.value += 1
 
 
@@ -168,3 +171,16 @@ class StorageHolder:
         super().__setattr__(name, value)
         if name == "storage":
             _writes.value += 1
+
+    @property
+    def version(self) -> int:
+        """How many times its array was written (`bump_version`)."""
+        cell = self.__dict__.get("_version")
+        return 0 if cell is None else int(cell[0])
+
+    def version_cell(self) -> np.ndarray:
+        """The int64 array of one element that holds `version`, which native code moves."""
+        cell = self.__dict__.get("_version")
+        if cell is None:  # setdefault: two threads asking at once get the same cell
+            cell = self.__dict__.setdefault("_version", np.zeros(1, np.int64))
+        return cell

@@ -9,12 +9,15 @@
  * Python checks take twenty thousand. Any mismatch returns the state's `declined` object
  * and Python takes its own, fully checked path. Only when the caller still holds both
  * arrays of an output does it run Python: the state's `refill`, which pools a fresh one.
+ * A function that writes its variables (a training step) runs one call at a time under
+ * its mutex, which Python's calls take too, and each call counts its writes.
  *
  * No Python.h: this reads only the object layouts declared below (CPython's object, list
  * and NumPy's array headers, 64-bit release builds), and calls the interpreter through
  * function pointers Python hands over. aotk/native_call.py checks every offset used here
  * against the running interpreter before it loads this file.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,11 +60,12 @@ typedef struct { /* the interpreter's functions this file calls */
 typedef void (*aotk_trampoline)(void *kernel, const int64_t *args);
 
 /* Written by Python only while `ready` is 0 and with the GIL held; read here with the
- * GIL held, so a call sees either no plan or a whole one. */
+ * GIL held, so a call sees either no plan or a whole one. A call that writes variables
+ * moves `writes_seen` past its own writes (`count_writes`), also with the GIL held. */
 typedef struct {
     int64_t ready;
     uint64_t thread;              /* the thread whose workspace `args` points into */
-    const int64_t *writes;        /* the process's count of variable writes ... */
+    int64_t *writes;              /* the process's count of variable writes ... */
     int64_t writes_seen;          /* ... when `args` got the weights' addresses */
     py_object *list_type, *array_type, *declined;
     void *kernel;
@@ -77,6 +81,9 @@ typedef struct {
     const int64_t *args;          /* the kernel's arguments; inputs and outputs filled here */
     py_object *refill;            /* called when an output has no free array; or NULL */
     py_object *holds;             /* what `args` points into: held while a kernel runs */
+    pthread_mutex_t *mutex;       /* held around the kernel by every call; or NULL */
+    int64_t *const *versions;     /* the version of each variable the kernel writes */
+    int64_t n_versions;
 } aotk_call_state;
 
 static const char STATE_NAME[] = "aotk.call_state";
@@ -186,9 +193,60 @@ void aotk_call_init(const aotk_py_api *api)
     py_api = api;
 }
 
+/* The mutex of a function whose calls write its variables: Python's calls take it
+ * through ctypes, which releases the GIL meanwhile, as `run` does. */
+size_t aotk_mutex_size(void)
+{
+    return sizeof(pthread_mutex_t);
+}
+
+int aotk_mutex_init(pthread_mutex_t *mutex)
+{
+    return pthread_mutex_init(mutex, NULL);
+}
+
+void aotk_mutex_lock(pthread_mutex_t *mutex)
+{
+    pthread_mutex_lock(mutex);
+}
+
+void aotk_mutex_unlock(pthread_mutex_t *mutex)
+{
+    pthread_mutex_unlock(mutex);
+}
+
+/* The kernel, with the GIL released: other Python threads run meanwhile, and may
+ * publish another plan, so the caller reads nothing of the plan after this. */
+static void run_kernel(aotk_trampoline trampoline, void *kernel, const int64_t *args,
+                       pthread_mutex_t *mutex)
+{
+    void *saved = py_api->save_thread();
+    if (mutex != NULL)
+        pthread_mutex_lock(mutex);
+    trampoline(kernel, args);
+    if (mutex != NULL)
+        pthread_mutex_unlock(mutex);
+    py_api->restore_thread(saved);
+}
+
+/* After a call that wrote its variables, with the GIL held: each one's version and the
+ * process's count of writes move (other functions' packed copies of them are stale), as
+ * `runtime.bump_version` moves them. Every plan of this function keeps those variables'
+ * arrays, written in place, so one published when the count read `before` counts these
+ * writes as seen, whichever thread published it meanwhile. */
+static void count_writes(aotk_call_state *st, int64_t *const *versions, int64_t n)
+{
+    int64_t before = *st->writes;
+    for (int64_t i = 0; i < n; i++)
+        (*versions[i])++;
+    *st->writes = before + n;
+    if (st->writes_seen == before)
+        st->writes_seen = before + n;
+}
+
 /* Run the kernel on a matched call; a new list of its outputs (NULL: out of memory,
  * the interpreter's exception set). `objects`: the outputs, then the inputs. */
-static py_object *run(const aotk_call_state *st, py_object *values, const int64_t *args,
+static py_object *run(aotk_call_state *st, py_object *values, const int64_t *args,
                       py_object **objects)
 {
     py_object *result = py_api->list_new(st->n_outputs);
@@ -205,15 +263,10 @@ static py_object *run(const aotk_call_state *st, py_object *values, const int64_
     memcpy(inputs, ((py_list *)values)->items, (size_t)n_inputs * sizeof *inputs);
     for (int64_t i = 0; i < n_inputs; i++)
         py_api->incref(inputs[i]);
-    void *kernel = st->kernel;
-    aotk_trampoline trampoline = st->trampoline;
     py_object *holds = st->holds;
-    py_api->incref(holds);
-    /* other Python threads run meanwhile, and may publish another plan: nothing of the
-     * state is read again, and what this plan's arguments point into stays */
-    void *saved = py_api->save_thread();
-    trampoline(kernel, args);
-    py_api->restore_thread(saved);
+    py_api->incref(holds); /* what this plan's arguments point into stays */
+    run_kernel(st->trampoline, st->kernel, args, st->mutex);
+    count_writes(st, st->versions, st->n_versions);
     py_api->decref(holds);
     for (int64_t i = 0; i < n_inputs; i++)
         py_api->decref(inputs[i]);
@@ -224,7 +277,7 @@ static py_object *run(const aotk_call_state *st, py_object *values, const int64_
  * new list of the outputs, a new reference to `declined`, or NULL if `refill` raised. */
 py_object *aotk_call(py_object *self, py_object *values)
 {
-    const aotk_call_state *st = py_api->capsule_pointer(self, STATE_NAME);
+    aotk_call_state *st = py_api->capsule_pointer(self, STATE_NAME);
     if (st == NULL)
         return NULL;
     if (!plan_applies(st, values))
