@@ -17,7 +17,6 @@ that writes its variables runs one call at a time, on either path.
 from __future__ import annotations
 
 import ctypes
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,8 +26,11 @@ import numpy as np
 
 from aotk import native_call, runtime
 from aotk.call_check import ShapeChecker, coerce_input
+from aotk.output_pool import OutputPool
 
 Shape = tuple[int, ...]
+Scalar = tuple[int, object, np.ndarray]  # an input fed a scalar: (index, value, as an array)
+Published = tuple[tuple[Shape, ...], tuple[Scalar, ...]]  # what a plan is published for
 _PLANS_KEPT = 256  # shape signatures remembered; more means dims vary call to call
 
 
@@ -88,6 +90,7 @@ class CallPath:
         self._stored_arrays()
         self._in_dtypes = [dtype for _, _, dtype in signature.inputs]
         self._plans: dict[tuple[Shape, ...], Plan] = {}
+        self._scalars: dict[tuple[int, type, object], np.ndarray] = {}  # `_scalar_input`
         self._workspace_sizes: dict[tuple[int, ...], int] = {}
         self._packs = packs  # `weight_packs.Packs`: copies of weights, after the captures
         self._native = native = self._native_entry(kernel, locked)
@@ -134,10 +137,22 @@ class CallPath:
         if type(values) is not list or len(values) != len(self._in_dtypes):
             return None
         shapes, addresses = [], []
+        scalars: list[Scalar] = []
+        copies: list[np.ndarray] = []  # inputs converted to their dtype, held for the call
         for value, dtype in zip(values, self._in_dtypes, strict=False):  # lengths checked
+            if type(value) is not np.ndarray:
+                converted = self._scalar_input(len(shapes), value)
+                if converted is None:
+                    return None
+                scalars.append((len(shapes), value, converted))
+                value = converted
             # builtin dtypes are singletons: `is` settles the common case cheaply
-            if type(value) is not np.ndarray or (value.dtype is not dtype and value.dtype != dtype):
-                return None
+            elif value.dtype is not dtype and value.dtype != dtype:
+                converted = self._converted(len(shapes), value)
+                if converted is None:
+                    return None
+                copies.append(converted)
+                value = converted
             try:  # succeeds only for a writable, non-empty, C-contiguous array
                 at = _addressof(_char_view(value))  # type: ignore[arg-type]
             except (TypeError, ValueError, BufferError):
@@ -150,7 +165,37 @@ class CallPath:
         plan = self._plans.get(key)
         if plan is None:
             return None
-        return self._call(addresses, plan, key)
+        return self._call(addresses, plan, (key, tuple(scalars)))
+
+    def _converted(self, i: int, value: np.ndarray) -> np.ndarray | None:
+        """Input `i` converted to its dtype as the checked path converts it (float64 data
+        for a float32 placeholder, say: Keras feeds what the user gave); None where the
+        checked path would raise."""
+        name, shape, dtype = self.sig.inputs[i]
+        try:
+            return coerce_input(value, name, shape, dtype, self.sig.where)
+        except (TypeError, ValueError):
+            return None
+
+    def _scalar_input(self, i: int, value: object) -> np.ndarray | None:
+        """The 0-d array that a Python or NumPy scalar fed to input `i`, of rank 0,
+        converts to (as Keras feeds the learning phase: 1 or 0.), converted and checked
+        once per value; None for anything else, or a value the checked path rejects."""
+        scalar = isinstance(value, bool | int | float | np.number | np.bool_)
+        if not scalar or self.sig.inputs[i][1]:
+            return None
+        key = (i, type(value), value)
+        array = self._scalars.get(key)
+        if array is None:
+            name, shape, dtype = self.sig.inputs[i]
+            try:
+                array = np.array(coerce_input(value, name, shape, dtype, self.sig.where))
+            except (TypeError, ValueError):
+                return None
+            if len(self._scalars) >= _PLANS_KEPT:
+                self._scalars.clear()
+            self._scalars[key] = array
+        return array
 
     def _run_checked(self, values: Sequence[Any]) -> list[np.ndarray]:
         arrays = self._coerce(values)
@@ -176,10 +221,10 @@ class CallPath:
         return self._call([at for _, at in buffers], plan)
 
     def _call(
-        self, addresses: list[int], plan: Plan, published: tuple[Shape, ...] | None = None
+        self, addresses: list[int], plan: Plan, published: Published | None = None
     ) -> list[np.ndarray]:
-        """Run the kernel; publish the plan to the native path for inputs of shapes
-        `published` if given."""
+        """Run the kernel; publish the plan to the native path for inputs as `published`
+        (their shapes, and the scalars fed) if given."""
         writes = runtime.writes()  # before the weights' addresses are read
         outs, out_at = self._outputs(plan.outputs)
         # the variables' arrays, held here until the kernel returns: another thread may
@@ -207,10 +252,7 @@ class CallPath:
         else:
             with self._call_lock:
                 self._kernel(*pointers, *plan.dims)
-            for var in self._updated:  # other functions' packed copies of it are stale
-                runtime.bump_version(var)
-            if runtime.writes() == writes + len(self._updated):  # these writes alone
-                writes += len(self._updated)
+            writes = self._count_writes(writes)
         if self._workspace.checked:
             self._workspace.verify(plan.workspace, self.sig.where)
         native = self._native
@@ -218,11 +260,25 @@ class CallPath:
             buffer = self._workspace.buffer()
             if self._workspace.checked:
                 self._guarded[threading.get_ident()] = (plan.workspace, buffer)
-            if not native.publishes(published, writes, buffer):
+            shapes, scalars = published
+            if not native.publishes(shapes, writes, buffer, scalars):
                 with self._pool.lock:
                     args = [*pointers, *plan.dims]
-                    native.publish(published, plan.outputs, args, writes, buffer, stored)
+                    held = (buffer, stored)
+                    native.publish((shapes, scalars), plan.outputs, args, writes, held)
         return outs
+
+    def _count_writes(self, writes: int) -> int:
+        """After a call that wrote the updated variables (in place): move their versions
+        (other functions' packed copies of them are stale), and count these writes as
+        seen by the native plan, as a native call does; `writes` (read before the call)
+        moved past them if no other write came between."""
+        before, n = runtime.writes(), len(self._updated)
+        for var in self._updated:
+            runtime.bump_version(var)
+        if self._native is not None:
+            self._native.advance(before, n)
+        return writes + n if before == writes else writes
 
     def _verify_guard(self, guarded: tuple[int, np.ndarray | None]) -> None:
         """Check the guard after a native call's workspace, and lay it again. The plan's
@@ -281,75 +337,6 @@ class CallPath:
         return size
 
 
-class OutputPool:
-    """The output arrays of a compiled function's calls: two per output, the last two
-    calls' (a loop `y = f(x)` holds one while it calls), each reused once the caller has
-    dropped it, else a fresh one replaces the older."""
-
-    def __init__(self, dtypes: Sequence[np.dtype], native: native_call.Entry | None = None) -> None:
-        self._dtypes = list(dtypes)
-        n = len(self._dtypes)
-        self._slots: list[list[np.ndarray | None]] = [[None] * n, [None] * n]
-        self._addresses = [[0] * n, [0] * n]
-        self.lock = threading.Lock()  # held while the slots change or are published
-        self._native = native
-
-    def take(self, shapes: Sequence[Shape]) -> tuple[list[np.ndarray], list[int]]:
-        """Arrays of `shapes` for a call, and their addresses."""
-        # A fresh 16 MiB array costs thousands of page faults per call. Reusing a released
-        # one is safe because nothing else can observe it: neither the array nor its memory
-        # (which views of it would share through `.base`) is referenced outside the pool.
-        (first, second), (first_at, second_at) = self._slots, self._addresses
-        arrays: list[np.ndarray] = []
-        addresses: list[int] = []
-        self.lock.acquire()  # not `with`, which costs twice as much, every call
-        try:
-            for i, shape in enumerate(shapes):
-                for slot, slot_at in ((first, first_at), (second, second_at)):
-                    old = slot[i]
-                    # expected references: the pool's, `old`, getrefcount's argument; and
-                    # of its memory, the array's `.base` and the argument
-                    if (
-                        old is not None
-                        and old.shape == shape
-                        and _refcount(old) == 3
-                        and _refcount(old.base) == 2
-                    ):
-                        arrays.append(old)
-                        addresses.append(slot_at[i])
-                        break
-                else:
-                    arrays.append(self._replace_older(i, shape))
-                    addresses.append(first_at[i])
-            return arrays, addresses
-        finally:
-            self.lock.release()
-
-    def refill(self) -> None:
-        """A free array for each output of the native path's plan (which calls this when
-        its caller holds both arrays of an output: a loop collecting them): what `take`
-        gives, dropped again."""
-        native = self._native
-        if native is not None:
-            self.take(native.out_shapes)
-
-    def _replace_older(self, i: int, shape: Shape) -> np.ndarray:
-        """A fresh array for output `i`, which takes the older slot's place."""
-        (first, second), (first_at, second_at) = self._slots, self._addresses
-        new = runtime.aligned_empty(shape, self._dtypes[i])
-        # The native path reads the slots it was given, unlocked: the dropped array
-        # outlives its slot there, and `new` is held twice (`new`, the pool) before it
-        # is published, so that no other call takes it as free.
-        dropped = second[i]
-        second[i], second_at[i] = first[i], first_at[i]
-        first[i], first_at[i] = new, runtime.address(new)
-        if self._native is not None:
-            self._native.publish_output(i, (new, second[i]))
-        del dropped
-        return new
-
-
 # bound once: a small call spends a tenth of its time finding these by attribute
 _char_view = ctypes.c_char.from_buffer
 _addressof = ctypes.addressof
-_refcount = sys.getrefcount

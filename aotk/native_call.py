@@ -35,7 +35,7 @@ from aotk.codegen import native_runtime, packed_entry
 SOURCES = ("aotk_pycall.c",)
 LIBRARY = "libaotk_pycall.so"
 STATE_NAME = b"aotk.call_state"
-OUTPUT_SLOTS = 2  # pooled arrays per output (`call_path.OutputPool`)
+OUTPUT_SLOTS = 2  # pooled arrays per output (`output_pool.OutputPool`)
 _METH_O = 0x0008
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
@@ -82,6 +82,7 @@ class _State(ctypes.Structure):
         ("args", _P),
         ("refill", _P),
         ("holds", _P),
+        ("scalars", _P),
         ("mutex", _P),
         ("versions", _P),
         ("n_versions", _I),
@@ -234,8 +235,9 @@ class Entry:
         self._dtypes = layout.dtypes
         # what the plan's arguments point into: its ctypes arrays, the workspace buffer
         # and the variables' arrays, one object that a running call holds
-        self._holds: tuple[list[Any], np.ndarray | None, tuple[np.ndarray, ...]] = ([], None, ())
+        self._holds: tuple[list[Any], np.ndarray | None, tuple[object, ...]] = ([], None, ())
         self._shapes: tuple[tuple[int, ...], ...] = ()  # the plan's inputs
+        self._scalar_ids: list[tuple[int, int]] = []  # and its scalar inputs' objects
         self.out_shapes: list[tuple[int, ...]] = []  # the plan's outputs
         self._refill: Callable[[], None] | None = None
         self._versions: tuple[Any, list[np.ndarray]] = (None, [])
@@ -262,10 +264,15 @@ class Entry:
         self._state.ready = 0
 
     def publishes(
-        self, shapes: tuple[tuple[int, ...], ...], writes: int, workspace: np.ndarray | None
+        self,
+        shapes: tuple[tuple[int, ...], ...],
+        writes: int,
+        workspace: np.ndarray | None,
+        scalars: Sequence[tuple[int, object, np.ndarray]] = (),
     ) -> bool:
-        """Whether the plan for `shapes` is published for this thread at `writes`, with
-        this `workspace` buffer (a thread given an ended one's id has its own)."""
+        """Whether the plan for `shapes` and the scalar inputs `scalars` (index, object,
+        array) is published for this thread at `writes`, with this `workspace` buffer (a
+        thread given an ended one's id has its own)."""
         st = self._state
         return bool(
             st.ready
@@ -273,32 +280,38 @@ class Entry:
             and st.writes_seen == writes
             and shapes == self._shapes
             and self._workspace is workspace
+            and self._scalar_ids == [(i, id(value)) for i, value, _ in scalars]
         )
 
     def publish(
         self,
-        shapes: tuple[tuple[int, ...], ...],
+        inputs: tuple[tuple[tuple[int, ...], ...], Sequence[tuple[int, object, np.ndarray]]],
         out_shapes: Sequence[tuple[int, ...]],
         args: Sequence[int],
         writes: int,
-        workspace: np.ndarray | None,
-        arrays: Sequence[np.ndarray] = (),
+        held: tuple[np.ndarray | None, Sequence[np.ndarray]] = (None, ()),
     ) -> None:
-        """Take calls on inputs of `shapes` from this thread with the kernel arguments
-        `args` (inputs' and outputs' slots aside) while no variable was written since
-        `runtime.writes()` read `writes`. The output arrays, of `out_shapes`, come from
-        `publish_output`. The caller retracts the plan when this thread's workspace
-        moves: the other arguments follow from the shapes and the writes. The plan
-        holds the `workspace` buffer its arguments point into (a thread that ends frees
-        its own, and a new thread may then be given the same id) and the variables'
-        `arrays`; a call holds them all while its kernel runs, should another thread
-        publish another plan meanwhile."""
+        """Take calls from this thread on inputs = (shapes, scalars): arrays of those
+        shapes, except that each scalar input (index, object, its array) is that very
+        object, with the kernel arguments `args` (the slots of the inputs fed arrays and
+        of the outputs aside) while no variable was written since `runtime.writes()`
+        read `writes`. The output arrays, of `out_shapes`, come from `publish_output`.
+        The caller retracts the plan when this thread's workspace moves: the other
+        arguments follow from the shapes and the writes. The plan holds what its
+        arguments point into, held = (the workspace buffer, the variables' arrays) (a
+        thread that ends frees its own workspace, and a new thread may then be given the
+        same id), and the scalars; a call holds them all while its kernel runs, should
+        another thread publish another plan meanwhile."""
+        (shapes, scalars), (workspace, arrays) = inputs, held
         st = self._state
         st.ready = 0
         if not st.trampoline:
             st.trampoline = packed_entry.trampoline(self._signature)
         fixed = list(args)  # the slots the C side fills per call are left out
-        fixed[: st.n_inputs] = [0] * st.n_inputs
+        objects = [0] * st.n_inputs
+        for i, value, _ in scalars:
+            objects[i] = id(value)
+        fixed[: st.n_inputs] = [at if objects[i] else 0 for i, at in enumerate(args[: st.n_inputs])]
         fixed[st.first_output : st.first_output + st.n_outputs] = [0] * st.n_outputs
         kept = [
             _array(_P, [id(d) for d in self._dtypes]),
@@ -307,7 +320,8 @@ class Entry:
             _array(_I, [d for s in shapes for d in s]),
             _array(_I, [len(s) for s in out_shapes]),
             _array(_I, [d for s in out_shapes for d in s]),
-            _array(_I, fixed),
+            _array(_P, objects),
+            _array(_I, fixed),  # last: tests read the arguments there
         ]
         (
             st.descrs,
@@ -316,9 +330,11 @@ class Entry:
             st.shapes,
             st.out_ranks,
             st.out_shapes,
+            st.scalars,
             st.args,
         ) = map(ctypes.addressof, kept)
-        self._holds, self._shapes = (kept, workspace, tuple(arrays)), shapes
+        self._holds = (kept, workspace, (*arrays, *(x for s in scalars for x in s[1:])))
+        self._shapes, self._scalar_ids = shapes, [(i, id(value)) for i, value, _ in scalars]
         st.holds = id(self._holds)
         self.out_shapes = [tuple(s) for s in out_shapes]
         st.thread, st.writes_seen = threading.get_ident(), writes
@@ -338,6 +354,14 @@ class Entry:
         self._versions = (addresses, list(cells))
         self._state.versions = ctypes.addressof(addresses)
         self._state.n_versions = len(cells)
+
+    def advance(self, writes: int, by: int) -> None:
+        """Count `by` writes more as seen if the plan was published when the count of
+        writes read `writes`: a Python-path call's own writes, in place, of variables whose
+        arrays every plan keeps (a native call's C side does the same)."""
+        st = self._state
+        if st.writes_seen == writes:
+            st.writes_seen = writes + by
 
     def publish_output(self, i: int, arrays: Sequence[np.ndarray | None]) -> None:
         """The pooled arrays of output `i` (OUTPUT_SLOTS; None for none yet), which the

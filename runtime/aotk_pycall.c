@@ -2,9 +2,10 @@
  * includes this file).
  *
  * Python checks the first call of each input shape signature and publishes what it found
- * into an aotk_call_state: the inputs' dtypes and shapes, every kernel argument that does
- * not change from call to call (weights, packed copies, workspace, dynamic dims) and two
- * sets of output arrays. aotk_call(state, values) then runs a call whose inputs match it
+ * into an aotk_call_state: the inputs' dtypes and shapes (or, for an input fed a Python
+ * scalar, the very object, converted once), every kernel argument that does not change
+ * from call to call (weights, packed copies, workspace, dynamic dims) and two sets of
+ * output arrays. aotk_call(state, values) then runs a call whose inputs match it
  * with no Python bytecode at all: about a thousand instructions where ctypes and the
  * Python checks take twenty thousand. Any mismatch returns the state's `declined` object
  * and Python takes its own, fully checked path. Only when the caller still holds both
@@ -81,6 +82,7 @@ typedef struct {
     const int64_t *args;          /* the kernel's arguments; inputs and outputs filled here */
     py_object *refill;            /* called when an output has no free array; or NULL */
     py_object *holds;             /* what `args` points into: held while a kernel runs */
+    py_object *const *scalars;    /* each input's expected object, if fed a scalar */
     pthread_mutex_t *mutex;       /* held around the kernel by every call; or NULL */
     int64_t *const *versions;     /* the version of each variable the kernel writes */
     int64_t n_versions;
@@ -156,8 +158,10 @@ static int fill_args(const aotk_call_state *st, py_object *values, int64_t *args
     memcpy(args, st->args, (size_t)st->n_args * sizeof *args);
     const int64_t *shape = st->shapes;
     for (int64_t i = 0; i < st->n_inputs; shape += st->ranks[i], i++) {
-        args[i] = input_address(st, items[i], i, shape);
-        if (!args[i])
+        py_object *scalar = st->scalars[i]; /* its array's address is in the template */
+        if (scalar == NULL)
+            args[i] = input_address(st, items[i], i, shape);
+        if (!args[i] || (scalar != NULL && items[i] != scalar))
             return MISMATCHED;
     }
     shape = st->out_shapes;

@@ -107,10 +107,30 @@ def test_inputs_a_kernel_cannot_read_as_they_are_take_the_checked_path() -> None
     raw = bytearray(np.arange(17, dtype=np.float32).tobytes())
     unaligned = np.frombuffer(memoryview(raw)[2:-2], np.float32)
     assert unaligned.flags.writeable and unaligned.ctypes.data % 4
-    odd = [base.T, read_only, base.astype(np.float64), base.tolist(), unaligned.reshape(4, 4)]
+    odd = [base.T, read_only, base.tolist(), unaligned.reshape(4, 4)]
     for value in odd:
         np.testing.assert_array_equal(f([value])[0], np.asarray(value, np.float32) + 1)
     assert checked[0] == 1 + len(odd)
+
+
+def test_inputs_of_another_dtype_are_converted_as_the_checked_path_converts_them() -> None:
+    """float64 data for a float32 placeholder (Keras feeds what the user gave) takes
+    the planned path, converted; what the checked path refuses it still refuses."""
+    x, n = K.placeholder((None, 4)), K.placeholder((None,), dtype="int8")
+    f = K.function([x, n], [x * 3.0, n + 1])
+    checked = _counting_checked(f)
+    a, counts = np.linspace(-1, 1, 8).reshape(2, 4), np.array([5, -7], np.int8)
+    f([a.astype(np.float32), counts])  # plans the shapes
+    for value in (a, a.astype(np.float16), 1e-8 * a):
+        got, plus_one = f([value, counts.astype(np.int64)])
+        np.testing.assert_array_equal(got, value.astype(np.float32) * np.float32(3.0))
+        np.testing.assert_array_equal(plus_one, np.array([6, -6], np.int8))
+    assert checked[0] == 1
+    with pytest.raises(ValueError, match="outside its range"):
+        f([a, np.array([5, 300])])
+    with pytest.raises(TypeError, match="expects dtype float32, got complex128"):
+        f([a.astype(np.complex128), counts])
+    assert checked[0] == 3
 
 
 def test_a_bad_shape_after_planned_calls_is_still_refused() -> None:

@@ -264,6 +264,26 @@ def test_a_scalar_input_and_the_learning_phase() -> None:
         np.testing.assert_array_equal(f([a, np.array(3.0, np.float32), 1])[0], a * 3.0)
 
 
+def test_scalars_fed_to_rank_0_inputs_run_natively() -> None:
+    """Keras feeds the learning phase as 1 or 0., the same object each call: each value
+    is converted once, and a call fed the object its plan was published with runs
+    natively; another value or object declines, and is right."""
+    x, phase = K.placeholder((None, 2)), K.learning_phase()
+    f = K.function([x, phase], [K.in_train_phase(x * 2.0, x + 1.0)])
+    a = np.arange(4, dtype=np.float32).reshape(2, 2)
+    f([a, 1])
+    f([a, 1])  # checked, then planned: publishes
+    python = _python_calls(f)
+    for _ in range(5):
+        np.testing.assert_array_equal(f([a, 1])[0], a * 2.0)
+    assert python[0] == 0
+    for flag, want in ((0.0, a + 1.0), (True, a * 2.0), (np.float32(0), a + 1.0), (1, a * 2.0)):
+        np.testing.assert_array_equal(f([a, flag])[0], want)
+    assert python[0] == 4
+    with pytest.raises(TypeError, match="input 'keras_learning_phase' expects dtype bool"):
+        f([a, 2])
+
+
 def test_it_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AOTK_NATIVE_CALL", "0")
     monkeypatch.setattr(native_call, "_loaded", [])

@@ -131,3 +131,29 @@ def test_random_draws_are_the_same_natively_and_on_the_python_path() -> None:
     for got, want in draws:
         np.testing.assert_array_equal(got, want)
     assert len({d.tobytes() for d, _ in draws}) == 12, "every call draws anew"
+
+
+def test_a_python_path_step_counts_its_own_writes_as_seen() -> None:
+    """float64 data declines the native path (its plan takes float32) and converts on the
+    Python path: that call's own writes must not make it publish its plan anew each time
+    (publishing costs more than the call)."""
+    rng = np.random.default_rng(2)
+    w, _, step = _sgd_step(rng.standard_normal((8, 3)).astype(np.float32), lr=0.01)
+    xy = [rng.standard_normal((16, n)) for n in (8, 3)]
+    step(xy)
+    step(xy)
+    native = step._caller._native
+    published, publish = [0], native.publish
+
+    def counted(*args: Any) -> None:
+        published[0] += 1
+        publish(*args)
+
+    native.publish = counted
+    before = K.get_value(w)
+    for _ in range(5):
+        step(xy)
+    assert published == [0]
+    assert not np.array_equal(K.get_value(w), before), "the steps ran"
+    step([a.astype(np.float32) for a in xy])  # the plan published takes this one
+    assert published == [0]

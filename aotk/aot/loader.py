@@ -21,9 +21,9 @@ import aotk
 from aotk import runtime, signing
 from aotk.aot import elf_check
 from aotk.call_check import coerce_input
-from aotk.call_path import OutputPool
 from aotk.codegen import native_runtime
 from aotk.dialect import trace
+from aotk.output_pool import OutputPool
 
 DTYPE_CODES = {
     "bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint8": 5, "float16": 6,
