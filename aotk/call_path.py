@@ -24,13 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from aotk import native_call, runtime
+from aotk import native_call, native_inputs, runtime
 from aotk.call_check import ShapeChecker, coerce_input
+from aotk.native_inputs import Inputs, Scalar
 from aotk.output_pool import OutputPool
 
 Shape = tuple[int, ...]
-Scalar = tuple[int, object, np.ndarray]  # an input fed a scalar: (index, value, as an array)
-Published = tuple[tuple[Shape, ...], tuple[Scalar, ...]]  # what a plan is published for
 _PLANS_KEPT = 256  # shape signatures remembered; more means dims vary call to call
 
 
@@ -138,6 +137,7 @@ class CallPath:
             return None
         shapes, addresses = [], []
         scalars: list[Scalar] = []
+        fed: list[tuple[int, np.dtype]] = []  # arrays of other dtypes the C side converts
         copies: list[np.ndarray] = []  # inputs converted to their dtype, held for the call
         for value, dtype in zip(values, self._in_dtypes, strict=False):  # lengths checked
             if type(value) is not np.ndarray:
@@ -151,6 +151,8 @@ class CallPath:
                 converted = self._converted(len(shapes), value)
                 if converted is None:
                     return None
+                if native_inputs.converts(value.dtype, dtype) and value.flags.c_contiguous:
+                    fed.append((len(shapes), value.dtype))
                 copies.append(converted)
                 value = converted
             try:  # succeeds only for a writable, non-empty, C-contiguous array
@@ -165,7 +167,7 @@ class CallPath:
         plan = self._plans.get(key)
         if plan is None:
             return None
-        return self._call(addresses, plan, (key, tuple(scalars)))
+        return self._call(addresses, plan, Inputs(key, tuple(scalars), tuple(fed)))
 
     def _converted(self, i: int, value: np.ndarray) -> np.ndarray | None:
         """Input `i` converted to its dtype as the checked path converts it (float64 data
@@ -221,10 +223,10 @@ class CallPath:
         return self._call([at for _, at in buffers], plan)
 
     def _call(
-        self, addresses: list[int], plan: Plan, published: Published | None = None
+        self, addresses: list[int], plan: Plan, published: Inputs | None = None
     ) -> list[np.ndarray]:
-        """Run the kernel; publish the plan to the native path for inputs as `published`
-        (their shapes, and the scalars fed) if given."""
+        """Run the kernel; publish the plan to the native path for inputs fed as
+        `published` if given."""
         writes = runtime.writes()  # before the weights' addresses are read
         outs, out_at = self._outputs(plan.outputs)
         # the variables' arrays, held here until the kernel returns: another thread may
@@ -260,12 +262,10 @@ class CallPath:
             buffer = self._workspace.buffer()
             if self._workspace.checked:
                 self._guarded[threading.get_ident()] = (plan.workspace, buffer)
-            shapes, scalars = published
-            if not native.publishes(shapes, writes, buffer, scalars):
+            if not native.publishes(published, writes, buffer):
                 with self._pool.lock:
                     args = [*pointers, *plan.dims]
-                    held = (buffer, stored)
-                    native.publish((shapes, scalars), plan.outputs, args, writes, held)
+                    native.publish(published, plan.outputs, args, writes, (buffer, stored))
         return outs
 
     def _count_writes(self, writes: int) -> int:

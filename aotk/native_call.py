@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from aotk import runtime
+from aotk import native_inputs, runtime
 from aotk.codegen import native_runtime, packed_entry
+from aotk.native_inputs import Inputs
 
 SOURCES = ("aotk_pycall.c",)
 LIBRARY = "libaotk_pycall.so"
@@ -83,6 +84,7 @@ class _State(ctypes.Structure):
         ("refill", _P),
         ("holds", _P),
         ("scalars", _P),
+        ("converts", _P),
         ("mutex", _P),
         ("versions", _P),
         ("n_versions", _I),
@@ -236,8 +238,7 @@ class Entry:
         # what the plan's arguments point into: its ctypes arrays, the workspace buffer
         # and the variables' arrays, one object that a running call holds
         self._holds: tuple[list[Any], np.ndarray | None, tuple[object, ...]] = ([], None, ())
-        self._shapes: tuple[tuple[int, ...], ...] = ()  # the plan's inputs
-        self._scalar_ids: list[tuple[int, int]] = []  # and its scalar inputs' objects
+        self._inputs: tuple[object, ...] = ()  # the plan's `Inputs.key()`
         self.out_shapes: list[tuple[int, ...]] = []  # the plan's outputs
         self._refill: Callable[[], None] | None = None
         self._versions: tuple[Any, list[np.ndarray]] = (None, [])
@@ -263,64 +264,54 @@ class Entry:
         """Decline every call until the next `publish`."""
         self._state.ready = 0
 
-    def publishes(
-        self,
-        shapes: tuple[tuple[int, ...], ...],
-        writes: int,
-        workspace: np.ndarray | None,
-        scalars: Sequence[tuple[int, object, np.ndarray]] = (),
-    ) -> bool:
-        """Whether the plan for `shapes` and the scalar inputs `scalars` (index, object,
-        array) is published for this thread at `writes`, with this `workspace` buffer (a
-        thread given an ended one's id has its own)."""
+    def publishes(self, inputs: Inputs, writes: int, workspace: np.ndarray | None) -> bool:
+        """Whether the plan for `inputs` is published for this thread at `writes`, with
+        this `workspace` buffer (a thread given an ended one's id has its own)."""
         st = self._state
         return bool(
             st.ready
             and st.thread == threading.get_ident()
             and st.writes_seen == writes
-            and shapes == self._shapes
             and self._workspace is workspace
-            and self._scalar_ids == [(i, id(value)) for i, value, _ in scalars]
+            and inputs.key() == self._inputs
         )
 
     def publish(
         self,
-        inputs: tuple[tuple[tuple[int, ...], ...], Sequence[tuple[int, object, np.ndarray]]],
+        inputs: Inputs,
         out_shapes: Sequence[tuple[int, ...]],
         args: Sequence[int],
         writes: int,
         held: tuple[np.ndarray | None, Sequence[np.ndarray]] = (None, ()),
     ) -> None:
-        """Take calls from this thread on inputs = (shapes, scalars): arrays of those
-        shapes, except that each scalar input (index, object, its array) is that very
-        object, with the kernel arguments `args` (the slots of the inputs fed arrays and
-        of the outputs aside) while no variable was written since `runtime.writes()`
-        read `writes`. The output arrays, of `out_shapes`, come from `publish_output`.
-        The caller retracts the plan when this thread's workspace moves: the other
-        arguments follow from the shapes and the writes. The plan holds what its
-        arguments point into, held = (the workspace buffer, the variables' arrays) (a
-        thread that ends frees its own workspace, and a new thread may then be given the
-        same id), and the scalars; a call holds them all while its kernel runs, should
-        another thread publish another plan meanwhile."""
-        (shapes, scalars), (workspace, arrays) = inputs, held
+        """Take calls from this thread on `inputs` with the kernel arguments `args` (the
+        slots of the inputs read in place and of the outputs aside) while no variable
+        was written since `runtime.writes()` read `writes`. The output arrays, of
+        `out_shapes`, come from `publish_output`. The caller retracts the plan when this
+        thread's workspace moves: the other arguments follow from the shapes and the
+        writes. The plan holds what its arguments point into: held = (the workspace
+        buffer, the variables' arrays) (a thread that ends frees its own workspace, and
+        a new thread may then be given the same id), the scalars and the conversion
+        buffers; a call holds them all while its kernel runs, should another thread
+        publish another plan meanwhile."""
+        workspace, arrays = held
         st = self._state
         st.ready = 0
         if not st.trampoline:
             st.trampoline = packed_entry.trampoline(self._signature)
-        fixed = list(args)  # the slots the C side fills per call are left out
-        objects = [0] * st.n_inputs
-        for i, value, _ in scalars:
-            objects[i] = id(value)
-        fixed[: st.n_inputs] = [at if objects[i] else 0 for i, at in enumerate(args[: st.n_inputs])]
+        tables = native_inputs.template(inputs, self._dtypes, args[: st.n_inputs])
+        fixed = list(args)  # the slots the C side fills per call are 0
+        fixed[: st.n_inputs] = tables.slots
         fixed[st.first_output : st.first_output + st.n_outputs] = [0] * st.n_outputs
         kept = [
-            _array(_P, [id(d) for d in self._dtypes]),
-            _array(_I, [len(s) for s in shapes]),
-            _array(_I, [d.itemsize for d in self._dtypes]),
-            _array(_I, [d for s in shapes for d in s]),
+            _array(_P, tables.descrs),
+            _array(_I, [len(s) for s in inputs.shapes]),
+            _array(_I, tables.itemsizes),
+            _array(_I, [d for s in inputs.shapes for d in s]),
             _array(_I, [len(s) for s in out_shapes]),
             _array(_I, [d for s in out_shapes for d in s]),
-            _array(_P, objects),
+            _array(_P, tables.objects),
+            _array(_I, tables.converts),
             _array(_I, fixed),  # last: tests read the arguments there
         ]
         (
@@ -331,10 +322,11 @@ class Entry:
             st.out_ranks,
             st.out_shapes,
             st.scalars,
+            st.converts,
             st.args,
         ) = map(ctypes.addressof, kept)
-        self._holds = (kept, workspace, (*arrays, *(x for s in scalars for x in s[1:])))
-        self._shapes, self._scalar_ids = shapes, [(i, id(value)) for i, value, _ in scalars]
+        self._holds = (kept, workspace, (*arrays, *tables.held))
+        self._inputs = inputs.key()
         st.holds = id(self._holds)
         self.out_shapes = [tuple(s) for s in out_shapes]
         st.thread, st.writes_seen = threading.get_ident(), writes

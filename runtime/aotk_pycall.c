@@ -83,6 +83,7 @@ typedef struct {
     py_object *refill;            /* called when an output has no free array; or NULL */
     py_object *holds;             /* what `args` points into: held while a kernel runs */
     py_object *const *scalars;    /* each input's expected object, if fed a scalar */
+    const int64_t *converts;      /* each input's conversion and element count (below) */
     pthread_mutex_t *mutex;       /* held around the kernel by every call; or NULL */
     int64_t *const *versions;     /* the version of each variable the kernel writes */
     int64_t n_versions;
@@ -116,8 +117,34 @@ static int plan_applies(const aotk_call_state *st, py_object *values)
            ((py_list *)values)->size == st->n_inputs;
 }
 
-/* The address of input `v` if it is a dense, aligned array of the planned dtype and
- * shape; 0 if not. */
+/* Conversions of an input fed another dtype than its placeholder's into the plan's
+ * buffer for it, as NumPy's astype converts (C's conversions, rounding to nearest). */
+#define CONVERSION(name, from, to)                                                       \
+    static void name(const void *source, void *target, int64_t n)                       \
+    {                                                                                    \
+        const from *src = source;                                                        \
+        to *dst = target;                                                                \
+        for (int64_t k = 0; k < n; k++)                                                  \
+            dst[k] = (to)src[k];                                                         \
+    }
+CONVERSION(f64_to_f32, double, float)
+CONVERSION(i64_to_f32, int64_t, float)
+CONVERSION(i32_to_f32, int32_t, float)
+CONVERSION(u8_to_f32, uint8_t, float)
+CONVERSION(f32_to_f64, float, double)
+CONVERSION(i64_to_f64, int64_t, double)
+CONVERSION(i32_to_f64, int32_t, double)
+CONVERSION(u8_to_f64, uint8_t, double)
+
+typedef void (*conversion)(const void *source, void *target, int64_t n);
+/* by code: the order of native_call.CONVERSIONS (0: none); NumPy's bool is a uint8 */
+static const conversion CONVERSIONS[] = {
+    NULL,       f64_to_f32, i64_to_f32, i32_to_f32, u8_to_f32, u8_to_f32,
+    f32_to_f64, i64_to_f64, i32_to_f64, u8_to_f64,  u8_to_f64,
+};
+
+/* The address of input `v` if it is a dense, aligned array of the planned dtype (the one
+ * it is converted from, if any) and shape; 0 if not. */
 static int64_t input_address(const aotk_call_state *st, py_object *v, int64_t i,
                              const int64_t *shape)
 {
@@ -158,11 +185,13 @@ static int fill_args(const aotk_call_state *st, py_object *values, int64_t *args
     memcpy(args, st->args, (size_t)st->n_args * sizeof *args);
     const int64_t *shape = st->shapes;
     for (int64_t i = 0; i < st->n_inputs; shape += st->ranks[i], i++) {
-        py_object *scalar = st->scalars[i]; /* its array's address is in the template */
-        if (scalar == NULL)
-            args[i] = input_address(st, items[i], i, shape);
-        if (!args[i] || (scalar != NULL && items[i] != scalar))
+        /* a scalar's array, or a converted input's buffer, is in the template */
+        py_object *scalar = st->scalars[i];
+        int64_t at = scalar == NULL ? input_address(st, items[i], i, shape) : 0;
+        if (scalar != NULL ? items[i] != scalar : !at)
             return MISMATCHED;
+        if (at && !st->converts[2 * i])
+            args[i] = at;
     }
     shape = st->out_shapes;
     for (int64_t i = 0; i < st->n_outputs; shape += st->out_ranks[i], i++) {
@@ -219,12 +248,23 @@ void aotk_mutex_unlock(pthread_mutex_t *mutex)
     pthread_mutex_unlock(mutex);
 }
 
-/* The kernel, with the GIL released: other Python threads run meanwhile, and may
- * publish another plan, so the caller reads nothing of the plan after this. */
-static void run_kernel(aotk_trampoline trampoline, void *kernel, const int64_t *args,
-                       pthread_mutex_t *mutex)
+/* The inputs' conversions, then the kernel, with the GIL released: other Python threads
+ * run meanwhile, and may publish another plan, so nothing of the plan is read after it
+ * is released (what `args` points into is held), and the caller reads none of it after
+ * this. The conversion buffers are the plan's, which only its thread runs. */
+static void run_kernel(const aotk_call_state *st, const int64_t *args,
+                       py_object *const *inputs)
 {
+    int64_t n_inputs = st->n_inputs;
+    const int64_t *converts = st->converts;
+    aotk_trampoline trampoline = st->trampoline;
+    void *kernel = st->kernel;
+    pthread_mutex_t *mutex = st->mutex;
     void *saved = py_api->save_thread();
+    for (int64_t i = 0; i < n_inputs; i++)
+        if (converts[2 * i])
+            CONVERSIONS[converts[2 * i]](((const np_array *)inputs[i])->data,
+                                         (void *)(intptr_t)args[i], converts[2 * i + 1]);
     if (mutex != NULL)
         pthread_mutex_lock(mutex);
     trampoline(kernel, args);
@@ -269,7 +309,7 @@ static py_object *run(aotk_call_state *st, py_object *values, const int64_t *arg
         py_api->incref(inputs[i]);
     py_object *holds = st->holds;
     py_api->incref(holds); /* what this plan's arguments point into stays */
-    run_kernel(st->trampoline, st->kernel, args, st->mutex);
+    run_kernel(st, args, inputs);
     count_writes(st, st->versions, st->n_versions);
     py_api->decref(holds);
     for (int64_t i = 0; i < n_inputs; i++)

@@ -284,6 +284,36 @@ def test_scalars_fed_to_rank_0_inputs_run_natively() -> None:
         f([a, 2])
 
 
+def test_arrays_of_another_dtype_are_converted_natively_as_astype_converts() -> None:
+    """float64, integer and bool data for float32 and float64 placeholders: the C side
+    converts it into a buffer of the plan, bit for bit as NumPy's astype."""
+    big = 2**53 + 1  # not a float32 nor a float64
+    sources = {
+        np.float64: [1 + 2.0**-30, -0.0, 1e39, -1e-46, np.nan, 1 + 3 * 2.0**-25],
+        np.int64: [big, -big, 16777217, 0, -1, 16777219],  # the last rounds up in float32
+        np.int32: [2**31 - 1, -(2**31), 16777217, 0, -1, 16777219],
+        np.uint8: [0, 1, 127, 128, 255, 9],
+        np.bool_: [True, False, True, True, False, False],
+    }
+    for target in (np.float32, np.float64):
+        x = K.placeholder((2, 3), dtype=np.dtype(target).name)
+        f = K.function([x], [x * 1.0])
+        for source, values in sources.items():
+            if source is np.float64 and target is np.float64:
+                continue
+            a = np.array(values, dtype=source).reshape(2, 3)
+            with np.errstate(over="ignore"):  # 1e39 overflows float32, to inf
+                want = a.astype(target)
+                f([a])
+                f([a])  # checked or planned, then planned: publishes
+                python = _python_calls(f)
+                for _ in range(3):
+                    got = f([a.copy()])[0]
+                    assert got.dtype == target
+                    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+            assert python[0] == 0, (source, target)
+
+
 def test_it_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AOTK_NATIVE_CALL", "0")
     monkeypatch.setattr(native_call, "_loaded", [])

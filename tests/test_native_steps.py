@@ -134,12 +134,12 @@ def test_random_draws_are_the_same_natively_and_on_the_python_path() -> None:
 
 
 def test_a_python_path_step_counts_its_own_writes_as_seen() -> None:
-    """float64 data declines the native path (its plan takes float32) and converts on the
-    Python path: that call's own writes must not make it publish its plan anew each time
-    (publishing costs more than the call)."""
+    """float16 data, which only the Python path converts, declines the native path (its
+    plan takes float32) every call: that call's own writes must not make it publish its
+    plan anew each time (publishing costs more than the call)."""
     rng = np.random.default_rng(2)
     w, _, step = _sgd_step(rng.standard_normal((8, 3)).astype(np.float32), lr=0.01)
-    xy = [rng.standard_normal((16, n)) for n in (8, 3)]
+    xy = [rng.standard_normal((16, n)).astype(np.float16) for n in (8, 3)]
     step(xy)
     step(xy)
     native = step._caller._native
