@@ -25,10 +25,12 @@ from aotk.codegen import native_runtime
 from aotk.dialect import trace
 from aotk.output_pool import OutputPool
 
+Shape = tuple[int | None, ...]
 DTYPE_CODES = {
     "bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint8": 5, "float16": 6,
     "float32": 7, "float64": 8,
 }  # fmt: skip
+_CODE_OF = {np.dtype(name): code for name, code in DTYPE_CODES.items()}
 MAX_RANK = 8
 
 
@@ -95,6 +97,9 @@ class LoadedModel:
         except OSError as err:
             raise ValueError(f"{where}: cannot open the library: {err}") from None
         self.info = self._read_info()
+        self._specs: list[tuple[str, Shape, np.dtype]] = [
+            (s["name"], tuple(s["shape"]), np.dtype(s["dtype"])) for s in self.info["inputs"]
+        ]
         self._outputs = OutputPool([np.dtype(d) for d in self.info["output_dtypes"]])
         self._model = ctypes.c_void_p()
         threads = n_threads if n_threads > 0 else native_runtime.threads_if_running()
@@ -181,11 +186,13 @@ class LoadedModel:
         if len(values) != len(specs):
             raise ValueError(f"{self.where}: expected {len(specs)} inputs, got {len(values)}")
         return [
-            runtime.as_kernel_buffer(
-                coerce_input(v, s["name"], tuple(s["shape"]), np.dtype(s["dtype"]), self.where)
-            )
-            for v, s in zip(values, specs, strict=True)
+            v if _fits(v, shape, dtype) else self._coerced(v, name, shape, dtype)
+            for v, (name, shape, dtype) in zip(values, self._specs, strict=True)
         ]
+
+    def _coerced(self, value: Any, name: str, shape: Shape, dtype: np.dtype) -> np.ndarray:
+        """Input `name` converted to `dtype`, checked against `shape`, and dense."""
+        return runtime.as_kernel_buffer(coerce_input(value, name, shape, dtype, self.where))
 
     def __reduce__(self) -> tuple[Any, ...]:
         blobs = self._blobs
@@ -201,9 +208,19 @@ class LoadedModel:
             self._model = None
 
 
+def _fits(value: object, shape: Shape, dtype: np.dtype) -> bool:
+    """Whether `value` is already what `coerce_input` and `as_kernel_buffer` would make
+    of it: a dense, aligned array of `dtype` and a shape that matches `shape`."""
+    if type(value) is not np.ndarray or value.dtype != dtype or not value.flags.c_contiguous:
+        return False
+    if value.ndim != len(shape) or runtime.address(value) % dtype.itemsize:
+        return False
+    return all(want is None or want == got for want, got in zip(shape, value.shape, strict=True))
+
+
 def _tensor(a: np.ndarray) -> Tensor:
     dims = (ctypes.c_int64 * MAX_RANK)(*a.shape)
-    return Tensor(DTYPE_CODES[a.dtype.name], a.ndim, dims, a.ctypes.data, a.nbytes)
+    return Tensor(_CODE_OF[a.dtype], a.ndim, dims, runtime.address(a), a.nbytes)
 
 
 def _from_bytes(name: str, library: bytes, weights: bytes | None, n_threads: int) -> LoadedModel:
