@@ -137,7 +137,7 @@ CONVERSION(i32_to_f64, int32_t, double)
 CONVERSION(u8_to_f64, uint8_t, double)
 
 typedef void (*conversion)(const void *source, void *target, int64_t n);
-/* by code: the order of native_call.CONVERSIONS (0: none); NumPy's bool is a uint8 */
+/* by code: the order of native_inputs.CONVERSIONS (0: none); NumPy's bool is a uint8 */
 static const conversion CONVERSIONS[] = {
     NULL,       f64_to_f32, i64_to_f32, i32_to_f32, u8_to_f32, u8_to_f32,
     f32_to_f64, i64_to_f64, i32_to_f64, u8_to_f64,  u8_to_f64,
@@ -249,9 +249,9 @@ void aotk_mutex_unlock(pthread_mutex_t *mutex)
 }
 
 /* The inputs' conversions, then the kernel, with the GIL released: other Python threads
- * run meanwhile, and may publish another plan, so nothing of the plan is read after it
- * is released (what `args` points into is held), and the caller reads none of it after
- * this. The conversion buffers are the plan's, which only its thread runs. */
+ * run meanwhile, and may publish another plan, so what is read of this one is read
+ * first (what `args` and `converts` point into is held), and the caller reads no more
+ * of it after this. The conversion buffers are the plan's, which only its thread runs. */
 static void run_kernel(const aotk_call_state *st, const int64_t *args,
                        py_object *const *inputs)
 {
