@@ -10,27 +10,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from native_paths import needs_native, python_calls
 
 from aotk import backend as K
 from aotk import native_call, runtime
 
-pytestmark = pytest.mark.skipif(
-    native_call.make(0, "v", native_call.Layout([], 0, 0)) is None,
-    reason="no native call path here (not CPython, or no C compiler)",
-)
-
-
-def _python_calls(f: Any) -> list[int]:
-    """Count the calls of `f` that the native path declines."""
-    count = [0]
-    planned = f._caller._run_planned
-
-    def counted(values: Any) -> Any:
-        count[0] += 1
-        return planned(values)
-
-    f._caller._run_planned = counted
-    return count
+pytestmark = needs_native
 
 
 def _affine() -> tuple[Any, Any, Any]:
@@ -55,7 +40,7 @@ def test_planned_calls_run_natively_and_give_the_python_paths_values() -> None:
     rng = np.random.default_rng(0)
     f([np.zeros((2, 4), np.float32)])  # checked
     f([np.zeros((2, 4), np.float32)])  # planned: publishes
-    python = _python_calls(f)
+    python = python_calls(f)
     for _ in range(50):
         a = rng.standard_normal((2, 4)).astype(np.float32)
         _check(f, a, w.storage)
@@ -71,13 +56,13 @@ def test_calls_it_cannot_take_are_right_on_the_python_path() -> None:
     for value in odd:
         f([base])
         f([base])  # the plan of (4, 4) is published again
-        python = _python_calls(f)
+        python = python_calls(f)
         _check(f, value, w.storage)
         assert python[0] == 1, value
         f._caller._run_planned = f._caller.__class__._run_planned.__get__(f._caller)
     read_only = base.copy()
     read_only.flags.writeable = False
-    python = _python_calls(f)
+    python = python_calls(f)
     _check(f, read_only, w.storage)  # a kernel never writes its inputs
     assert python[0] == 0
     for got, want in zip(f((base,)), _expected(base, w.storage), strict=True):  # a tuple
@@ -174,7 +159,7 @@ def test_a_loop_collecting_every_output_runs_natively() -> None:
     f = K.function([x], [x * 2.0])
     f([np.zeros(4, np.float32)])
     f([np.zeros(4, np.float32)])  # planned: publishes
-    python = _python_calls(f)
+    python = python_calls(f)
     outs = [f([np.full(4, float(i), np.float32)])[0] for i in range(20)]
     assert python[0] == 0
     assert len({id(out) for out in outs}) == 20
@@ -183,7 +168,7 @@ def test_a_loop_collecting_every_output_runs_natively() -> None:
     _, w, g = _affine()  # two outputs, the first collected, the second dropped
     g([np.zeros((2, 4), np.float32)])
     g([np.zeros((2, 4), np.float32)])
-    python = _python_calls(g)
+    python = python_calls(g)
     inputs = [np.full((2, 4), float(i), np.float32) for i in range(10)]
     firsts, seconds = [], set()
     for a in inputs:
@@ -273,7 +258,7 @@ def test_scalars_fed_to_rank_0_inputs_run_natively() -> None:
     a = np.arange(4, dtype=np.float32).reshape(2, 2)
     f([a, 1])
     f([a, 1])  # checked, then planned: publishes
-    python = _python_calls(f)
+    python = python_calls(f)
     for _ in range(5):
         np.testing.assert_array_equal(f([a, 1])[0], a * 2.0)
     assert python[0] == 0
@@ -306,7 +291,7 @@ def test_arrays_of_another_dtype_are_converted_natively_as_astype_converts() -> 
                 want = a.astype(target)
                 f([a])
                 f([a])  # checked or planned, then planned: publishes
-                python = _python_calls(f)
+                python = python_calls(f)
                 for _ in range(3):
                     got = f([a.copy()])[0]
                     assert got.dtype == target

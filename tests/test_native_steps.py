@@ -9,27 +9,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from native_paths import needs_native, python_calls
 
 from aotk import backend as K
-from aotk import native_call, runtime
+from aotk import runtime
 
-pytestmark = pytest.mark.skipif(
-    native_call.make(0, "v", native_call.Layout([], 0, 0)) is None,
-    reason="no native call path here (not CPython, or no C compiler)",
-)
-
-
-def _python_calls(f: Any) -> list[int]:
-    """Count the calls of `f` that the native path declines."""
-    count = [0]
-    planned = f._caller._run_planned
-
-    def counted(values: Any) -> Any:
-        count[0] += 1
-        return planned(values)
-
-    f._caller._run_planned = counted
-    return count
+pytestmark = needs_native
 
 
 def _sgd_step(w0: np.ndarray, lr: float) -> tuple[Any, Any, Any]:
@@ -67,7 +52,7 @@ def test_training_steps_run_natively_and_follow_numpy() -> None:
         want = _numpy_step(ours, (x, y), lr=0.05)
         assert loss == pytest.approx(want, rel=1e-5)
         if i == 1:  # the first call is checked, the second publishes the plan
-            python = _python_calls(step)
+            python = python_calls(step)
     assert python == [0]
     np.testing.assert_allclose(K.get_value(w), ours[0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(K.get_value(b), ours[1], rtol=1e-5, atol=1e-6)
@@ -85,7 +70,7 @@ def test_a_native_step_moves_the_versions_that_packed_copies_follow() -> None:
     xy = [rng.standard_normal((4, n)).astype(np.float32) for n in (256, 64)]
     step(xy)
     step(xy)  # publishes its plan
-    python = _python_calls(step)
+    python = python_calls(step)
     for _ in range(5):
         version, writes = w.version, runtime.writes()
         step(xy)
@@ -125,7 +110,7 @@ def test_random_draws_are_the_same_natively_and_on_the_python_path() -> None:
     functions = [K.function([x], [x + K.random_uniform((3, 5), seed=7)]) for _ in range(2)]
     native, checked = functions
     zeros = np.zeros((3, 5), np.float32)
-    python = _python_calls(native)
+    python = python_calls(native)
     draws = [(native([zeros])[0], checked((zeros,))[0]) for _ in range(12)]
     assert python == [2]  # checked, then planned; the other ten native
     for got, want in draws:
