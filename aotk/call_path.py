@@ -151,7 +151,7 @@ class CallPath:
                 converted = self._converted(len(shapes), value)
                 if converted is None:
                     return None
-                if native_inputs.converts(value.dtype, dtype) and value.flags.c_contiguous:
+                if native_inputs.converts(value, converted):
                     fed.append((len(shapes), value.dtype))
                 copies.append(converted)
                 value = converted

@@ -5,7 +5,10 @@ plan before the kernel runs, as NumPy's `astype` would (`runtime/aotk_pycall.c`)
 
 Only conversions that the checked path makes without looking at the values are done
 there: to float32 or float64 from floats, integers and bools (narrowing integers must be
-range-checked, so those calls take the Python path).
+range-checked, so those calls take the Python path). A plan keeps its buffers between
+calls, so only inputs of up to BUFFER_LIMIT bytes converted are converted there: for
+larger ones the conversion costs far more than the Python path, whose copy is freed
+after each call.
 """
 
 from __future__ import annotations
@@ -34,11 +37,16 @@ CONVERSIONS = (
     ("bool", "float64"),
 )
 _CODES = {(np.dtype(a), np.dtype(b)): i + 1 for i, (a, b) in enumerate(CONVERSIONS)}
+BUFFER_LIMIT = 16 << 20
 
 
-def converts(fed: np.dtype, placeholder: np.dtype) -> bool:
-    """Whether the C side converts arrays of dtype `fed` for a `placeholder` dtype."""
-    return (fed, placeholder) in _CODES
+def converts(fed: np.ndarray, converted: np.ndarray) -> bool:
+    """Whether the C side converts arrays like `fed` (dense) into ones like `converted`."""
+    return (
+        (fed.dtype, converted.dtype) in _CODES
+        and fed.flags.c_contiguous
+        and converted.nbytes <= BUFFER_LIMIT
+    )
 
 
 @dataclass(frozen=True)

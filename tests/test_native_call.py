@@ -13,7 +13,7 @@ import pytest
 from native_paths import needs_native, python_calls
 
 from aotk import backend as K
-from aotk import native_call, runtime
+from aotk import native_call, native_inputs, runtime
 
 pytestmark = needs_native
 
@@ -297,6 +297,22 @@ def test_arrays_of_another_dtype_are_converted_natively_as_astype_converts() -> 
                     assert got.dtype == target
                     np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
             assert python[0] == 0, (source, target)
+
+
+def test_large_inputs_of_another_dtype_are_converted_on_the_python_path() -> None:
+    """A plan keeps its conversion buffers: past BUFFER_LIMIT the Python path converts,
+    into a copy freed after the call."""
+    rows = native_inputs.BUFFER_LIMIT // (4 * 1024) + 1
+    x = K.placeholder((None, 1024))
+    f = K.function([x], [K.sum(x, axis=1)])
+    small, large = np.ones((4, 1024)), np.ones((rows, 1024))
+    for a in (small, large):
+        f([a])
+        f([a])
+        python = python_calls(f)
+        for _ in range(2):
+            np.testing.assert_array_equal(f([a])[0], np.full(len(a), 1024.0, np.float32))
+        assert python[0] == (2 if a is large else 0)
 
 
 def test_it_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
