@@ -325,6 +325,10 @@ class Entry:
             st.converts,
             st.args,
         ) = map(ctypes.addressof, kept)
+        if not any(tables.objects):  # the C side skips what is NULL
+            st.scalars = None
+        if not any(tables.converts):
+            st.converts = None
         self._holds = (kept, workspace, (*arrays, *tables.held))
         self._inputs = inputs.key()
         st.holds = id(self._holds)

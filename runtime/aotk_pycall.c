@@ -82,8 +82,8 @@ typedef struct {
     const int64_t *args;          /* the kernel's arguments; inputs and outputs filled here */
     py_object *refill;            /* called when an output has no free array; or NULL */
     py_object *holds;             /* what `args` points into: held while a kernel runs */
-    py_object *const *scalars;    /* each input's expected object, if fed a scalar */
-    const int64_t *converts;      /* each input's conversion and element count (below) */
+    py_object *const *scalars;    /* each input's expected object if fed a scalar; or NULL */
+    const int64_t *converts;      /* each input's conversion and element count; or NULL */
     pthread_mutex_t *mutex;       /* held around the kernel by every call; or NULL */
     int64_t *const *versions;     /* the version of each variable the kernel writes */
     int64_t n_versions;
@@ -184,13 +184,15 @@ static int fill_args(const aotk_call_state *st, py_object *values, int64_t *args
     py_object **items = ((py_list *)values)->items;
     memcpy(args, st->args, (size_t)st->n_args * sizeof *args);
     const int64_t *shape = st->shapes;
+    /* a scalar's array, or a converted input's buffer, is in the template */
+    py_object *const *scalars = st->scalars;
+    const int64_t *converts = st->converts;
     for (int64_t i = 0; i < st->n_inputs; shape += st->ranks[i], i++) {
-        /* a scalar's array, or a converted input's buffer, is in the template */
-        py_object *scalar = st->scalars[i];
+        py_object *scalar = scalars != NULL ? scalars[i] : NULL;
         int64_t at = scalar == NULL ? input_address(st, items[i], i, shape) : 0;
         if (scalar != NULL ? items[i] != scalar : !at)
             return MISMATCHED;
-        if (at && !st->converts[2 * i])
+        if (at && (converts == NULL || !converts[2 * i]))
             args[i] = at;
     }
     shape = st->out_shapes;
@@ -261,7 +263,7 @@ static void run_kernel(const aotk_call_state *st, const int64_t *args,
     void *kernel = st->kernel;
     pthread_mutex_t *mutex = st->mutex;
     void *saved = py_api->save_thread();
-    for (int64_t i = 0; i < n_inputs; i++)
+    for (int64_t i = 0; converts != NULL && i < n_inputs; i++)
         if (converts[2 * i])
             CONVERSIONS[converts[2 * i]](((const np_array *)inputs[i])->data,
                                          (void *)(intptr_t)args[i], converts[2 * i + 1]);
@@ -310,7 +312,8 @@ static py_object *run(aotk_call_state *st, py_object *values, const int64_t *arg
     py_object *holds = st->holds;
     py_api->incref(holds); /* what this plan's arguments point into stays */
     run_kernel(st, args, inputs);
-    count_writes(st, st->versions, st->n_versions);
+    if (st->n_versions)
+        count_writes(st, st->versions, st->n_versions);
     py_api->decref(holds);
     for (int64_t i = 0; i < n_inputs; i++)
         py_api->decref(inputs[i]);
