@@ -186,13 +186,9 @@ class LoadedModel:
         if len(values) != len(specs):
             raise ValueError(f"{self.where}: expected {len(specs)} inputs, got {len(values)}")
         return [
-            v if _fits(v, shape, dtype) else self._coerced(v, name, shape, dtype)
+            runtime.as_kernel_buffer(coerce_input(v, name, shape, dtype, self.where))
             for v, (name, shape, dtype) in zip(values, self._specs, strict=True)
         ]
-
-    def _coerced(self, value: Any, name: str, shape: Shape, dtype: np.dtype) -> np.ndarray:
-        """Input `name` converted to `dtype`, checked against `shape`, and dense."""
-        return runtime.as_kernel_buffer(coerce_input(value, name, shape, dtype, self.where))
 
     def __reduce__(self) -> tuple[Any, ...]:
         blobs = self._blobs
@@ -206,16 +202,6 @@ class LoadedModel:
         if model is not None and model.value:
             self._lib.aotk_model_destroy(model)
             self._model = None
-
-
-def _fits(value: object, shape: Shape, dtype: np.dtype) -> bool:
-    """Whether `value` is already what `coerce_input` and `as_kernel_buffer` would make
-    of it: a dense, aligned array of `dtype` and a shape that matches `shape`."""
-    if type(value) is not np.ndarray or value.dtype != dtype or not value.flags.c_contiguous:
-        return False
-    if value.ndim != len(shape) or runtime.address(value) % dtype.itemsize:
-        return False
-    return all(want is None or want == got for want, got in zip(shape, value.shape, strict=True))
 
 
 def _tensor(a: np.ndarray) -> Tensor:
