@@ -169,7 +169,7 @@ class CallPath:
             return None
         return self._call(addresses, plan, Inputs(key, tuple(scalars), tuple(fed)))
 
-    def _converted(self, i: int, value: np.ndarray) -> np.ndarray | None:
+    def _converted(self, i: int, value: object) -> np.ndarray | None:
         """Input `i` converted to its dtype as the checked path converts it (float64 data
         for a float32 placeholder, say: Keras feeds what the user gave); None where the
         checked path would raise."""
@@ -189,11 +189,10 @@ class CallPath:
         key = (i, type(value), value)
         array = self._scalars.get(key)
         if array is None:
-            name, shape, dtype = self.sig.inputs[i]
-            try:
-                array = np.array(coerce_input(value, name, shape, dtype, self.sig.where))
-            except (TypeError, ValueError):
+            converted = self._converted(i, value)
+            if converted is None:
                 return None
+            array = np.array(converted)  # its own memory, which the cache keeps
             if len(self._scalars) >= _PLANS_KEPT:
                 self._scalars.clear()
             self._scalars[key] = array
