@@ -280,11 +280,11 @@ static void run_kernel(const aotk_call_state *st, const int64_t *args,
  * `runtime.bump_version` moves them. Every plan of this function keeps those variables'
  * arrays, written in place, so one published when the count read `before` counts these
  * writes as seen, whichever thread published it meanwhile. */
-static void count_writes(aotk_call_state *st, int64_t *const *versions, int64_t n)
+static void count_writes(aotk_call_state *st)
 {
-    int64_t before = *st->writes;
+    int64_t before = *st->writes, n = st->n_versions;
     for (int64_t i = 0; i < n; i++)
-        (*versions[i])++;
+        (*st->versions[i])++;
     *st->writes = before + n;
     if (st->writes_seen == before)
         st->writes_seen = before + n;
@@ -313,7 +313,7 @@ static py_object *run(aotk_call_state *st, py_object *values, const int64_t *arg
     py_api->incref(holds); /* what this plan's arguments point into stays */
     run_kernel(st, args, inputs);
     if (st->n_versions)
-        count_writes(st, st->versions, st->n_versions);
+        count_writes(st);
     py_api->decref(holds);
     for (int64_t i = 0; i < n_inputs; i++)
         py_api->decref(inputs[i]);
