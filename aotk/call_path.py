@@ -133,7 +133,9 @@ class CallPath:
         return planned if planned is not None else self._run_checked(values)
 
     def _run_planned(self, values: Sequence[Any]) -> list[np.ndarray] | None:
-        if type(values) is not list or len(values) != len(self._in_dtypes):
+        if type(values) is not list and type(values) is not tuple:
+            return None
+        if len(values) != len(self._in_dtypes):
             return None
         shapes, addresses = [], []
         scalars: list[Scalar] = []

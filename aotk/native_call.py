@@ -1,7 +1,7 @@
 """A compiled function's planned calls run without Python bytecode (`runtime/aotk_pycall.c`).
 
 `Entry.call(values)` is a builtin function: for a call from the thread that published
-the current plan, on a list of dense, aligned arrays of the planned dtypes and shapes,
+the current plan, on a list (or tuple) of dense, aligned arrays of the planned dtypes and shapes,
 while no variable was written since, it runs the kernel on free pooled output arrays
 (the pool's `refill` adds one where the caller holds both of an output's) and returns
 the outputs; otherwise it returns `Entry.declined` and the caller takes the Python path
@@ -11,7 +11,7 @@ around its kernel, on either path; a native call moves the versions of the varia
 wrote as `runtime.bump_version` does.
 
 It is used only where its C reads are known to be right: CPython on a 64-bit release
-build with the GIL, whose object, list and ndarray layouts this module checks against
+build with the GIL, whose object, list, tuple and ndarray layouts this module checks against
 live objects first, and a C compiler to build the file with (cached like the thread pool,
 `native_runtime`). `AOTK_NATIVE_CALL=0` turns it off.
 """
@@ -65,6 +65,7 @@ class _State(ctypes.Structure):
         ("writes", _P),
         ("writes_seen", _I),
         ("list_type", _P),
+        ("tuple_type", _P),
         ("array_type", _P),
         ("declined", _P),
         ("kernel", _P),
@@ -125,6 +126,7 @@ def _layouts_match() -> bool:
     probe = np.arange(6, dtype=np.float32).reshape(2, 3)
     view = probe[:, ::2]
     items = [probe, view, 3]
+    fixed = (probe, view)
     at = id(probe)
     dims = ctypes.cast(_P.from_address(at + 32).value or 0, ctypes.POINTER(word))
     item_at = _P.from_address(id(items) + 24).value or 0
@@ -133,6 +135,9 @@ def _layouts_match() -> bool:
         and _P.from_address(id(items) + 8).value == id(list)
         and word.from_address(id(items) + 16).value == 3
         and ctypes.cast(item_at, ctypes.POINTER(_P))[1] == id(view)
+        and _P.from_address(id(fixed) + 8).value == id(tuple)
+        and word.from_address(id(fixed) + 16).value == 2
+        and _P.from_address(id(fixed) + 32).value == id(view)
         and _P.from_address(at + 8).value == id(np.ndarray)
         and _P.from_address(at + 16).value == probe.ctypes.data
         and ctypes.c_int.from_address(at + 24).value == 2
@@ -229,7 +234,8 @@ class Entry:
     ) -> None:
         self._state = st = _State()
         st.writes = runtime.writes_address()
-        st.list_type, st.array_type, st.declined = id(list), id(np.ndarray), id(self.declined)
+        st.list_type, st.tuple_type = id(list), id(tuple)
+        st.array_type, st.declined = id(np.ndarray), id(self.declined)
         st.kernel = kernel
         st.n_inputs, st.n_outputs = len(layout.dtypes), layout.n_outputs
         st.n_args, st.first_output = len(signature) - 1, layout.first_output

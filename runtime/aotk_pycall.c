@@ -13,8 +13,8 @@
  * A function that writes its variables (a training step) runs one call at a time under
  * its mutex, which Python's calls take too, and each call counts its writes.
  *
- * No Python.h: this reads only the object layouts declared below (CPython's object, list
- * and NumPy's array headers, 64-bit release builds), and calls the interpreter through
+ * No Python.h: this reads only the object layouts declared below (CPython's object, list,
+ * tuple and NumPy's array headers, 64-bit release builds), and calls the interpreter through
  * function pointers Python hands over. aotk/native_call.py checks every offset used here
  * against the running interpreter before it loads this file.
  */
@@ -33,6 +33,12 @@ typedef struct {
     intptr_t size;
     py_object **items;
 } py_list;
+
+typedef struct { /* a tuple's items follow its size, in the object itself */
+    py_object head;
+    intptr_t size;
+    py_object *items[];
+} py_tuple;
 
 typedef struct { /* NumPy's PyArrayObject_fields, up to its flags */
     py_object head;
@@ -68,7 +74,7 @@ typedef struct {
     uint64_t thread;              /* the thread whose workspace `args` points into */
     int64_t *writes;              /* the process's count of variable writes ... */
     int64_t writes_seen;          /* ... when `args` got the weights' addresses */
-    py_object *list_type, *array_type, *declined;
+    py_object *list_type, *tuple_type, *array_type, *declined;
     void *kernel;
     aotk_trampoline trampoline;   /* calls `kernel` with its arguments from an array */
     int64_t n_inputs, n_outputs, n_args, first_output;
@@ -110,10 +116,21 @@ static int same_dims(const np_array *a, int64_t rank, const int64_t *shape)
     return 1;
 }
 
+/* The items of `values`, a list or a tuple of the call's inputs; NULL for other types. */
+static py_object **items_of(const aotk_call_state *st, py_object *values)
+{
+    if (values->type == st->list_type)
+        return ((py_list *)values)->items;
+    if (values->type == st->tuple_type)
+        return ((py_tuple *)values)->items;
+    return NULL;
+}
+
 static int plan_applies(const aotk_call_state *st, py_object *values)
 {
+    /* a list's and a tuple's sizes are at the same place (both are variable-size) */
     return st->ready && st->thread == py_api->thread_ident() &&
-           *st->writes == st->writes_seen && values->type == st->list_type &&
+           *st->writes == st->writes_seen && items_of(st, values) != NULL &&
            ((py_list *)values)->size == st->n_inputs;
 }
 
@@ -181,7 +198,7 @@ enum { MATCHED = 1, MISMATCHED = 0, NO_FREE_OUTPUT = -1, RAISED = -2 };
 static int fill_args(const aotk_call_state *st, py_object *values, int64_t *args,
                      py_object **outs)
 {
-    py_object **items = ((py_list *)values)->items;
+    py_object **items = items_of(st, values);
     memcpy(args, st->args, (size_t)st->n_args * sizeof *args);
     const int64_t *shape = st->shapes;
     /* a scalar's array, or a converted input's buffer, is in the template */
@@ -306,7 +323,7 @@ static py_object *run(aotk_call_state *st, py_object *values, const int64_t *arg
      * thread may take them out of `values` */
     int64_t n_inputs = st->n_inputs;
     py_object **inputs = objects + st->n_outputs;
-    memcpy(inputs, ((py_list *)values)->items, (size_t)n_inputs * sizeof *inputs);
+    memcpy(inputs, items_of(st, values), (size_t)n_inputs * sizeof *inputs);
     for (int64_t i = 0; i < n_inputs; i++)
         py_api->incref(inputs[i]);
     py_object *holds = st->holds;
@@ -320,8 +337,9 @@ static py_object *run(aotk_call_state *st, py_object *values, const int64_t *arg
     return result;
 }
 
-/* METH_O, bound to the state's capsule: `values` is the call's list of input arrays. A
- * new list of the outputs, a new reference to `declined`, or NULL if `refill` raised. */
+/* METH_O, bound to the state's capsule: `values` is the call's list (or tuple) of input
+ * arrays. A new list of the outputs, a new reference to `declined`, or NULL if `refill`
+ * raised. */
 py_object *aotk_call(py_object *self, py_object *values)
 {
     aotk_call_state *st = py_api->capsule_pointer(self, STATE_NAME);

@@ -4,6 +4,7 @@ variable, a held output) goes to the Python path and is right there."""
 
 from __future__ import annotations
 
+import collections
 import sys
 import threading
 from typing import Any
@@ -65,9 +66,27 @@ def test_calls_it_cannot_take_are_right_on_the_python_path() -> None:
     python = python_calls(f)
     _check(f, read_only, w.storage)  # a kernel never writes its inputs
     assert python[0] == 0
-    for got, want in zip(f((base,)), _expected(base, w.storage), strict=True):  # a tuple
-        np.testing.assert_allclose(got, want, rtol=1e-6)
+    Pair = collections.namedtuple("Pair", "x")
+    for got, want in zip(f(Pair(base)), _expected(base, w.storage), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)  # a tuple's subclass: declined
     assert python[0] == 1
+
+
+def test_inputs_in_a_tuple_run_natively() -> None:
+    x, y = K.placeholder((None, 3)), K.placeholder((3,))
+    f = K.function((x, y), [x * y - 1.0])
+    rng = np.random.default_rng(1)
+    f((np.zeros((2, 3), np.float32), np.zeros(3, np.float32)))  # checked
+    f((np.zeros((2, 3), np.float32), np.zeros(3, np.float32)))  # planned: publishes
+    python = python_calls(f)
+    for _ in range(20):
+        a = rng.standard_normal((2, 3)).astype(np.float32)
+        b = rng.standard_normal(3).astype(np.float32)
+        np.testing.assert_allclose(f((a, b))[0], a * b - 1, rtol=1e-6)
+        np.testing.assert_allclose(f([a, b])[0], a * b - 1, rtol=1e-6)
+    assert python[0] == 0
+    with pytest.raises(ValueError, match="expected 2 inputs"):
+        f((a,))
 
 
 def test_bad_inputs_after_native_calls_get_the_same_errors() -> None:
