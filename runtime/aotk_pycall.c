@@ -2,21 +2,22 @@
  * includes this file).
  *
  * Python checks the first call of each input shape signature and publishes what it found
- * into an aotk_call_state: the inputs' dtypes and shapes (or, for an input fed a Python
- * scalar, the very object, converted once), every kernel argument that does not change
- * from call to call (weights, packed copies, workspace, dynamic dims) and two sets of
- * output arrays. aotk_call(state, values) then runs a call whose inputs match it
- * with no Python bytecode at all: about a thousand instructions where ctypes and the
+ * into an aotk_call_state of the calling thread (each of up to THREAD_PLANS threads has
+ * its own, since each has its own workspace): the inputs' dtypes and shapes (or, for an
+ * input fed a Python scalar, the very object, converted once), every kernel argument that
+ * does not change from call to call (weights, packed copies, workspace, dynamic dims) and
+ * two sets of output arrays. aotk_call(states, values) then runs a call whose inputs
+ * match its thread's plan with no Python bytecode at all: about a thousand instructions where ctypes and the
  * Python checks take twenty thousand. Any mismatch returns the state's `declined` object
  * and Python takes its own, fully checked path. Only when the caller still holds both
  * arrays of an output does it run Python: the state's `refill`, which pools a fresh one.
  * A function that writes its variables (a training step) runs one call at a time under
  * its mutex, which Python's calls take too, and each call counts its writes.
  *
- * No Python.h: this reads only the object layouts declared below (CPython's object, list,
- * tuple and NumPy's array headers, 64-bit release builds), and calls the interpreter through
- * function pointers Python hands over. aotk/native_call.py checks every offset used here
- * against the running interpreter before it loads this file.
+ * No Python.h: this reads only the object layouts declared below (CPython's object,
+ * list, tuple and NumPy's array headers, 64-bit release builds), and calls the
+ * interpreter through function pointers Python hands over. aotk/native_layout.py checks
+ * every offset used here against the running interpreter before this file is loaded.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -96,7 +97,7 @@ typedef struct {
 } aotk_call_state;
 
 static const char STATE_NAME[] = "aotk.call_state";
-enum { OUTPUT_SLOTS = 2, STACK_ARGS = 64 };
+enum { OUTPUT_SLOTS = 2, STACK_ARGS = 64, THREAD_PLANS = 8 };
 
 static const aotk_py_api *py_api; /* set once, by aotk_call_init */
 
@@ -123,6 +124,16 @@ static py_object **items_of(const aotk_call_state *st, py_object *values)
         return ((py_list *)values)->items;
     if (values->type == st->tuple_type)
         return ((py_tuple *)values)->items;
+    return NULL;
+}
+
+/* The plan the calling thread published among a function's THREAD_PLANS, or NULL. */
+static aotk_call_state *plan_of_thread(aotk_call_state *plans)
+{
+    unsigned long me = py_api->thread_ident();
+    for (int p = 0; p < THREAD_PLANS; p++)
+        if (plans[p].ready && plans[p].thread == me)
+            return &plans[p];
     return NULL;
 }
 
@@ -245,6 +256,12 @@ void aotk_call_init(const aotk_py_api *api)
     py_api = api;
 }
 
+/* How many threads' plans a function's native path keeps (Python checks it). */
+int64_t aotk_thread_plans(void)
+{
+    return THREAD_PLANS;
+}
+
 /* The mutex of a function whose calls write its variables: Python's calls take it
  * through ctypes, which releases the GIL meanwhile, as `run` does. */
 size_t aotk_mutex_size(void)
@@ -295,22 +312,24 @@ static void run_kernel(const aotk_call_state *st, const int64_t *args,
 /* After a call that wrote its variables, with the GIL held: each one's version and the
  * process's count of writes move (other functions' packed copies of them are stale), as
  * `runtime.bump_version` moves them. Every plan of this function keeps those variables'
- * arrays, written in place, so one published when the count read `before` counts these
- * writes as seen, whichever thread published it meanwhile. */
-static void count_writes(aotk_call_state *st)
+ * arrays, written in place, so any of its `plans` published when the count read
+ * `before` counts these writes as seen, whichever thread published it meanwhile. */
+static void count_writes(const aotk_call_state *st, aotk_call_state *plans)
 {
     int64_t before = *st->writes, n = st->n_versions;
     for (int64_t i = 0; i < n; i++)
         (*st->versions[i])++;
     *st->writes = before + n;
-    if (st->writes_seen == before)
-        st->writes_seen = before + n;
+    for (int p = 0; p < THREAD_PLANS; p++)
+        if (plans[p].writes_seen == before)
+            plans[p].writes_seen = before + n;
 }
 
-/* Run the kernel on a matched call; a new list of its outputs (NULL: out of memory,
- * the interpreter's exception set). `objects`: the outputs, then the inputs. */
-static py_object *run(aotk_call_state *st, py_object *values, const int64_t *args,
-                      py_object **objects)
+/* Run the kernel on a matched call of plan `st`, one of `plans`; a new list of its
+ * outputs (NULL: out of memory, the interpreter's exception set). `objects`: the
+ * outputs, then the inputs. */
+static py_object *run(const aotk_call_state *st, aotk_call_state *plans,
+                      py_object *values, const int64_t *args, py_object **objects)
 {
     py_object *result = py_api->list_new(st->n_outputs);
     if (result == NULL)
@@ -330,23 +349,24 @@ static py_object *run(aotk_call_state *st, py_object *values, const int64_t *arg
     py_api->incref(holds); /* what this plan's arguments point into stays */
     run_kernel(st, args, inputs);
     if (st->n_versions)
-        count_writes(st);
+        count_writes(st, plans);
     py_api->decref(holds);
     for (int64_t i = 0; i < n_inputs; i++)
         py_api->decref(inputs[i]);
     return result;
 }
 
-/* METH_O, bound to the state's capsule: `values` is the call's list (or tuple) of input
- * arrays. A new list of the outputs, a new reference to `declined`, or NULL if `refill`
- * raised. */
+/* METH_O, bound to a capsule of the function's THREAD_PLANS states: `values` is the
+ * call's list (or tuple) of input arrays. A new list of the outputs, a new reference to
+ * `declined`, or NULL if `refill` raised. */
 py_object *aotk_call(py_object *self, py_object *values)
 {
-    aotk_call_state *st = py_api->capsule_pointer(self, STATE_NAME);
-    if (st == NULL)
+    aotk_call_state *plans = py_api->capsule_pointer(self, STATE_NAME);
+    if (plans == NULL)
         return NULL;
-    if (!plan_applies(st, values))
-        return declined(st);
+    aotk_call_state *st = plan_of_thread(plans);
+    if (st == NULL || !plan_applies(st, values))
+        return declined(plans);
     /* every input and output is a kernel argument: n_args bounds both arrays */
     int64_t stack_args[STACK_ARGS];
     py_object *stack_objects[STACK_ARGS];
@@ -358,7 +378,7 @@ py_object *aotk_call(py_object *self, py_object *values)
                                               : MISMATCHED;
     py_object *result = NULL; /* the exception `refill` raised */
     if (got == MATCHED)
-        result = run(st, values, args, objects);
+        result = run(st, plans, values, args, objects);
     else if (got != RAISED)
         result = declined(st);
     if (large) {

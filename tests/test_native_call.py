@@ -130,9 +130,10 @@ def test_a_running_call_holds_what_its_plan_points_into() -> None:
     w = K.variable(np.ones((1024, 1024), np.float32))
     f = K.function([x], [K.dot(x, w)])
     a = np.ones((512, 1024), np.float32)
-    native, done, seen = f._caller._native, threading.Event(), []
+    native, done, seen, ident = f._caller._native, threading.Event(), [], []
 
     def work() -> None:
+        ident.append(threading.get_ident())
         for _ in range(40):  # the first two publish, the rest run natively
             f([a])
             if seen:
@@ -142,7 +143,8 @@ def test_a_running_call_holds_what_its_plan_points_into() -> None:
     t = threading.Thread(target=work)
     t.start()
     while not done.is_set() and not seen:
-        holds = native._holds
+        plan = native.plan_of(ident[0]) if ident else None
+        holds = plan.holds if plan is not None else None
         if holds and sys.getrefcount(holds) > 3:  # the entry, `holds`, the argument
             seen.append(holds)
     t.join()
@@ -350,9 +352,10 @@ def test_a_workspace_that_grows_withdraws_the_plan_that_pointed_into_it() -> Non
     small, large = np.zeros((4, 64), np.float32), np.ones((512, 64), np.float32)
     f([small])
     f([small])
-    assert f._caller._native._state.ready == 1
+    plan = f._caller._native.plan_of()
+    assert plan is not None and plan.state.ready == 1
     np.testing.assert_allclose(f([large])[0], np.full(64, 512 * np.e), rtol=1e-5)
-    assert f._caller._native._state.ready == 0  # its workspace buffer was replaced
+    assert plan.state.ready == 0  # its workspace buffer was replaced
     for _ in range(3):
         np.testing.assert_allclose(f([small])[0], np.full(64, 4.0), rtol=1e-6)
 
@@ -380,9 +383,10 @@ def test_a_plan_keeps_the_workspace_of_a_thread_that_ended() -> None:
         t = threading.Thread(target=work)
         t.start()
         t.join()
-        native = f._caller._native
-        held = native._workspace
-        at = list(native._kept[-1])[-2]  # the workspace, before the one dynamic dim
+        plan = f._caller._native.plan_of(idents[-1])
+        assert plan is not None
+        held = plan.workspace
+        at = list(plan.kept[-1])[-2]  # the workspace, before the one dynamic dim
         assert held is not None and held.ctypes.data <= at < held.ctypes.data + held.nbytes
     assert not errors, errors
     assert len(set(idents)) < 3, "no thread was given an ended one's id: nothing tested"

@@ -1,0 +1,111 @@
+"""The native call path from several threads: each thread runs natively on a plan of its
+own (its own workspace), a training step's native calls from one thread keep the others'
+plans current, and more threads than plans still get their own values."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from native_paths import needs_native, python_calls
+
+from aotk import backend as K
+from aotk import native_call
+
+pytestmark = needs_native
+
+
+def _with_workspace() -> tuple[Any, Callable[[np.ndarray], np.ndarray]]:
+    """A function whose kernel needs a workspace, and its NumPy twin."""
+    x = K.placeholder((None, 64))
+    w = K.variable(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32) / 8)
+    f = K.function([x], [K.sum(K.dot(K.exp(x), w) * 2.0, axis=1) + K.max(x, axis=1)])
+    return f, lambda a: (np.exp(a) @ w.storage * 2.0).sum(1) + a.max(1)
+
+
+def _run_threads(n: int, work: Callable[[int], None]) -> None:
+    errors: list[BaseException] = []
+
+    def guarded(seed: int) -> None:
+        try:
+            work(seed)
+        except BaseException as e:  # reported below, not lost in the thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=guarded, args=(seed,)) for seed in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+
+
+def test_each_thread_runs_natively_on_a_plan_of_its_own() -> None:
+    f, numpy_f = _with_workspace()
+    n = 3
+    assert f._caller._plans == {} and n < native_call.THREAD_PLANS
+    counts: list[list[int]] = []
+    published = threading.Barrier(n, action=lambda: counts.append(python_calls(f)))
+
+    def work(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for i in range(150):
+            if i == 2:  # each thread's first calls check and publish its plan
+                published.wait()
+            a = rng.standard_normal((256 + seed, 64)).astype(np.float32)
+            np.testing.assert_allclose(f([a])[0], numpy_f(a), rtol=1e-4, atol=1e-4)
+
+    _run_threads(n, work)
+    assert counts == [[0]], "a thread with its own plan took the Python path"
+    plans = [p for p in f._caller._native._plans if p.state.ready]
+    assert len(plans) == n
+    assert len({id(p.workspace) for p in plans}) == n  # each thread's own buffer
+
+
+def test_more_threads_than_plans_each_get_their_own_values() -> None:
+    f, numpy_f = _with_workspace()
+
+    def work(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for _ in range(40):
+            a = rng.standard_normal((128, 64)).astype(np.float32)
+            np.testing.assert_allclose(f([a])[0], numpy_f(a), rtol=1e-4, atol=1e-4)
+
+    _run_threads(native_call.THREAD_PLANS + 3, work)
+    assert sum(p.state.ready for p in f._caller._native._plans) <= native_call.THREAD_PLANS
+
+
+def test_steps_from_two_threads_in_turn_run_natively() -> None:
+    """A native step moves the count of writes: it counts its writes as seen by every
+    plan of its function, so the other thread's plan stays current."""
+    rng = np.random.default_rng(3)
+    w0 = rng.standard_normal((8, 3)).astype(np.float32)
+    x, y = K.placeholder((None, 8)), K.placeholder((None, 3))
+    w = K.variable(w0)
+    loss = K.mean(K.square(K.dot(x, w) - y))
+    (gw,) = K.gradients(loss, [w])
+    step = K.function([x, y], [loss], [K.update_sub(w, 0.05 * gw)])
+    data = [[(rng.standard_normal((16, 8)), rng.standard_normal((16, 3))) for _ in range(30)]]
+    data.append([(a + 1, b - 1) for a, b in data[0]])
+    turn, order = threading.Condition(), []
+    counts: list[list[int]] = []
+    warmed = threading.Barrier(2, action=lambda: counts.append(python_calls(step)))
+
+    def work(me: int) -> None:
+        for i, (a, b) in enumerate(data[me]):
+            if i == 2:
+                warmed.wait()
+            with turn:
+                turn.wait_for(lambda: len(order) % 2 == me)
+                step([a.astype(np.float32), b.astype(np.float32)])
+                order.append((a, b))
+                turn.notify_all()
+
+    _run_threads(2, work)
+    assert counts == [[0]], "a step took the Python path after both threads published"
+    want = w0.astype(np.float64)
+    for a, b in order:
+        want -= 0.05 * 2.0 * a.T @ (a @ want - b) / b.size
+    np.testing.assert_allclose(K.get_value(w), want, rtol=1e-4, atol=1e-5)
