@@ -59,6 +59,7 @@ class State(ctypes.Structure):
         ("mutex", P),
         ("versions", P),
         ("n_versions", I64),
+        ("short_kernel", I64),
     ]
 
 

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct py_object {
     intptr_t refcnt;
@@ -94,10 +95,11 @@ typedef struct {
     pthread_mutex_t *mutex;       /* held around the kernel by every call; or NULL */
     int64_t *const *versions;     /* the version of each variable the kernel writes */
     int64_t n_versions;
+    int64_t short_kernel;         /* a call took under SHORT_KERNEL_NS: calls keep the GIL */
 } aotk_call_state;
 
 static const char STATE_NAME[] = "aotk.call_state";
-enum { OUTPUT_SLOTS = 2, STACK_ARGS = 64, THREAD_PLANS = 8 };
+enum { OUTPUT_SLOTS = 2, STACK_ARGS = 64, THREAD_PLANS = 8, SHORT_KERNEL_NS = 2000 };
 
 static const aotk_py_api *py_api; /* set once, by aotk_call_init */
 
@@ -284,19 +286,18 @@ void aotk_mutex_unlock(pthread_mutex_t *mutex)
     pthread_mutex_unlock(mutex);
 }
 
-/* The inputs' conversions, then the kernel, with the GIL released: other Python threads
- * run meanwhile, and may publish another plan, so what is read of this one is read
- * first (what `args` and `converts` point into is held), and the caller reads no more
- * of it after this. The conversion buffers are the plan's, which only its thread runs. */
-static void run_kernel(const aotk_call_state *st, const int64_t *args,
-                       py_object *const *inputs)
+static int64_t monotonic_ns(void)
 {
-    int64_t n_inputs = st->n_inputs;
-    const int64_t *converts = st->converts;
-    aotk_trampoline trampoline = st->trampoline;
-    void *kernel = st->kernel;
-    pthread_mutex_t *mutex = st->mutex;
-    void *saved = py_api->save_thread();
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* The inputs' conversions, then the kernel. */
+static void convert_and_run(const int64_t *converts, int64_t n_inputs, const int64_t *args,
+                            py_object *const *inputs, aotk_trampoline trampoline, void *kernel,
+                            pthread_mutex_t *mutex)
+{
     for (int64_t i = 0; converts != NULL && i < n_inputs; i++)
         if (converts[2 * i])
             CONVERSIONS[converts[2 * i]](((const np_array *)inputs[i])->data,
@@ -306,7 +307,36 @@ static void run_kernel(const aotk_call_state *st, const int64_t *args,
     trampoline(kernel, args);
     if (mutex != NULL)
         pthread_mutex_unlock(mutex);
+}
+
+/* `convert_and_run`, with the GIL released: other Python threads run meanwhile, and may
+ * publish another plan, so what is read of this one is read first (what `args` and
+ * `converts` point into is held), and the caller reads no more of it after this. The
+ * conversion buffers are the plan's, which only its thread runs. Once a call of the plan
+ * took under SHORT_KERNEL_NS, its calls keep the GIL: with other threads waiting for it,
+ * handing it over and back costs more than such a call, and they wait no longer than
+ * the call (the same work each time: the plan fixes the shapes). A function with a
+ * mutex always lets the GIL go: a Python-path call may hold the mutex and wait for the
+ * GIL. */
+static void run_kernel(aotk_call_state *st, const int64_t *args, py_object *const *inputs)
+{
+    const py_object *holds = st->holds; /* the caller holds it: its address names the plan */
+    int64_t n_inputs = st->n_inputs;
+    const int64_t *converts = st->converts;
+    aotk_trampoline trampoline = st->trampoline;
+    void *kernel = st->kernel;
+    pthread_mutex_t *mutex = st->mutex;
+    if (mutex == NULL && st->short_kernel) {
+        convert_and_run(converts, n_inputs, args, inputs, trampoline, kernel, NULL);
+        return;
+    }
+    void *saved = py_api->save_thread();
+    int64_t start = mutex == NULL ? monotonic_ns() : 0;
+    convert_and_run(converts, n_inputs, args, inputs, trampoline, kernel, mutex);
+    int64_t took = mutex == NULL ? monotonic_ns() - start : SHORT_KERNEL_NS;
     py_api->restore_thread(saved);
+    if (st->holds == holds) /* not another plan, published meanwhile by another thread */
+        st->short_kernel = took < SHORT_KERNEL_NS;
 }
 
 /* After a call that wrote its variables, with the GIL held: each one's version and the
@@ -328,7 +358,7 @@ static void count_writes(const aotk_call_state *st, aotk_call_state *plans)
 /* Run the kernel on a matched call of plan `st`, one of `plans`; a new list of its
  * outputs (NULL: out of memory, the interpreter's exception set). `objects`: the
  * outputs, then the inputs. */
-static py_object *run(const aotk_call_state *st, aotk_call_state *plans,
+static py_object *run(aotk_call_state *st, aotk_call_state *plans,
                       py_object *values, const int64_t *args, py_object **objects)
 {
     py_object *result = py_api->list_new(st->n_outputs);

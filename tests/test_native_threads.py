@@ -109,3 +109,26 @@ def test_steps_from_two_threads_in_turn_run_natively() -> None:
     for a, b in order:
         want -= 0.05 * 2.0 * a.T @ (a @ want - b) / b.size
     np.testing.assert_allclose(K.get_value(w), want, rtol=1e-4, atol=1e-5)
+
+
+def test_short_kernels_keep_the_gil_and_long_ones_let_it_go() -> None:
+    """A call of a plan whose kernel took under 2 us keeps the GIL (handing it to a
+    waiting thread and back costs more); a longer kernel's calls, and those of a function
+    with a mutex, let it go (`test_native_call` watches a long one from another thread)."""
+    x = K.placeholder((None, 1024))
+    tiny = K.function([x], [x[:, :4] + 1.0])
+    w = K.variable(np.ones((1024, 1024), np.float32))
+    long = K.function([x], [K.dot(x, w)])
+    v = K.variable(np.zeros(4, np.float32))
+    locked = K.function([x], [x[:, :4] * 2.0], [K.update_add(v, K.sum(x[:, :4], axis=0))])
+    small, large = np.ones((1, 1024), np.float32), np.ones((512, 1024), np.float32)
+    for f, a in ((tiny, small), (long, large), (locked, small)):
+        for _ in range(4):
+            f([a])
+    assert [f._caller._native.plan_of().state.short_kernel for f in (tiny, long, locked)] == [
+        1,
+        0,
+        0,
+    ]
+    np.testing.assert_array_equal(tiny([small])[0], np.full((1, 4), 2.0))
+    np.testing.assert_array_equal(K.get_value(v), np.full(4, 4.0))  # its 4 calls
