@@ -222,31 +222,6 @@ def test_an_error_of_the_refill_reaches_the_caller() -> None:
         np.testing.assert_array_equal(out, [2.0] * 4)
 
 
-def test_calls_from_several_threads_each_get_their_own_values() -> None:
-    """Each thread has its own workspace, which the plan published by one holds."""
-    x = K.placeholder((None, 64))
-    w = K.variable(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32) / 8)
-    f = K.function([x], [K.sum(K.dot(K.exp(x), w) * 2.0, axis=1) + K.max(x, axis=1)])
-    failures: list[str] = []
-
-    def work(seed: int) -> None:
-        rng = np.random.default_rng(seed)
-        for _ in range(200):
-            a = rng.standard_normal((256, 64)).astype(np.float32)
-            want = (np.exp(a) @ w.storage * 2.0).sum(1) + a.max(1)
-            if not np.allclose(f([a])[0], want, rtol=1e-4, atol=1e-4):  # the output dropped
-                failures.append(f"thread {seed}: differs from {want[:3]}")
-
-    f([np.zeros((256, 64), np.float32)])
-    assert f._caller._plans[((256, 64),)].workspace > 0
-    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not failures, failures[:3]
-
-
 def test_packed_weights_follow_their_variable() -> None:
     """A dense layer at batch 1 reads a packed copy of its weight (`weight_packs`)."""
     x = K.placeholder((1, 256))

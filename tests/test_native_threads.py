@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 from native_paths import needs_native, python_calls
 
 from aotk import backend as K
@@ -64,16 +65,23 @@ def test_each_thread_runs_natively_on_a_plan_of_its_own() -> None:
     assert len({id(p.workspace) for p in plans}) == n  # each thread's own buffer
 
 
-def test_more_threads_than_plans_each_get_their_own_values() -> None:
+@pytest.mark.parametrize(
+    ("threads", "calls"), [(4, 200), (native_call.THREAD_PLANS + 3, 40)], ids=["4", "more"]
+)
+def test_calls_from_several_threads_each_get_their_own_values(threads: int, calls: int) -> None:
+    """Each thread has its own workspace, which the plan published by one holds; with
+    more threads than plans, the threads beyond take turns on the Python path."""
     f, numpy_f = _with_workspace()
 
     def work(seed: int) -> None:
         rng = np.random.default_rng(seed)
-        for _ in range(40):
-            a = rng.standard_normal((128, 64)).astype(np.float32)
+        for _ in range(calls):
+            a = rng.standard_normal((256, 64)).astype(np.float32)
             np.testing.assert_allclose(f([a])[0], numpy_f(a), rtol=1e-4, atol=1e-4)
 
-    _run_threads(native_call.THREAD_PLANS + 3, work)
+    f([np.zeros((256, 64), np.float32)])
+    assert f._caller._plans[((256, 64),)].workspace > 0
+    _run_threads(threads, work)
     assert sum(p.state.ready for p in f._caller._native._plans) <= native_call.THREAD_PLANS
 
 
