@@ -3,18 +3,19 @@
 `Entry.call(values)` is a builtin function: for a call from a thread that published a
 plan (each of up to THREAD_PLANS threads has its own, as each has its own workspace), on
 a list (or tuple) of dense, aligned arrays of the planned dtypes and shapes, while no
-variable was written since, it runs the kernel on free pooled output arrays
-(the pool's `refill` adds one where the caller holds both of an output's) and returns
-the outputs; otherwise it returns `Entry.declined` and the caller takes the Python path
-(`call_path`), which publishes the plan it used. A function that writes its variables
-(a training step, random-number state) is given a `Mutex` that every call of it holds
+variable was written since, it runs the kernel on free pooled output arrays (the pool's
+`refill` adds one where the caller holds both of an output's) and returns the outputs;
+otherwise it returns `Entry.declined` and the caller takes the Python path
+(`call_path`), which publishes the plan it used. The kernel runs with the GIL released,
+unless a call of the plan took under 2 us. A function that writes its variables (a
+training step, random-number state) is given a `Mutex` that every call of it holds
 around its kernel, on either path; a native call moves the versions of the variables it
 wrote as `runtime.bump_version` does.
 
 It is used only where its C reads are known to be right: CPython on a 64-bit release
 build with the GIL, whose object, list, tuple and ndarray layouts `native_layout` checks
-against live objects first, and a C compiler to build the file with (cached like the thread pool,
-`native_runtime`). `AOTK_NATIVE_CALL=0` turns it off.
+against live objects first, and a C compiler to build the file with (cached like the
+thread pool, `native_runtime`). `AOTK_NATIVE_CALL=0` turns it off.
 """
 
 from __future__ import annotations

@@ -7,12 +7,13 @@
  * input fed a Python scalar, the very object, converted once), every kernel argument that
  * does not change from call to call (weights, packed copies, workspace, dynamic dims) and
  * two sets of output arrays. aotk_call(states, values) then runs a call whose inputs
- * match its thread's plan with no Python bytecode at all: about a thousand instructions where ctypes and the
- * Python checks take twenty thousand. Any mismatch returns the state's `declined` object
- * and Python takes its own, fully checked path. Only when the caller still holds both
- * arrays of an output does it run Python: the state's `refill`, which pools a fresh one.
- * A function that writes its variables (a training step) runs one call at a time under
- * its mutex, which Python's calls take too, and each call counts its writes.
+ * match its thread's plan with no Python bytecode at all: about a thousand instructions
+ * where ctypes and the Python checks take twenty thousand (a kernel that took under
+ * SHORT_KERNEL_NS runs with the GIL kept). Any mismatch returns the state's `declined`
+ * object and Python takes its own, fully checked path. Only when the caller still holds
+ * both arrays of an output does it run Python: the state's `refill`, which pools a fresh
+ * one. A function that writes its variables (a training step) runs one call at a time
+ * under its mutex, which Python's calls take too, and each call counts its writes.
  *
  * No Python.h: this reads only the object layouts declared below (CPython's object,
  * list, tuple and NumPy's array headers, 64-bit release builds), and calls the
@@ -95,7 +96,7 @@ typedef struct {
     pthread_mutex_t *mutex;       /* held around the kernel by every call; or NULL */
     int64_t *const *versions;     /* the version of each variable the kernel writes */
     int64_t n_versions;
-    int64_t short_kernel;         /* a call took under SHORT_KERNEL_NS: calls keep the GIL */
+    int64_t short_kernel;         /* a call took < SHORT_KERNEL_NS: calls keep the GIL */
 } aotk_call_state;
 
 static const char STATE_NAME[] = "aotk.call_state";
@@ -294,9 +295,9 @@ static int64_t monotonic_ns(void)
 }
 
 /* The inputs' conversions, then the kernel. */
-static void convert_and_run(const int64_t *converts, int64_t n_inputs, const int64_t *args,
-                            py_object *const *inputs, aotk_trampoline trampoline, void *kernel,
-                            pthread_mutex_t *mutex)
+static void convert_and_run(const int64_t *converts, int64_t n_inputs,
+                            const int64_t *args, py_object *const *inputs,
+                            aotk_trampoline trampoline, void *kernel, pthread_mutex_t *mutex)
 {
     for (int64_t i = 0; converts != NULL && i < n_inputs; i++)
         if (converts[2 * i])
@@ -320,7 +321,7 @@ static void convert_and_run(const int64_t *converts, int64_t n_inputs, const int
  * GIL. */
 static void run_kernel(aotk_call_state *st, const int64_t *args, py_object *const *inputs)
 {
-    const py_object *holds = st->holds; /* the caller holds it: its address names the plan */
+    const py_object *holds = st->holds; /* held by the caller: its address names the plan */
     int64_t n_inputs = st->n_inputs;
     const int64_t *converts = st->converts;
     aotk_trampoline trampoline = st->trampoline;
