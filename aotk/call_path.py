@@ -97,14 +97,18 @@ class CallPath:
         self._call_lock: Any = None
         if locked:
             self._call_lock = native.mutex if native is not None else threading.Lock()
-        # the plan published points into this thread's workspace: withdrawn if it moves
-        self._workspace = runtime.Workspace(self._native.retract if self._native else None)
         self._pool = OutputPool(signature.out_dtypes[: signature.n_outputs], self._native)
         if self._native is not None:
             self._native.set_refill(self._pool.refill)
         self._outputs = self._pool.take
         # thread -> its published plan's workspace: bytes used, and the buffer
         self._guarded: dict[int, tuple[int, np.ndarray | None]] = {}
+        # the plan published points into this thread's workspace: withdrawn if it moves,
+        # and let go of (with the workspace) when the thread ends
+        self._workspace = runtime.Workspace(
+            native.retract if native else None,
+            _forgetting(native, self._pool.lock, self._guarded) if native else None,
+        )
 
     def _native_entry(self, kernel: Kernel, locked: bool) -> native_call.Entry | None:
         """The native call path, where its view of the variables holds (every capture
@@ -282,8 +286,8 @@ class CallPath:
         return writes + n if before == writes else writes
 
     def _verify_guard(self, guarded: tuple[int, np.ndarray | None]) -> None:
-        """Check the guard after a native call's workspace, and lay it again. The plan's
-        buffer, not this thread's: a thread given an ended one's id runs its plan."""
+        """Check the guard after a native call's workspace, and lay it again: in the
+        buffer of this thread's plan, which that plan holds."""
         nbytes, buffer = guarded
         if buffer is not None:
             self._workspace.verify(nbytes, self.sig.where, buffer)
@@ -336,6 +340,20 @@ class CallPath:
                 )
             self._workspace_sizes[key] = size
         return size
+
+
+def _forgetting(
+    native: native_call.Entry, lock: threading.Lock, guarded: dict[int, Any]
+) -> Callable[[int], None]:
+    """What lets go of the plan and guard of a thread that ended, its workspace with them
+    (it holds neither the `CallPath` nor its workspace: no cycle through a thread-local)."""
+
+    def thread_ended(thread: int) -> None:
+        guarded.pop(thread, None)
+        with lock:  # no plan is published into its state meanwhile
+            native.forget(thread)
+
+    return thread_ended
 
 
 # bound once: a small call spends a tenth of its time finding these by attribute

@@ -217,9 +217,18 @@ class Entry:
         if plan is not None:
             plan.state.ready = 0
 
+    def forget(self, thread: int) -> None:
+        """Drop the plan of `thread`, which ended, and what it holds (its workspace). The
+        caller holds `lock`: no plan is being published into the same state."""
+        plan = self.plan_of(thread)
+        if plan is not None:
+            plan.state.ready = 0
+            plan.state.thread = 0
+            plan.holds, plan.inputs, plan.out_shapes = ([], None, ()), (), []
+
     def publishes(self, inputs: Inputs, writes: int, workspace: np.ndarray | None) -> bool:
         """Whether the plan for `inputs` is published for this thread at `writes`, with
-        this `workspace` buffer (a thread given an ended one's id has its own)."""
+        this `workspace` buffer."""
         plan = self.plan_of()
         if plan is None:
             return False
@@ -243,12 +252,11 @@ class Entry:
         slots of the inputs read in place and of the outputs aside) while no variable
         was written since `runtime.writes()` read `writes`. The output arrays, of
         `out_shapes`, come from `publish_output`. The caller retracts the plan when this
-        thread's workspace moves: the other arguments follow from the shapes and the
-        writes. The plan holds what its arguments point into: held = (the workspace
-        buffer, the variables' arrays) (a thread that ends frees its own workspace, and
-        a new thread may then be given the same id), the scalars and the conversion
-        buffers; a call holds them all while its kernel runs, should another thread
-        publish another plan meanwhile."""
+        thread's workspace moves, and forgets it when the thread ends: the other
+        arguments follow from the shapes and the writes. The plan holds what its
+        arguments point into: held = (the workspace buffer, the variables' arrays), the
+        scalars and the conversion buffers; a call holds them all while its kernel runs,
+        should another thread publish into the same state meanwhile."""
         workspace, arrays = held
         plan = self._plan_to_publish()
         st = plan.state

@@ -75,6 +75,17 @@ class SlotAddresses:
         return self._addresses[slot]
 
 
+class _AtThreadEnd:
+    """Kept in a thread-local: when the thread ends, its locals go, and this calls
+    `on_end` with the thread's id."""
+
+    def __init__(self, on_end: Callable[[int], None]) -> None:
+        self._on_end, self._thread = on_end, threading.get_ident()
+
+    def __del__(self) -> None:
+        self._on_end(self._thread)
+
+
 class Workspace:
     """Scratch memory for intermediates: grows on demand, one buffer per thread.
 
@@ -86,11 +97,17 @@ class Workspace:
     GUARD = 4096
     PATTERN = 0xA5
 
-    def __init__(self, on_move: Callable[[], None] | None = None) -> None:
-        """`on_move`: called before a thread's buffer is replaced (and freed)."""
+    def __init__(
+        self,
+        on_move: Callable[[], None] | None = None,
+        on_end: Callable[[int], None] | None = None,
+    ) -> None:
+        """`on_move`: called before a thread's buffer is replaced (and freed); `on_end`:
+        with the id of a thread that had a buffer, when the thread ends."""
         self._local = threading.local()
         self.checked = os.environ.get("AOTK_CHECK_WORKSPACE", "0") not in ("0", "")
         self._on_move = on_move
+        self._on_end = on_end
 
     def get(self, nbytes: int) -> np.ndarray:
         return self._held(nbytes)[2]
@@ -133,6 +150,8 @@ class Workspace:
         if held is None or held[0] < nbytes:
             if held is not None and self._on_move is not None:
                 self._on_move()
+            if held is None and self._on_end is not None:
+                self._local.ending = _AtThreadEnd(self._on_end)
             buf = aligned_empty((max(nbytes, ALIGN),), "uint8")
             self._local.held = held = (buf.nbytes, address(buf), buf)
         return held

@@ -333,38 +333,3 @@ def test_a_workspace_that_grows_withdraws_the_plan_that_pointed_into_it() -> Non
     assert plan.state.ready == 0  # its workspace buffer was replaced
     for _ in range(3):
         np.testing.assert_allclose(f([small])[0], np.full(64, 4.0), rtol=1e-6)
-
-
-def test_a_plan_keeps_the_workspace_of_a_thread_that_ended() -> None:
-    """A thread's workspace dies with it, and a later thread may get its id: the plan
-    it published holds the buffer its arguments point into, and that buffer's guard is
-    the one checked after a native call (the test suite checks workspaces)."""
-    x = K.placeholder((None, 64))
-    w = K.variable(np.eye(64, dtype=np.float32))
-    f = K.function([x], [K.sum(K.dot(K.exp(x), w), axis=0)])
-    results: list[np.ndarray] = []
-    idents: list[int] = []
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        idents.append(threading.get_ident())
-        try:
-            for _ in range(3):
-                results.append(f([np.zeros((8, 64), np.float32)])[0].copy())
-        except Exception as e:  # reported below, not lost in the thread
-            errors.append(e)
-
-    for _ in range(3):
-        t = threading.Thread(target=work)
-        t.start()
-        t.join()
-        plan = f._caller._native.plan_of(idents[-1])
-        assert plan is not None
-        held = plan.workspace
-        at = list(plan.kept[-1])[-2]  # the workspace, before the one dynamic dim
-        assert held is not None and held.ctypes.data <= at < held.ctypes.data + held.nbytes
-    assert not errors, errors
-    assert len(set(idents)) < 3, "no thread was given an ended one's id: nothing tested"
-    assert len(results) == 9
-    for got in results:
-        np.testing.assert_array_equal(got, np.full(64, 8.0))

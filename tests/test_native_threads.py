@@ -5,6 +5,7 @@ plans current, and more threads than plans still get their own values."""
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,13 @@ def test_each_thread_runs_natively_on_a_plan_of_its_own() -> None:
     assert f._caller._plans == {} and n < native_call.THREAD_PLANS
     counts: list[list[int]] = []
     published = threading.Barrier(n, action=lambda: counts.append(python_calls(f)))
+    plans: list[tuple[int, int]] = []  # (thread, workspace) of each ready plan at the end
+
+    def snapshot() -> None:
+        ready = [p for p in f._caller._native._plans if p.state.ready]
+        plans.extend((p.state.thread, id(p.workspace)) for p in ready)
+
+    done = threading.Barrier(n, action=snapshot)
 
     def work(seed: int) -> None:
         rng = np.random.default_rng(seed)
@@ -57,12 +65,13 @@ def test_each_thread_runs_natively_on_a_plan_of_its_own() -> None:
                 published.wait()
             a = rng.standard_normal((256 + seed, 64)).astype(np.float32)
             np.testing.assert_allclose(f([a])[0], numpy_f(a), rtol=1e-4, atol=1e-4)
+        done.wait()  # every thread is alive, with its plan
 
     _run_threads(n, work)
     assert counts == [[0]], "a thread with its own plan took the Python path"
-    plans = [p for p in f._caller._native._plans if p.state.ready]
-    assert len(plans) == n
-    assert len({id(p.workspace) for p in plans}) == n  # each thread's own buffer
+    assert len({thread for thread, _ in plans}) == len(plans) == n
+    assert len({workspace for _, workspace in plans}) == n  # each thread's own buffer
+    assert not any(p.state.ready for p in f._caller._native._plans)  # the threads ended
 
 
 @pytest.mark.parametrize(
@@ -83,6 +92,33 @@ def test_calls_from_several_threads_each_get_their_own_values(threads: int, call
     assert f._caller._plans[((256, 64),)].workspace > 0
     _run_threads(threads, work)
     assert sum(p.state.ready for p in f._caller._native._plans) <= native_call.THREAD_PLANS
+
+
+def test_a_thread_that_ends_lets_go_of_its_plan_and_workspace() -> None:
+    """A thread's plan points into its workspace: when the thread ends, both go (a later
+    thread, which may get its id, publishes its own). The test suite checks workspaces,
+    so the guard after each native call is the plan's buffer's."""
+    f, numpy_f = _with_workspace()
+    idents: list[int] = []
+    buffers: list[weakref.ref[np.ndarray]] = []
+
+    def work(seed: int) -> None:
+        idents.append(threading.get_ident())
+        a = np.random.default_rng(seed).standard_normal((8, 64)).astype(np.float32)
+        for _ in range(3):
+            np.testing.assert_allclose(f([a])[0], numpy_f(a), rtol=1e-4, atol=1e-4)
+        buffer = f._caller._workspace.buffer()
+        plan = f._caller._native.plan_of()
+        assert buffer is not None and plan is not None and plan.state.ready
+        at = list(plan.kept[-1])[-2]  # the workspace, before the one dynamic dim
+        assert buffer.ctypes.data <= at < buffer.ctypes.data + buffer.nbytes
+        buffers.append(weakref.ref(buffer))
+
+    for seed in range(3):
+        _run_threads(1, lambda _, seed=seed: work(seed))
+        assert f._caller._native.plan_of(idents[-1]) is None
+        assert buffers[-1]() is None, "the ended thread's workspace is still held"
+    assert len(set(idents)) < 3, "no thread was given an ended one's id: nothing tested"
 
 
 def test_steps_from_two_threads_in_turn_run_natively() -> None:
