@@ -155,3 +155,38 @@ def test_embedding_mask_lstm_and_bidirectional_gru_train():
     masked = x.copy()
     masked[:, 4:] = 0
     np.testing.assert_allclose(model.predict(masked), model.predict(x), rtol=1e-6)
+
+
+def test_predict_from_several_threads_gives_each_its_own_predictions():
+    """A server's worker threads predicting at once: each thread's calls run on a plan of
+    its own (aotk's native path) and match one thread's predictions."""
+    import threading
+
+    model = Sequential(
+        [
+            layers.Dense(32, activation="relu", input_shape=(12,)),
+            layers.BatchNormalization(),
+            layers.Dropout(0.3),
+            layers.Dense(3, activation="softmax"),
+        ]
+    )
+    model.compile("adam", "categorical_crossentropy")
+    model.train_on_batch(RNG.random((16, 12)), np.eye(3)[RNG.integers(0, 3, 16)])
+    batches = [RNG.random((64, 12)).astype(np.float32) for _ in range(4)]  # one shape
+    expected = [model.predict_on_batch(b) for b in batches]  # also makes the function
+    errors: list[BaseException] = []
+
+    def serve(seed: int) -> None:
+        try:
+            for _ in range(50):
+                got = model.predict_on_batch(batches[seed])
+                np.testing.assert_allclose(got, expected[seed], rtol=1e-6, atol=1e-7)
+        except BaseException as e:  # reported below, not lost in the thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=serve, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:2]
