@@ -1,6 +1,8 @@
 """The native call path from several threads: each thread runs natively on a plan of its
-own (its own workspace), a training step's native calls from one thread keep the others'
-plans current, and more threads than plans still get their own values."""
+own (its own workspace), which goes when the thread ends; a training step's native calls
+from one thread keep the others' plans current; more threads than plans still get their
+own values; a short kernel keeps the GIL. Waits time out (WAIT): a thread that fails
+must not leave the others waiting for it."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from aotk import backend as K
 from aotk import native_call
 
 pytestmark = needs_native
+WAIT = 60.0  # seconds
 
 
 def _with_workspace() -> tuple[Any, Callable[[np.ndarray], np.ndarray]]:
@@ -49,14 +52,14 @@ def test_each_thread_runs_natively_on_a_plan_of_its_own() -> None:
     n = 3
     assert f._caller._plans == {} and n < native_call.THREAD_PLANS
     counts: list[list[int]] = []
-    published = threading.Barrier(n, action=lambda: counts.append(python_calls(f)))
+    published = threading.Barrier(n, lambda: counts.append(python_calls(f)), WAIT)
     plans: list[tuple[int, int]] = []  # (thread, workspace) of each ready plan at the end
 
     def snapshot() -> None:
         ready = [p for p in f._caller._native._plans if p.state.ready]
         plans.extend((p.state.thread, id(p.workspace)) for p in ready)
 
-    done = threading.Barrier(n, action=snapshot)
+    done = threading.Barrier(n, snapshot, WAIT)
 
     def work(seed: int) -> None:
         rng = np.random.default_rng(seed)
@@ -135,14 +138,14 @@ def test_steps_from_two_threads_in_turn_run_natively() -> None:
     data.append([(a + 1, b - 1) for a, b in data[0]])
     turn, order = threading.Condition(), []
     counts: list[list[int]] = []
-    warmed = threading.Barrier(2, action=lambda: counts.append(python_calls(step)))
+    warmed = threading.Barrier(2, lambda: counts.append(python_calls(step)), WAIT)
 
     def work(me: int) -> None:
         for i, (a, b) in enumerate(data[me]):
             if i == 2:
                 warmed.wait()
             with turn:
-                turn.wait_for(lambda: len(order) % 2 == me)
+                assert turn.wait_for(lambda: len(order) % 2 == me, WAIT)
                 step([a.astype(np.float32), b.astype(np.float32)])
                 order.append((a, b))
                 turn.notify_all()
