@@ -9,9 +9,10 @@ placeholders' dtypes, in shapes planned before, takes the planned path: a few at
 reads per array, then the native call. Anything else takes the checked path again.
 
 A planned call publishes its plan to the native call path (`native_call`), which then
-runs the same thread's calls of those shapes without Python bytecode, until something it
-cannot see changes (another thread's call, a variable written elsewhere). A function
-that writes its variables runs one call at a time, on either path.
+runs the same thread's calls of those shapes without Python bytecode (each thread has a
+plan of its own), until something it cannot see changes (a variable written elsewhere,
+the thread's workspace grown). A function that writes its variables runs one call at a
+time, on either path.
 """
 
 from __future__ import annotations

@@ -130,21 +130,27 @@ static py_object **items_of(const aotk_call_state *st, py_object *values)
     return NULL;
 }
 
-/* The plan the calling thread published among a function's THREAD_PLANS, or NULL. */
-static aotk_call_state *plan_of_thread(aotk_call_state *plans)
+/* Whether `st` is a plan published by thread `me`. */
+static int published_for(const aotk_call_state *st, uint64_t me)
 {
-    unsigned long me = py_api->thread_ident();
+    return st->ready && st->thread == me;
+}
+
+/* The plan thread `me` published among a function's THREAD_PLANS, or NULL. */
+static aotk_call_state *plan_of_thread(aotk_call_state *plans, uint64_t me)
+{
     for (int p = 0; p < THREAD_PLANS; p++)
-        if (plans[p].ready && plans[p].thread == me)
+        if (published_for(&plans[p], me))
             return &plans[p];
     return NULL;
 }
 
+/* Whether a call on `values` may take plan `st`, published for its thread, as far as the
+ * variables' writes and the inputs' container tell. */
 static int plan_applies(const aotk_call_state *st, py_object *values)
 {
     /* a list's and a tuple's sizes are at the same place (both are variable-size) */
-    return st->ready && st->thread == py_api->thread_ident() &&
-           *st->writes == st->writes_seen && items_of(st, values) != NULL &&
+    return *st->writes == st->writes_seen && items_of(st, values) != NULL &&
            ((py_list *)values)->size == st->n_inputs;
 }
 
@@ -239,8 +245,8 @@ static int fill_args(const aotk_call_state *st, py_object *values, int64_t *args
 /* fill_args; where the caller holds every array of an output (a loop collecting them),
  * `refill` gives each output a fresh one first, and the call is matched again: the
  * Python it runs may have let another thread publish another plan. */
-static int fill_or_refill(const aotk_call_state *st, py_object *values, int64_t *args,
-                          py_object **outs)
+static int fill_or_refill(const aotk_call_state *st, uint64_t me, py_object *values,
+                          int64_t *args, py_object **outs)
 {
     int got = fill_args(st, values, args, outs);
     if (got != NO_FREE_OUTPUT || st->refill == NULL)
@@ -249,7 +255,7 @@ static int fill_or_refill(const aotk_call_state *st, py_object *values, int64_t 
     if (none == NULL)
         return RAISED;
     py_api->decref(none);
-    if (!plan_applies(st, values))
+    if (!published_for(st, me) || !plan_applies(st, values))
         return MISMATCHED;
     return fill_args(st, values, args, outs);
 }
@@ -395,7 +401,8 @@ py_object *aotk_call(py_object *self, py_object *values)
     aotk_call_state *plans = py_api->capsule_pointer(self, STATE_NAME);
     if (plans == NULL)
         return NULL;
-    aotk_call_state *st = plan_of_thread(plans);
+    uint64_t me = py_api->thread_ident();
+    aotk_call_state *st = plan_of_thread(plans, me);
     if (st == NULL || !plan_applies(st, values))
         return declined(plans);
     /* every input and output is a kernel argument: n_args bounds both arrays */
@@ -405,7 +412,7 @@ py_object *aotk_call(py_object *self, py_object *values)
     int64_t *args = large ? malloc((size_t)st->n_args * sizeof *args) : stack_args;
     py_object **objects =
         large ? malloc((size_t)st->n_args * sizeof *objects) : stack_objects;
-    int got = args != NULL && objects != NULL ? fill_or_refill(st, values, args, objects)
+    int got = args != NULL && objects != NULL ? fill_or_refill(st, me, values, args, objects)
                                               : MISMATCHED;
     py_object *result = NULL; /* the exception `refill` raised */
     if (got == MATCHED)
