@@ -8,6 +8,7 @@ op with its class, type rule, NumPy rule, scalar lowering and gradient in one pl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -185,13 +186,35 @@ def _infer_cast(x: Attribute, *, dtype: str, **_: Any) -> Attribute:
     return tensor(dtypes.element_type(dtype), shape_of(x))
 
 
-def _infer_constant(*, dtype: str, **_: Any) -> Attribute:
+def _infer_constant(*, value: float, dtype: str, **_: Any) -> Attribute:
+    _check_fits(value, dtype)
     return tensor(dtypes.element_type(dtype), ())
+
+
+def _infer_fill(x: Attribute, *, value: float, dtype: str, **_: Any) -> Attribute:
+    _check_fits(value, dtype)
+    return tensor(dtypes.element_type(dtype), shape_of(x))
+
+
+def _check_fits(value: float, dtype: str) -> None:
+    """An integer element must be `value` truncated, as NumPy casts; NumPy refuses NaN,
+    infinity and what the type's range does not hold (a float type rounds any value)."""
+    element = dtypes.element_type(dtype)
+    if not dtypes.is_int(element):
+        return
+    info = np.iinfo(dtype)
+    if not (math.isfinite(value) and info.min <= math.trunc(value) <= info.max):
+        raise ValueError(f"value {value} does not fit {dtype} [{info.min}, {info.max}]")
 
 
 def _np_cast(x: np.ndarray, *, dtype: str, **_: Any) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         return x.astype(dtype)
+
+
+def _np_fill(shape: tuple[int, ...], value: float, dtype: str) -> np.ndarray:
+    with np.errstate(over="ignore"):  # a float type's overflow is infinity, as compiled
+        return np.full(shape, value, dtype=dtype)
 
 
 def _grad_cast(g: Any, y: Any, x: Any, **_: Any) -> tuple[Any, ...]:
@@ -209,15 +232,15 @@ register_elementwise(
         (CastOp, _infer_cast, _np_cast, _lower_cast, _grad_cast),
         (
             FillLikeOp,
-            lambda x, *, dtype, **_: tensor(dtypes.element_type(dtype), shape_of(x)),
-            lambda x, *, value, dtype: np.full(x.shape, value, dtype=dtype),
+            _infer_fill,
+            lambda x, *, value, dtype: _np_fill(x.shape, value, dtype),
             _lower_fill,
             no_grad,
         ),
         (
             ConstantOp,
             _infer_constant,
-            lambda *, value, dtype: np.array(value, dtype=dtype),
+            lambda *, value, dtype: _np_fill((), value, dtype),
             _lower_fill,
             no_grad,
         ),

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from xdsl.dialects.builtin import DenseArrayBase, i64
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, StringAttr, i64
 from xdsl.ir import Operation
 
 ARG_NAMES = "aotk.arg_names"
@@ -40,3 +41,49 @@ def ints(op: Operation, name: str) -> tuple[int, ...]:
     if not isinstance(attr, DenseArrayBase):
         raise ValueError(f"{op.name}: attribute {name} must be an array<i64: ...>, got {attr}")
     return tuple(int(v) for v in attr.iter_values())
+
+
+def check(fn: func.FuncOp) -> None:
+    """Raise ValueError, naming the function and the attribute, if one of `fn`'s aotk
+    attributes does not fit its signature (what a pass reading it would index out of)."""
+    args, outs = fn.function_type.inputs.data, fn.function_type.outputs.data
+    where = f"function @{fn.sym_name.data}: attribute"
+    names = fn.attributes.get(ARG_NAMES)
+    if names is not None and not (
+        isinstance(names, ArrayAttr) and all(isinstance(n, StringAttr) for n in names.data)
+    ):
+        raise ValueError(f"{where} {ARG_NAMES} must be an array of strings, got {names}")
+    _check_updates(ints(fn, UPDATES), args, outs, f"{where} {UPDATES}")
+    kernel = ints(fn, KERNEL)
+    if KERNEL in fn.attributes and (len(kernel) != 2 or min(kernel) < 0 or sum(kernel) > len(args)):
+        raise ValueError(
+            f"{where} {KERNEL} must be [inputs, outputs] counting at most the {len(args)} "
+            f"arguments, got {list(kernel)}"
+        )
+    for i in ints(fn, MAY_ALIAS):
+        if not 0 <= i < len(args):
+            raise ValueError(f"{where} {MAY_ALIAS}: argument {i} out of range [0, {len(args)})")
+    classes = ints(fn, ALIAS_CLASSES)
+    if ALIAS_CLASSES in fn.attributes and len(classes) != len(args):
+        raise ValueError(
+            f"{where} {ALIAS_CLASSES} must have one class per argument ({len(args)}), "
+            f"got {len(classes)}"
+        )
+
+
+def _check_updates(pairs: tuple[int, ...], args: tuple, outs: tuple, where: str) -> None:
+    if len(pairs) % 2:
+        raise ValueError(f"{where} must hold (output, input) pairs, got {len(pairs)} integers")
+    seen: set[int] = set()
+    for out, arg in zip(pairs[::2], pairs[1::2], strict=True):
+        if not 0 <= out < len(outs) or out in seen:
+            raise ValueError(
+                f"{where}: output {out} is out of range [0, {len(outs)}) or updated twice"
+            )
+        seen.add(out)
+        if not -1 <= arg < len(args):
+            raise ValueError(f"{where}: input {arg} is out of range [-1, {len(args)})")
+        if arg >= 0 and args[arg] != outs[out]:
+            raise ValueError(
+                f"{where}: output {out} ({outs[out]}) cannot update input {arg} ({args[arg]})"
+            )

@@ -22,6 +22,7 @@ from aotk.dialect.registry import Kind, kind_of
 
 def variable_updates(fn: func.FuncOp) -> dict[int, int]:
     """Output index -> input index (or -1) of each variable the function updates."""
+    metadata.check(fn)
     pairs = metadata.ints(fn, metadata.UPDATES)
     return dict(zip(pairs[::2], pairs[1::2], strict=True))
 

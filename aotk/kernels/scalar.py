@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math
 from xdsl.dialects.arith import CMPF_COMPARISON_OPERATIONS, CMPI_COMPARISON_OPERATIONS
@@ -77,12 +78,15 @@ def storage_type(elem: Attribute) -> Attribute:
 def const(b: Builder, value: float | int | bool, typ: Attribute) -> SSAValue:
     """Insert an arith.constant of a compute type."""
     if isinstance(typ, Float16Type | Float32Type | Float64Type):
-        attr: Attribute = FloatAttr(float(value), typ)
+        with np.errstate(over="ignore"):  # as NumPy casts: too large a value is infinite
+            rounded = float(np.asarray(value, dtype=dtypes.numpy_dtype(typ)))
+        attr: Attribute = FloatAttr(rounded, typ)
     else:
         assert isinstance(typ, IntegerType)
-        ivalue = int(value)
         if typ.width.data == 1:
-            ivalue = -1 if ivalue else 0  # i1 true is -1 in signless two's complement
+            ivalue = -1 if value else 0  # NumPy's truth (0.5 and NaN are true); -1 is i1 true
+        else:
+            ivalue = int(value)
         attr = integer(ivalue, typ)
     return insert(b, make(arith.ConstantOp, [], [typ], {"value": attr}))
 

@@ -27,6 +27,7 @@ from importlib.metadata import version
 from typing import IO, NoReturn
 
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation, Region, SSAValue
 from xdsl.parser import Parser
@@ -42,6 +43,7 @@ from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from aotk import gc_pause, timing
+from aotk.dialect import metadata
 from aotk.dialect.base import source_location
 from aotk.kernels import heuristics
 from aotk.lowering import pipeline
@@ -190,7 +192,22 @@ class AotkOptMain(xDSLOptMain):
             raise DiagnosticException(
                 span.print_with_context(message) if span is not None else message
             )
+        self._check_metadata(module)
         return module
+
+    def _check_metadata(self, module: ModuleOp) -> None:
+        """aotk's function attributes must fit their function: passes index by them."""
+        for fn in module.walk():
+            if not isinstance(fn, func.FuncOp):
+                continue
+            try:
+                metadata.check(fn)
+            except ValueError as err:
+                span = self.spans.get(fn)
+                message = f"error: {err}"
+                raise DiagnosticException(
+                    span.print_with_context(message) if span is not None else message
+                ) from err
 
     def apply_passes(self, prog: ModuleOp) -> None:
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from xdsl.dialects import func
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import StringAttr, TensorType, f32
 
 from aotk.dialect import metadata
 
@@ -26,3 +26,14 @@ def test_the_old_comma_joined_form_is_refused_by_name() -> None:
     fn.attributes[metadata.MAY_ALIAS] = StringAttr("1,2")
     with pytest.raises(ValueError, match=r"aotk.may_alias must be an array<i64: \.\.\.>"):
         metadata.ints(fn, metadata.MAY_ALIAS)
+
+
+def test_check_accepts_what_fits_and_names_what_does_not() -> None:
+    t = TensorType(f32, [4])
+    fn = func.FuncOp("step", ([t, t, t], [t, t]))
+    metadata.set_ints(fn, metadata.UPDATES, [0, 2, 1, -1])  # one input updated, one not read
+    metadata.set_ints(fn, metadata.MAY_ALIAS, [2])
+    metadata.check(fn)
+    metadata.set_ints(fn, metadata.UPDATES, [1, 3])
+    with pytest.raises(ValueError, match=r"@step: attribute aotk.updates: input 3 is out of"):
+        metadata.check(fn)

@@ -22,6 +22,8 @@ LIT = Path(__file__).resolve().parents[2] / "lit_tests"
 LOCATED = re.compile(r"\S+\.mlir:\d+:\d+")
 SSA = re.compile(r"%[\w.$-]+")
 DIGIT = re.compile(r"\d")
+INTEGER = re.compile(r"(?<![\w.%#-])-?\d+(?![\w.])")  # a whole literal: a dim, an index
+EDGES = ["-1", "0", "1", "7", "100", "-100"]
 TYPE = re.compile(r"\b(f16|f32|f64|i1|i8|i32|i64|index)\b")
 
 
@@ -121,6 +123,7 @@ def mutate(text: str, seed: int) -> tuple[str, str]:
         **MUTATIONS,
         "rename a value": _replace_match(SSA, rng.choice),
         "change a digit": _replace_match(DIGIT, lambda _: str(rng.randrange(10))),
+        "change an integer to an edge value": _replace_match(INTEGER, lambda _: rng.choice(EDGES)),
         "change a type": _replace_match(TYPE, lambda _: rng.choice(["f32", "i32", "i1", "f64"])),
     }
     name = rng.choice(sorted(table))
