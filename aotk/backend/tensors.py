@@ -14,7 +14,7 @@ from aotk.backend.sparse import KSparseTensor, densify, sparse_placeholder
 from aotk.dialect import elementwise as ew
 from aotk.dialect import shape_query as sq
 from aotk.dialect import trace
-from aotk.dialect.base import check_size
+from aotk.dialect.base import MAX_RANK, check_size
 from aotk.dialect.trace import KTensor
 
 
@@ -73,8 +73,8 @@ def placeholder(
     if shape is None:
         if ndim is None:
             raise ValueError("K.placeholder: give a shape or an ndim")
-        if not isinstance(ndim, int) or ndim < 0:
-            raise ValueError(f"K.placeholder: ndim must be an int >= 0, got {ndim!r}")
+        if not isinstance(ndim, int) or not 0 <= ndim <= MAX_RANK:
+            raise ValueError(f"K.placeholder: ndim must be an int in [0, {MAX_RANK}], got {ndim!r}")
         shape = (None,) * ndim
     dims = _check_shape(shape, "K.placeholder")
     if ndim is not None and ndim != len(dims):

@@ -63,10 +63,16 @@ def located(op: Operation, message: str) -> str:
 # The most elements a tensor may have: far beyond any machine's memory, yet small enough
 # that byte sizes and flat indices of it (and of a few of them) cannot overflow an int64.
 MAX_ELEMENTS = 1 << 50
+MAX_RANK = 64  # NumPy's: an input of more dims could not be fed, nor an output held
 
 
 def check_size(shape: Sequence[Dim]) -> None:
-    """Raise a ValueError when the known dims of `shape` hold more than MAX_ELEMENTS."""
+    """Raise a ValueError when the known dims of `shape` hold more than MAX_ELEMENTS, or
+    there are more than MAX_RANK of them."""
+    if len(shape) > MAX_RANK:
+        raise ValueError(
+            f"shape has rank {len(shape)}, more than the {MAX_RANK} dims a NumPy array may have"
+        )
     count = 1
     for d in shape:
         if d is not None:

@@ -69,6 +69,12 @@ def _compare(name: str, placeholders: list[Any], outputs: list[Any]) -> None:
                 assert_close(g, w, msg=f"{name} output {i}, unknown dims {unknown}")
 
 
+def _huge(t: Any) -> bool:
+    """A result of a size 2**40 asks (`K.arange(2**40)`): NumPy cannot hold it, compiled
+    or interpreted, so it is only traced (`test_k_api_misuse`)."""
+    return int(np.prod([d or 1 for d in K.int_shape(t)], dtype=object)) > 1 << 26
+
+
 @pytest.mark.parametrize("name", FUZZED)
 def test_compiled_results_equal_the_interpreters(name: str) -> None:
     fn = getattr(K, name)
@@ -78,10 +84,10 @@ def test_compiled_results_equal_the_interpreters(name: str) -> None:
     for args, kwargs in calls(fn, values):
         try:
             outputs = _tensors(fn(*args, **kwargs))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, MemoryError):  # MemoryError: a variable of 2**40
             continue
         key = repr([(K.int_shape(t), K.dtype(t)) for t in outputs]) + repr((args, kwargs))
-        if not outputs or key in seen:
+        if not outputs or key in seen or any(_huge(t) for t in outputs):
             continue
         seen.add(key)
         _compare(name, placeholders, outputs)
