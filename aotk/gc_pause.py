@@ -7,6 +7,10 @@ epoch and 0.5 s of an LSTM's 2.8 s. Held off, the compile's objects stay in the 
 generation, and the first collection after it walks them alone, once. Nothing is kept
 longer than the compile: its garbage is freed by that collection.
 
+The IR a compile lowered is garbage once its LLVM IR text is made: `collect_young` frees
+it while LLVM compiles the text in other threads (which release the GIL), in place of the
+collection that would follow the compile.
+
 The collector's switch is the process's: a thread that allocates while another compiles
 goes uncollected meanwhile, and is collected with it after (AOTK_GC_PAUSE=0 leaves the
 collector alone). Nested and concurrent compiles hold it off until the last one ends; a
@@ -45,3 +49,12 @@ def paused() -> Iterator[None]:
             _holders -= 1
             if _holders == 0 and _reenable:
                 gc.enable()
+
+
+def collect_young() -> None:
+    """Collect the youngest generation now, if a pause holds the collector off and it
+    was on: what the compile has allocated so far (see the module's doc)."""
+    with _lock:
+        wanted = _holders > 0 and _reenable
+    if wanted:
+        gc.collect(0)

@@ -109,8 +109,16 @@ def lower_to_native(
 
     tm = llvm_ir.target_machine(cpu, features, jit=False)
     with gc_pause.paused():
-        code = lower_to_source(module, tm)
-        return jit.generate_from_text(code.source_ir, code.signatures, cpu, features, prefix, tm=tm)
+        code = lower_to_source(module, tm)  # its lowered IR is garbage now: see gc_pause
+        return jit.generate_from_text(
+            code.source_ir,
+            code.signatures,
+            cpu,
+            features,
+            prefix,
+            tm=tm,
+            meanwhile=gc_pause.collect_young,
+        )
 
 
 def lower_to_source(module: ModuleOp, tm: TargetMachine | None = None) -> jit.NativeCode:

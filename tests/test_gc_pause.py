@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import weakref
 from collections.abc import Iterator
 
 import numpy as np
@@ -98,3 +99,29 @@ def test_environment_turns_the_pause_off(monkeypatch: pytest.MonkeyPatch) -> Non
     with gc_pause.paused():
         assert gc.isenabled()
     assert gc.isenabled()
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+@pytest.mark.parametrize("program_disabled", [False, True])
+def test_collect_young_frees_the_pauses_garbage_unless_the_program_disabled_it(
+    collections: list[int], program_disabled: bool
+) -> None:
+    """The garbage of a compile's lowering is freed while LLVM works (host_code), as the
+    collection after the pause would; a program that turned the collector off gets none."""
+    if program_disabled:
+        gc.disable()
+    try:
+        gc.collect()
+        collections.clear()
+        with gc_pause.paused():
+            gone = weakref.ref(_Cycle())
+            gc_pause.collect_young()
+            assert (gone() is None) != program_disabled
+        gc_pause.collect_young()  # outside a pause: nothing
+        assert collections == ([] if program_disabled else [0])
+    finally:
+        gc.enable()

@@ -107,10 +107,11 @@ def generate_from_text(
     prefix: str = "",
     micro_kernel: bool = False,
     tm: llvm_binding.TargetMachine | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> NativeCode:
     """`generate` from the module's LLVM IR text (stage 4): a large module is compiled
-    in parts on several cores (`llvm_split`), a small one whole by `tm` (default: a new
-    one for `cpu`/`features`)."""
+    in parts on several cores (`llvm_split`, running `meanwhile` while they work), a
+    small one whole by `tm` (default: a new one for `cpu`/`features`)."""
     # a micro-kernel module's entry points are its kernels: no glue
     texts = llvm_split.pieces(text, () if micro_kernel else sigs)
     if len(texts) == 1:
@@ -121,7 +122,9 @@ def generate_from_text(
         llvm_ir.code_generation(strength_reduction=micro_kernel),
         timing.stage(f"llvm optimize+emit, {len(texts)} threads"),
     ):
-        parts = llvm_split.compile_parts(texts, cpu, features, slp=micro_kernel, prefix=prefix)
+        parts = llvm_split.compile_parts(
+            texts, cpu, features, slp=micro_kernel, prefix=prefix, meanwhile=meanwhile
+        )
     ir = "\n".join(p.ir for p in parts)
     named = {prefix + name: sig for name, sig in sigs.items()}
     return NativeCode(tuple(p.obj for p in parts), named, ir, text if not prefix else "")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm_binding
@@ -150,11 +150,17 @@ def _declaration(function: str) -> str:
 
 
 def compile_parts(
-    texts: list[Piece], cpu: str | None, features: str | None, slp: bool = False, prefix: str = ""
+    texts: list[Piece],
+    cpu: str | None,
+    features: str | None,
+    slp: bool = False,
+    prefix: str = "",
+    meanwhile: Callable[[], None] | None = None,
 ) -> list[Part]:
     """Optimize (`llvm_ir.optimize`, with `slp`) unless optimized, and emit each piece on
     a thread of its own; a quick one by LLVM's O0 code generation. A `prefix` renames the
-    functions the pieces define, where defined and where declared (`llvm_ir.parsed`)."""
+    functions the pieces define, where defined and where declared (`llvm_ir.parsed`).
+    The calling thread runs `meanwhile` once its piece is done, while the others work."""
     results: list[Part | BaseException | None] = [None] * len(texts)
     siblings = frozenset(n for p in texts for n in _DEFINE.findall(p.text)) if prefix else ()
 
@@ -177,6 +183,8 @@ def compile_parts(
     for t in threads:
         t.start()
     work(0)
+    if meanwhile is not None:
+        meanwhile()
     for t in threads:
         t.join()
     for r in results:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 
 import llvmlite.binding as llvm_binding
 import numpy as np
 import pytest
 
 from aotk import backend as K
+from aotk import gc_pause
 from aotk.codegen import llvm_ir, llvm_split
 from aotk.host_code import clear_cache
 
@@ -126,6 +129,36 @@ def test_a_function_compiled_in_parts_computes_the_same_bits(monkeypatch) -> Non
     assert len(parts._compiled.code.objects) == 3
     for got, want in zip(parts([x]), whole([x]), strict=True):
         np.testing.assert_array_equal(got, want, strict=True)
+
+
+def test_the_lowered_ir_is_collected_while_the_parts_compile(monkeypatch) -> None:
+    """`host_code` hands `gc_pause.collect_young` to the parts: run once, by the calling
+    thread, while the other parts' threads still work."""
+    monkeypatch.setenv("AOTK_DISK_CACHE", "0")
+    clear_cache()  # the same step compiled by another test
+    monkeypatch.setattr(llvm_split, "MIN_CHARS_PER_PART", 1)
+    monkeypatch.setattr(llvm_split, "parts_for", lambda text: 3)
+    seen: list[tuple[bool, int]] = []
+    started = threading.Event()
+    real_optimize = llvm_split.llvm_ir.optimize
+
+    def slow_optimize(*args, **kwargs):
+        started.set()
+        time.sleep(0.2)  # keeps a part's thread busy past the collection
+        return real_optimize(*args, **kwargs)
+
+    def collect() -> None:
+        started.wait(10)
+        seen.append(
+            (threading.current_thread() is threading.main_thread(), threading.active_count())
+        )
+
+    monkeypatch.setattr(llvm_split.llvm_ir, "optimize", slow_optimize)
+    monkeypatch.setattr(gc_pause, "collect_young", collect)
+    f = K.function(*_mlp_step())
+    assert len(f._compiled.code.objects) == 3
+    [(in_caller, threads)] = seen
+    assert in_caller and threads >= 2
 
 
 def test_a_function_with_quick_glue_computes_the_same_bits(monkeypatch) -> None:
