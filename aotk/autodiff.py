@@ -11,7 +11,7 @@ from typing import Any
 
 from xdsl.ir import Operation, SSAValue
 
-from aotk import dtypes
+from aotk import dtypes, gc_pause
 from aotk.dialect import elementwise as ew
 from aotk.dialect import gradlib as lib
 from aotk.dialect import reduce as rd
@@ -40,7 +40,8 @@ def gradients(loss: KTensor, variables: Sequence[Any]) -> list[KTensor | None]:
         loss = trace.emit(
             rd.ReduceSumOp, loss, where=WHERE, axes=tuple(range(loss.ndim)), keepdims=False
         )
-    cotangents = _backward(loss, {v.value for v in targets})
+    with gc_pause.paused():  # the backward graph is as large as the forward: see gc_pause
+        cotangents = _backward(loss, {v.value for v in targets})
     return [cotangents.get(v.value) for v in targets]
 
 

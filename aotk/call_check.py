@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
+from aotk import gc_pause
 from aotk.dialect.base import AotkOp, Shape, elem_of, fmt_shape, shape_of, tensor
 from aotk.dialect.registry import Kind, OpDef, lookup
 
@@ -81,7 +82,8 @@ class ShapeChecker:
     def output_shapes(self, shapes: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
         key = tuple(shapes)
         if key not in self._cache:
-            self._cache[key] = self._infer(shapes)
+            with gc_pause.paused():  # a type per op of the module: see gc_pause
+                self._cache[key] = self._infer(shapes)
         return self._cache[key]
 
     def _infer(self, shapes: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:

@@ -125,3 +125,28 @@ def test_collect_young_frees_the_pauses_garbage_unless_the_program_disabled_it(
         assert collections == ([] if program_disabled else [0])
     finally:
         gc.enable()
+
+
+def test_gradients_and_a_new_shapes_inference_run_no_collection(
+    collections: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both walk a whole graph, allocating as they go: on a large model each set off full
+    collections of the process (NASNetMobile's step: 0.9 s of them)."""
+    from aotk.call_check import ShapeChecker
+
+    monkeypatch.setenv("AOTK_DISK_CACHE", "0")
+    x = K.placeholder((None, 8))
+    w = K.variable(np.eye(8, dtype="float32"))
+    h = x
+    for _ in range(30):  # enough ops that either walk allocates past a collection's threshold
+        h = K.tanh(K.dot(h, w) + 0.5)
+    loss = K.mean(K.square(h))
+    gc.collect()
+    collections.clear()
+    [g] = K.gradients(loss, [w])
+    assert collections in ([], [0])
+    checker = ShapeChecker(K.function([x], [loss, g]).module, "f")
+    gc.collect()
+    collections.clear()
+    assert checker.output_shapes([(7, 8), (8, 8)]) == [(), (8, 8)]
+    assert collections in ([], [0])
