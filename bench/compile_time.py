@@ -8,7 +8,10 @@ linked. The micro-kernel library is built once first, as on a user's first run, 
 cache directory private to this benchmark, and its one-time cost is printed apart. Also
 measured: `import aotk.backend` in a fresh interpreter, and the first compile of W3 and
 W4 on a machine (an empty cache, so with the micro-kernels they call), with the process
-that helps build those (`aotk.micro_kernel_helper`) and without.
+that helps build those (`aotk.micro_kernel_helper`) and without; and Keras applications
+(`KERAS_MODELS`, 64 x 64 inputs, 10 classes, no weights): their first `predict_on_batch`
+and `train_on_batch`, each compiling one function, with the seconds the cyclic collector
+ran during each.
 Run with `python -m bench.compile_time` (it is part of `python -m bench.run_all`).
 """
 
@@ -28,6 +31,7 @@ from bench.workloads import GRAPHS
 REPEAT = 3
 IMPORT_REPEAT = 5
 FIRST_ON_A_MACHINE = ("W3 MLP inference", "W4 MLP SGD step")
+KERAS_MODELS = ("MobileNetV2", "ResNet50")
 
 
 def cold_child(module: str, args: list[str], cache: str, **env: str) -> Any:
@@ -74,6 +78,40 @@ def compile_one(name: str) -> dict[str, Any]:
         "llvm": llvm,
         "ops": [timing.count_ops(f.module), checks[0], checks[-1]],
     }
+
+
+def keras_compiles(name: str) -> dict[str, float]:
+    """In this (fresh) process: seconds of a Keras application's first predict and train
+    batch (batch 4), and of the collections during each."""
+    os.environ["KERAS_BACKEND"] = "aotk.backend"
+    import gc
+
+    import keras
+    import numpy as np
+
+    collecting = [0.0, 0.0]  # seconds so far, start of the running collection
+
+    def clock(phase: str, _: dict[str, int]) -> None:
+        if phase == "start":
+            collecting[1] = time.perf_counter()
+        else:
+            collecting[0] += time.perf_counter() - collecting[1]
+
+    model = getattr(keras.applications, name)(weights=None, input_shape=(64, 64, 3), classes=10)
+    model.compile("sgd", "categorical_crossentropy")
+    x = np.random.default_rng(0).random((4, 64, 64, 3), dtype=np.float32)
+    y = np.eye(10, dtype=np.float32)[:4]
+    gc.callbacks.append(clock)
+    report = {}
+    for step, call in (
+        ("predict", lambda: model.predict_on_batch(x)),
+        ("train", lambda: model.train_on_batch(x, y)),
+    ):
+        before, t0 = collecting[0], time.perf_counter()
+        call()
+        report[step] = time.perf_counter() - t0
+        report[f"{step} gc"] = collecting[0] - before
+    return report
 
 
 def build_library() -> dict[str, float]:
@@ -142,11 +180,22 @@ def run() -> None:
                 f"{name:38s} {_spread([r['total'] for r in runs])} {med['trace']:7.3f} "
                 f"{med['xdsl']:7.3f} {med['llvm']:7.3f} {med['export']:7.3f}   {ops}"
             )
+        print("\nKeras applications, first batch (s; of it, the collector's):")
+        for name in KERAS_MODELS:
+            runs = [_child(["--keras", name], cache) for _ in range(REPEAT)]
+            cells = [
+                f"{step} {_spread([r[step] for r in runs])} "
+                f"({statistics.median(r[step + ' gc'] for r in runs):.2f})"
+                for step in ("predict", "train")
+            ]
+            print(f"  {name:14s} " + "   ".join(cells))
 
 
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--one"]:
         print(json.dumps(compile_one(argv[1])))
+    elif argv[:1] == ["--keras"]:
+        print(json.dumps(keras_compiles(argv[1])))
     elif argv[:1] == ["--library"]:
         print(json.dumps(build_library()))
     elif argv[:1] == ["--import"]:
