@@ -66,9 +66,10 @@ def test_a_module_compiled_in_parts_passes_the_choice_to_each(
         features: str | None,
         slp: bool = False,
         prefix: str = "",
+        **more: Any,
     ) -> Any:
         seen.append(slp)
-        return compile_parts(texts, cpu, features, slp, prefix)
+        return compile_parts(texts, cpu, features, slp, prefix, **more)
 
     monkeypatch.setattr(llvm_split, "compile_parts", spy)
     monkeypatch.setattr(llvm_split, "parts_for", lambda text: 2)
