@@ -9,9 +9,9 @@ types, so a rule can tell signed from unsigned integers.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from math import copysign, inf
 from typing import Any
 
-import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math
 from xdsl.dialects.arith import CMPF_COMPARISON_OPERATIONS, CMPI_COMPARISON_OPERATIONS
@@ -78,9 +78,10 @@ def storage_type(elem: Attribute) -> Attribute:
 def const(b: Builder, value: float | int | bool, typ: Attribute) -> SSAValue:
     """Insert an arith.constant of a compute type."""
     if isinstance(typ, Float16Type | Float32Type | Float64Type):
-        with np.errstate(over="ignore"):  # as NumPy casts: too large a value is infinite
-            rounded = float(np.asarray(value, dtype=dtypes.numpy_dtype(typ)))
-        attr: Attribute = FloatAttr(rounded, typ)
+        try:
+            attr: Attribute = FloatAttr(float(value), typ)
+        except OverflowError:  # rounds beyond the type's range: infinite, as NumPy casts
+            attr = FloatAttr(copysign(inf, value), typ)
     else:
         assert isinstance(typ, IntegerType)
         if typ.width.data == 1:
