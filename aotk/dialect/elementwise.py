@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.builder import Builder
-from xdsl.dialects.builtin import FloatAttr, IntegerType, TensorType
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, TensorType
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -142,7 +142,7 @@ class FillLikeOp(AotkOp):
     name = "aotk.fill_like"
     x = operand_def(TensorType)
     result = result_def(TensorType)
-    value = prop_def(FloatAttr)
+    value = prop_def(FloatAttr | IntegerAttr)  # an int64 needs all its 64 bits: see K.constant
     dtype = prop_def(ElementTypeAttr)
     traits = traits_def(Pure())
 
@@ -159,7 +159,7 @@ class ConstantOp(AotkOp):
 
     name = "aotk.constant"
     result = result_def(TensorType)
-    value = prop_def(FloatAttr)
+    value = prop_def(FloatAttr | IntegerAttr)  # an int64 needs all its 64 bits: see K.constant
     dtype = prop_def(ElementTypeAttr)
     traits = traits_def(Pure())
 
@@ -196,14 +196,15 @@ def _infer_fill(x: Attribute, *, value: float, dtype: str, **_: Any) -> Attribut
     return tensor(dtypes.element_type(dtype), shape_of(x))
 
 
-def _check_fits(value: float, dtype: str) -> None:
+def _check_fits(value: float | int, dtype: str) -> None:
     """An integer element must be `value` truncated, as NumPy casts; NumPy refuses NaN,
     infinity and what the type's range does not hold (a float type rounds any value)."""
     element = dtypes.element_type(dtype)
     if not dtypes.is_int(element):
         return
     info = np.iinfo(dtype)
-    if not (math.isfinite(value) and info.min <= math.trunc(value) <= info.max):
+    exact = isinstance(value, int) or math.isfinite(value)
+    if not (exact and info.min <= math.trunc(value) <= info.max):
         raise ValueError(f"value {value} does not fit {dtype} [{info.min}, {info.max}]")
 
 

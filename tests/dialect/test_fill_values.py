@@ -11,6 +11,7 @@ import pytest
 from conftest import check_one_op, emit, placeholder, run_both
 
 from aotk import backend as K
+from aotk.dialect.arithmetic import AddOp
 from aotk.dialect.elementwise import ConstantOp, FillLikeOp
 
 
@@ -66,3 +67,15 @@ def test_an_integer_fill_its_type_cannot_hold_is_refused(value: float, dtype: st
     x = placeholder((3,), "float32", "x")
     with pytest.raises(ValueError, match=re.escape(f"value {value} does not fit {dtype} [")):
         emit(FillLikeOp, x, value=value, dtype=dtype)
+
+
+def test_an_int64_constant_keeps_all_its_bits() -> None:
+    # regression: the value was held as a float64, so 2**60 + 1 lost its last bit
+    x = placeholder((2,), "int64", "x")
+    y = emit(AddOp, x, emit(ConstantOp, value=2**60 + 1, dtype="int64"))
+    data = np.array([0, 1], "int64")
+    f = run_both([x], [y], [[data]])
+    np.testing.assert_array_equal(f([data])[0], data + (2**60 + 1))
+    i = K.placeholder(shape=(2,), dtype="int64")
+    g = K.function([i], [i - (2**63 - 1)])
+    np.testing.assert_array_equal(g([data])[0], data - (2**63 - 1))
