@@ -226,7 +226,15 @@ class CallPath:
         # copied only now that the call is known to fit (a strided view may be huge); the
         # list holds the copies until the kernel returns
         buffers = [runtime.kernel_buffer(a) for a in arrays]
-        return self._call([at for _, at in buffers], plan)
+        try:
+            return self._call([at for _, at in buffers], plan)
+        except MemoryError as err:
+            del self._plans[tuple(shapes)]  # a later call of these shapes says it again
+            raise MemoryError(
+                f"{self.sig.where}: inputs of shapes {', '.join(map(str, shapes))} need "
+                f"outputs of shapes {', '.join(map(str, plan.outputs))} and "
+                f"{plan.workspace} bytes of workspace; they cannot be allocated ({err})"
+            ) from None
 
     def _call(
         self, addresses: list[int], plan: Plan, published: Inputs | None = None

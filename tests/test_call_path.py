@@ -171,3 +171,15 @@ def test_a_compiled_call_with_too_small_a_workspace_raises_when_checked() -> Non
     caller._plans.clear()
     with pytest.raises(RuntimeError, match="past its workspace"):
         f([xs])
+
+
+def test_outputs_no_memory_holds_are_a_memory_error_naming_the_shapes() -> None:
+    x = K.placeholder(shape=(None,))
+    f = K.function([x], [K.tile(x, (2**38,))])
+    for _ in range(2):  # the failed shapes leave no plan behind: the same message again
+        with pytest.raises(
+            MemoryError,
+            match=r"inputs of shapes \(64,\) need outputs of shapes \(17592186044416,\)",
+        ):
+            f([np.ones(64, "float32")])
+    assert f([np.ones(0, "float32")])[0].shape == (0,)  # and other shapes still run
