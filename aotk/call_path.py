@@ -229,7 +229,7 @@ class CallPath:
         try:
             return self._call([at for _, at in buffers], plan)
         except MemoryError as err:
-            del self._plans[tuple(shapes)]  # a later call of these shapes says it again
+            self._plans.pop(tuple(shapes), None)  # a later call of these shapes says it again
             raise MemoryError(
                 f"{self.sig.where}: inputs of shapes {', '.join(map(str, shapes))} need "
                 f"outputs of shapes {', '.join(map(str, plan.outputs))} and "

@@ -135,9 +135,9 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None 
 
 def scalar(value: float | int | bool, dtype: str) -> KTensor:
     """A rank-0 constant of `dtype` (an integer one holds its value exactly)."""
-    exact = isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
-    exact = exact and dtypes.is_int(dtypes.element_type(dtype)) and -(2**63) <= value < 2**63
-    held = int(value) if exact else float(value)  # a float64 holds 53 bits of an int64
+    integral = isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+    in_int64 = integral and dtypes.is_int(dtypes.element_type(dtype)) and -(2**63) <= value < 2**63
+    held = int(value) if in_int64 else float(value)  # a float64 holds 53 bits of an int64
     return trace.emit(ew.ConstantOp, where="K.constant", value=held, dtype=dtype)
 
 

@@ -186,12 +186,12 @@ def _infer_cast(x: Attribute, *, dtype: str, **_: Any) -> Attribute:
     return tensor(dtypes.element_type(dtype), shape_of(x))
 
 
-def _infer_constant(*, value: float, dtype: str, **_: Any) -> Attribute:
+def _infer_constant(*, value: float | int, dtype: str, **_: Any) -> Attribute:
     _check_fits(value, dtype)
     return tensor(dtypes.element_type(dtype), ())
 
 
-def _infer_fill(x: Attribute, *, value: float, dtype: str, **_: Any) -> Attribute:
+def _infer_fill(x: Attribute, *, value: float | int, dtype: str, **_: Any) -> Attribute:
     _check_fits(value, dtype)
     return tensor(dtypes.element_type(dtype), shape_of(x))
 
@@ -213,7 +213,7 @@ def _np_cast(x: np.ndarray, *, dtype: str, **_: Any) -> np.ndarray:
         return x.astype(dtype)
 
 
-def _np_fill(shape: tuple[int, ...], value: float, dtype: str) -> np.ndarray:
+def _np_fill(shape: tuple[int, ...], value: float | int, dtype: str) -> np.ndarray:
     with np.errstate(over="ignore"):  # a float type's overflow is infinity, as compiled
         return np.full(shape, value, dtype=dtype)
 
