@@ -77,6 +77,13 @@ class Kernel:
         self._constants: dict[int, SSAValue] = {}
         # set by `share_only_when`: the run-time flag parallel loops split on
         self._share_when: SSAValue | None = None
+        # Index arithmetic and views are made once per block: unrolled emitters (a
+        # depthwise conv's taps) asked again for the same offsets, and calls for the same
+        # views: NASNetMobile's training step built 60,000 such ops over for cse to
+        # remove. `movable` is set while `op_memo` records a range of that block which
+        # it may move into a function: a value reused from outside would pin it there.
+        self.movable: Block | None = None
+        self._pure: dict[tuple[object, ...], Operation] = {}
 
     def index(self, v: DimV) -> SSAValue:
         if isinstance(v, SSAValue):
@@ -94,21 +101,64 @@ class Kernel:
 
     def index_op(self, cls: type[Operation], a: DimV, c: DimV) -> SSAValue:
         """`cls(a, c)`, an arith op on index values with an index result, unchecked."""
-        return self.b.insert(make(cls, [self.index(a), self.index(c)], [INDEX])).results[0]
+        return self._pure_op(cls, (self.index(a), self.index(c)), INDEX)
 
     def compare(self, pred: str, a: DimV, c: DimV) -> SSAValue:
         """The i1 `a pred c` of index values, `pred` one of arith.cmpi's ("eq", "sgt")."""
-        properties = {"predicate": integer(CMPI_COMPARISON_OPERATIONS.index(pred), i64)}
-        op = make(arith.CmpiOp, [self.index(a), self.index(c)], [i1], properties)
-        return self.b.insert(op).results[0]
+        predicate = CMPI_COMPARISON_OPERATIONS.index(pred)
+        return self._pure_op(arith.CmpiOp, (self.index(a), self.index(c)), i1, predicate)
 
     def both(self, a: SSAValue, c: SSAValue) -> SSAValue:
         """`a and c` of two i1 values."""
-        return self.b.insert(make(arith.AndIOp, [a, c], [i1])).results[0]
+        return self._pure_op(arith.AndIOp, (a, c), i1)
 
     def either(self, a: SSAValue, c: SSAValue) -> SSAValue:
         """`a or c` of two i1 values."""
-        return self.b.insert(make(arith.OrIOp, [a, c], [i1])).results[0]
+        return self._pure_op(arith.OrIOp, (a, c), i1)
+
+    def pointer(self, mem: SSAValue) -> SSAValue:
+        """The `!ptr_xdsl.ptr` of memref `mem`: the one it was viewed from, if it was."""
+        # not while a range is recorded: its source may lie outside it (`movable`)
+        if isinstance(mem.owner, ptr.FromPtrOp) and self.movable is None:
+            return mem.owner.source
+        return self._pure_op(ptr.ToPtrOp, (mem,), PTR)
+
+    def moved(self, pointer: SSAValue, nbytes: DimV) -> SSAValue:
+        """`pointer` moved by `nbytes`."""
+        if nbytes == 0:
+            return pointer
+        return self._pure_op(ptr.PtrAddOp, (pointer, self.index(nbytes)), PTR)
+
+    def memref_at(self, pointer: SSAValue, mem_type: Attribute) -> SSAValue:
+        """The memory at `pointer` as a memref of `mem_type`."""
+        return self._pure_op(ptr.FromPtrOp, (pointer,), mem_type)
+
+    def _pure_op(
+        self,
+        cls: type[Operation],
+        operands: tuple[SSAValue, ...],
+        result: Attribute,
+        predicate: int | None = None,
+    ) -> SSAValue:
+        """`cls(*operands)`, or the same op made earlier in the block being emitted."""
+        block = self._reuse_block()
+        key = (cls, operands, result, predicate, block)
+        if block is not None and (known := self._pure.get(key)) is not None:
+            if known.parent is block:  # neither erased nor moved since
+                return known.results[0]
+        properties = {} if predicate is None else {"predicate": integer(predicate, i64)}
+        op = self.b.insert(make(cls, list(operands), [result], properties))
+        if block is not None:
+            self._pure[key] = op
+        return op.results[0]
+
+    def _reuse_block(self) -> Block | None:
+        """The block whose earlier values the next op may use in place of its operands'
+        (see `movable`): the insertion block, if ops are appended to it."""
+        point = self.b.insertion_point
+        if point.insert_before is not None or point.block is self.movable:
+            return None
+        return point.block
 
     def add(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):
@@ -214,13 +264,10 @@ class Kernel:
         """The dense sub-buffer of `buf` starting `offset` elements in, with `dims`."""
         if offset == 0:
             return Buf(buf.mem, tuple(dims), buf.elem)
-        base = self.b.insert(make(ptr.ToPtrOp, [buf.mem], [PTR])).results[0]
-        nbytes = self.mul(offset, dtypes.byte_size(buf.elem))
-        moved = self.b.insert(make(ptr.PtrAddOp, [base, self.index(nbytes)], [PTR])).results[0]
+        moved = self.moved(self.pointer(buf.mem), self.mul(offset, dtypes.byte_size(buf.elem)))
         mem_type = buf.mem.type
         assert isinstance(mem_type, MemRefType)
-        flat = flat_memref_type(mem_type.element_type)
-        view = self.b.insert(make(ptr.FromPtrOp, [moved], [flat])).results[0]
+        view = self.memref_at(moved, flat_memref_type(mem_type.element_type))
         return Buf(view, tuple(dims), buf.elem)
 
     def copy(self, src: Buf, dst: Buf, *, parallel: bool = False) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, func, ptr
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, MemRefType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
@@ -28,8 +28,8 @@ from aotk.dialect.update_in_place import in_place_updates, overwritten, variable
 from aotk.kernels import elementwise_nest
 from aotk.kernels.checked_sizes import SizeKernel
 from aotk.kernels.elementwise_nest import BodyFn
-from aotk.kernels.kernel import INDEX, PTR, Buf, DimV, Kernel
-from aotk.kernels.make import flat_memref_type, make
+from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
+from aotk.kernels.make import flat_memref_type
 from aotk.kernels.scalar import storage_type
 from aotk.lowering.op_memo import OpMemo
 from aotk.lowering.workspace_liveness import Liveness
@@ -112,8 +112,7 @@ class Bufferizer:
         if self.ws is None:  # planning the workspace size only
             return Buf(self.k.index(0), tuple(dims), elem_of(t))
         offset = self.k.index(self.plan.offset(self.k, place))
-        p = self.k.b.insert(make(ptr.PtrAddOp, [self.ws, offset], [PTR])).results[0]
-        mem = self.k.b.insert(make(ptr.FromPtrOp, [p], [flat_memref(t)])).results[0]
+        mem = self.k.memref_at(self.k.moved(self.ws, offset), flat_memref(t))
         return Buf(mem, tuple(dims), elem_of(t))
 
     def result_dims(self, op: Any, ins: list[Buf]) -> list[DimV]:

@@ -32,8 +32,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from aotk.dialect import metadata
 from aotk.dialect.base import elem_of
-from aotk.kernels.kernel import INDEX, PTR, Buf, DimV, Kernel
-from aotk.kernels.make import flat_memref_type, func_call_op, make
+from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
+from aotk.kernels.make import flat_memref_type, func_call_op
 from aotk.lowering.outline_kernels import EntryAliasing
 from aotk.transforms.structure import op_structure_key
 
@@ -180,8 +180,7 @@ def _dynamic(k: Kernel, mem: SSAValue) -> SSAValue:
     t = flat_memref_type(_storage(mem))
     if mem.type == t:
         return mem
-    raw = k.b.insert(make(ptr.ToPtrOp, [mem], [PTR])).results[0]
-    return k.b.insert(make(ptr.FromPtrOp, [raw], [t])).results[0]
+    return k.memref_at(k.pointer(mem), t)
 
 
 def _inline(fn: func.FuncOp, call: func.CallOp, values: Sequence[SSAValue]) -> None:

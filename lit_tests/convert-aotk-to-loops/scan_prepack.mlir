@@ -112,7 +112,8 @@ func.func @shared(%xs: tensor<5x3x20xf32>, %h0: tensor<3x20xf32>, %u: tensor<20x
 // the gates, no copy of the carry. (A state that is not a matrix of the batch's rows,
 // k, keeps the steps whole: see scan_rows.mlir for the steps run by blocks of rows.)
 // CHECK-LABEL: func.func @gates(
-// CHECK:         %[[CARRY:.*]] = ptr_xdsl.from_ptr %{{.*}} : !ptr_xdsl.ptr -> memref<40xf32>
+// CHECK:         %[[CARRY_AT:.*]] = ptr_xdsl.ptradd %workspace
+// CHECK-NEXT:    %[[CARRY:.*]] = ptr_xdsl.from_ptr %[[CARRY_AT]] : !ptr_xdsl.ptr -> memref<40xf32>
 // CHECK:         func.call @aotk_uk_pack_rhs_float32(
 // CHECK:         scf.for
 // CHECK:           memref.store %{{.*}}, %[[CARRY]]
@@ -123,14 +124,15 @@ func.func @shared(%xs: tensor<5x3x20xf32>, %h0: tensor<3x20xf32>, %u: tensor<20x
 // CHECK-NEXT:        %[[R0:.*]] = arith.muli %[[B]], %{{.*}} : index
 // CHECK-NEXT:        %[[LEFT:.*]] = arith.subi %{{.*}}, %[[R0]] : index
 // CHECK-NEXT:        %[[ROWS:.*]] = arith.minsi %{{.*}}, %[[LEFT]] : index
+// CHECK:             %[[ROWS_AT:.*]] = ptr_xdsl.ptradd %[[CARRY_AT]], %{{.*}}
+// CHECK-NEXT:        %[[CARRY_ROWS:.*]] = ptr_xdsl.from_ptr %[[ROWS_AT]]
 // CHECK:             %[[N:.*]] = arith.index_cast %[[ROWS]] : index to i64
 // CHECK:             func.call @aotk_uk_matmul_float32_prepacked_add(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[N]],
-// CHECK:             ptr_xdsl.to_ptr %[[CARRY]]
 // CHECK:             scf.for %{{.*}} = %{{.*}} to %[[ROWS]] step
 // CHECK:               math.absf
 // CHECK:               math.copysign
 // CHECK:               arith.mulf
-// CHECK:               memref.store
+// CHECK:               memref.store %{{.*}}, %[[CARRY_ROWS]]
 // CHECK-NOT:     func.call
 // CHECK:         scf.for
 // CHECK-NEXT:      memref.load %[[CARRY]]

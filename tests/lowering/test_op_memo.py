@@ -7,7 +7,7 @@ import itertools
 
 import numpy as np
 from xdsl.builder import Builder
-from xdsl.dialects import arith, func, test
+from xdsl.dialects import arith, func, scf, test
 from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, StringAttr, f32
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
@@ -182,3 +182,22 @@ def test_shared_loops_keep_the_aliasing_classes_of_their_arguments() -> None:
     assert aliasing.may_alias([args[1]]) == []
     assert aliasing.may_alias([args[0], args[1], args[3]]) == [0, 1]
     assert aliasing.may_alias([args[3], args[2]]) == [1]
+
+
+def test_kernel_gradients_of_alike_convs_share_loops_that_view_their_scratch() -> None:
+    """Inside a recorded range, a view of a buffer is taken from the buffer (a parameter),
+    not traced back to the workspace pointer it was made from: that pointer is not a
+    parameter, and the range would stay in place, once per conv."""
+    rng = np.random.default_rng(3)
+    x = K.placeholder(shape=(None, 4, 4, 256))
+    h, kernels = x, []
+    for _ in range(3):  # the second and third: the same shapes, both in the workspace
+        kernels.append(K.variable(rng.standard_normal((3, 3, 256, 256)).astype(np.float32)))
+        h = K.conv2d(h, kernels[-1], padding="same")
+    module = _loops([x], K.gradients(K.sum(h * h), kernels))
+    shared = _shared(module)
+    branching = [
+        name for name, f in shared.items() if any(isinstance(o, scf.IfOp) for o in f.walk())
+    ]
+    assert len(branching) == 2, sorted(shared)
+    assert all(_calls(module, name) == 2 for name in shared)
