@@ -31,7 +31,8 @@ from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
 from aotk.kernels.loop_cost import block_cost, static_trips
-from aotk.kernels.make import constant_op, flat_memref_type, for_op, if_op, integer, make, yield_op
+from aotk.kernels.make import constant_op, flat_memref_type, for_op, if_op, make, yield_op
+from aotk.kernels.pure_ops import PureOps
 from aotk.kernels.scalar import compute_type, storage_type
 
 DimV = int | SSAValue
@@ -77,13 +78,8 @@ class Kernel:
         self._constants: dict[int, SSAValue] = {}
         # set by `share_only_when`: the run-time flag parallel loops split on
         self._share_when: SSAValue | None = None
-        # Index arithmetic and views are made once per block: unrolled emitters (a
-        # depthwise conv's taps) asked again for the same offsets, and calls for the same
-        # views: NASNetMobile's training step built 60,000 such ops over for cse to
-        # remove. `movable` is set while `op_memo` records a range of that block which
-        # it may move into a function: a value reused from outside would pin it there.
-        self.movable: Block | None = None
-        self._pure: dict[tuple[object, ...], Operation] = {}
+        # index arithmetic and views, made once per block
+        self.pure = PureOps()
 
     def index(self, v: DimV) -> SSAValue:
         if isinstance(v, SSAValue):
@@ -101,64 +97,37 @@ class Kernel:
 
     def index_op(self, cls: type[Operation], a: DimV, c: DimV) -> SSAValue:
         """`cls(a, c)`, an arith op on index values with an index result, unchecked."""
-        return self._pure_op(cls, (self.index(a), self.index(c)), INDEX)
+        return self.pure.get(self.b, cls, (self.index(a), self.index(c)), INDEX)
 
     def compare(self, pred: str, a: DimV, c: DimV) -> SSAValue:
         """The i1 `a pred c` of index values, `pred` one of arith.cmpi's ("eq", "sgt")."""
         predicate = CMPI_COMPARISON_OPERATIONS.index(pred)
-        return self._pure_op(arith.CmpiOp, (self.index(a), self.index(c)), i1, predicate)
+        return self.pure.get(self.b, arith.CmpiOp, (self.index(a), self.index(c)), i1, predicate)
 
     def both(self, a: SSAValue, c: SSAValue) -> SSAValue:
         """`a and c` of two i1 values."""
-        return self._pure_op(arith.AndIOp, (a, c), i1)
+        return self.pure.get(self.b, arith.AndIOp, (a, c), i1)
 
     def either(self, a: SSAValue, c: SSAValue) -> SSAValue:
         """`a or c` of two i1 values."""
-        return self._pure_op(arith.OrIOp, (a, c), i1)
+        return self.pure.get(self.b, arith.OrIOp, (a, c), i1)
 
     def pointer(self, mem: SSAValue) -> SSAValue:
         """The `!ptr_xdsl.ptr` of memref `mem`: the one it was viewed from, if it was."""
         # not while a range is recorded: its source may lie outside it (`movable`)
-        if isinstance(mem.owner, ptr.FromPtrOp) and self.movable is None:
+        if isinstance(mem.owner, ptr.FromPtrOp) and self.pure.movable is None:
             return mem.owner.source
-        return self._pure_op(ptr.ToPtrOp, (mem,), PTR)
+        return self.pure.get(self.b, ptr.ToPtrOp, (mem,), PTR)
 
     def moved(self, pointer: SSAValue, nbytes: DimV) -> SSAValue:
         """`pointer` moved by `nbytes`."""
         if nbytes == 0:
             return pointer
-        return self._pure_op(ptr.PtrAddOp, (pointer, self.index(nbytes)), PTR)
+        return self.pure.get(self.b, ptr.PtrAddOp, (pointer, self.index(nbytes)), PTR)
 
     def memref_at(self, pointer: SSAValue, mem_type: Attribute) -> SSAValue:
         """The memory at `pointer` as a memref of `mem_type`."""
-        return self._pure_op(ptr.FromPtrOp, (pointer,), mem_type)
-
-    def _pure_op(
-        self,
-        cls: type[Operation],
-        operands: tuple[SSAValue, ...],
-        result: Attribute,
-        predicate: int | None = None,
-    ) -> SSAValue:
-        """`cls(*operands)`, or the same op made earlier in the block being emitted."""
-        block = self._reuse_block()
-        key = (cls, operands, result, predicate, block)
-        if block is not None and (known := self._pure.get(key)) is not None:
-            if known.parent is block:  # neither erased nor moved since
-                return known.results[0]
-        properties = {} if predicate is None else {"predicate": integer(predicate, i64)}
-        op = self.b.insert(make(cls, list(operands), [result], properties))
-        if block is not None:
-            self._pure[key] = op
-        return op.results[0]
-
-    def _reuse_block(self) -> Block | None:
-        """The block whose earlier values the next op may use in place of its operands'
-        (see `movable`): the insertion block, if ops are appended to it."""
-        point = self.b.insertion_point
-        if point.insert_before is not None or point.block is self.movable:
-            return None
-        return point.block
+        return self.pure.get(self.b, ptr.FromPtrOp, (pointer,), mem_type)
 
     def add(self, a: DimV, c: DimV) -> DimV:
         if isinstance(a, int) and isinstance(c, int):

@@ -99,11 +99,11 @@ class OpMemo:
             self._call(shared, params)
             return
         before = self.block.last_op
-        k.movable = self.block  # what `emit` makes may yet move into a function
+        k.pure.movable = self.block  # what `emit` makes may yet move into a function
         try:
             emit()
         finally:
-            k.movable = None
+            k.pure.movable = None
         last = self.block.last_op
         if key not in self._shared and before is not None and last is not before:
             start = before.next_op

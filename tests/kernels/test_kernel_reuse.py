@@ -78,7 +78,7 @@ def test_nothing_is_reused_or_traced_while_op_memo_records_a_range() -> None:
     k, block, n, _ = _kernel()
     product = k.mul(n, 4)
     view = k.memref_at(Block(arg_types=[PTR]).args[0], MemRefType(f32, [DYNAMIC_INDEX]))
-    k.movable = block
+    k.pure.movable = block
     assert k.mul(n, 4) is not product
     # a buffer's view from outside the range: the range takes it as a parameter, so its
     # pointer is taken here, not the one it was viewed from
@@ -86,6 +86,6 @@ def test_nothing_is_reused_or_traced_while_op_memo_records_a_range() -> None:
     with k.loop(n) as i:  # a loop of the range may reuse within itself
         assert k.add(i, 1) is k.add(i, 1)
         assert isinstance(k.pointer(view).owner, ptr.ToPtrOp)
-    k.movable = None
+    k.pure.movable = None
     assert k.mul(n, 4) is product
     assert isinstance(block.last_op, scf.ForOp)

@@ -50,9 +50,9 @@ def _keys() -> tuple[DimKeys, Kernel, list]:
 def test_dims_computed_alike_have_one_key_however_shared() -> None:
     keys, k, (n, m) = _keys()
     first = k.index_op(arith.MuliOp, n, 7)
-    k.movable = n.owner  # as while op_memo records a range: made anew, a second value
+    k.pure.movable = n.owner  # as while op_memo records a range: made anew, a second value
     twice = [first, k.index_op(arith.MuliOp, n, 7)]
-    k.movable = None
+    k.pure.movable = None
     assert twice[0] is not twice[1] and keys.key(twice[0]) == keys.key(twice[1])
     assert keys.key(n) != keys.key(m)
     # broadcasting a batch with itself: max(n, n) is n; max(n, m) is neither
