@@ -18,9 +18,10 @@ from aotk.context import make_context
 
 # Cleans up loops as emitted (by convert-aotk-to-loops, or the micro-kernel library).
 # cse first: emitters repeat index arithmetic, and canonicalizing then walks a quarter
-# fewer ops. aotk-cse and aotk-canonicalize give the IR xDSL's cse and canonicalize give,
-# in about half the time.
-LOOPS_CLEANUP = "aotk-cse,aotk-canonicalize,aotk-cse,aotk-check-stage{stage=loops}"
+# fewer ops. A second cse after canonicalize merged 170 of ResNet50's 26,600 ops, for
+# about 4% of the lowering's time; LLVM merges those. aotk-cse and aotk-canonicalize give
+# the IR xDSL's cse and canonicalize give, in about half the time.
+LOOPS_CLEANUP = "aotk-cse,aotk-canonicalize,aotk-check-stage{stage=loops}"
 # Kernels are outlined as emitted, before any cleanup: identical ones become one function
 # there, so the cleanup and every later pass handle each distinct kernel once.
 OUTLINED_CLEANUP = f"aotk-outline-kernels,{LOOPS_CLEANUP}"
