@@ -10,8 +10,6 @@ function turns into a size of -1: "these dims overflow".
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.ir import SSAValue
@@ -35,7 +33,7 @@ class SizeKernel(Kernel):
     def __init__(self, builder: Builder):
         super().__init__(builder)
         self.overflowed: SSAValue | None = None
-        self._made: dict[tuple[object, ...], DimV] = {}
+        self._checked: set[SSAValue] = set()
         self._unchecked_terms = 0
 
     def accumulate(self, total: DimV, size: DimV) -> DimV:
@@ -54,29 +52,16 @@ class SizeKernel(Kernel):
             self._unchecked_terms = 0
 
     def add(self, a: DimV, c: DimV) -> DimV:
-        return self._once("add", a, c, self._checked_add)
-
-    def mul(self, a: DimV, c: DimV) -> DimV:
-        return self._once("mul", a, c, self._checked_mul)
-
-    def _once(self, kind: str, a: DimV, c: DimV, make: Callable[[DimV, DimV], DimV]) -> DimV:
-        if isinstance(a, int) and isinstance(c, int):
-            return make(a, c)
-        key = (self.b.insertion_point.block, kind, a, c)
-        made = self._made.get(key)
-        if made is None:
-            made = self._made[key] = make(a, c)
-        return made
-
-    def _checked_add(self, a: DimV, c: DimV) -> DimV:
         total = super().add(a, c)
-        if isinstance(total, SSAValue) and total not in (a, c):
+        if isinstance(total, SSAValue) and total not in (a, c) and self._unchecked(total):
             self._flag(self._above(total, MAX_SIZE))
         return total
 
-    def _checked_mul(self, a: DimV, c: DimV) -> DimV:
+    def mul(self, a: DimV, c: DimV) -> DimV:
         product = super().mul(a, c)
         if not isinstance(product, SSAValue) or product in (a, c):
+            return product
+        if not self._unchecked(product):
             return product
         if isinstance(a, int):  # the known factor, if any, goes second
             a, c = c, a
@@ -90,6 +75,14 @@ class SizeKernel(Kernel):
             limit = self.index_op(arith.DivSIOp, MAX_SIZE, divisor)
             self._flag(self._above(a, limit))
         return product
+
+    def _unchecked(self, value: SSAValue) -> bool:
+        """Whether `value` is checked for the first time (`Kernel.pure` gives the same sum
+        or product of a block as one value); marks it checked."""
+        if value in self._checked:
+            return False
+        self._checked.add(value)
+        return True
 
     def _above(self, value: SSAValue, limit: DimV) -> SSAValue:
         # signed: shape rules go below zero on the way to a clamp (a slice's n - 2 at n = 1);
