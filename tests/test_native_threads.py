@@ -117,11 +117,15 @@ def test_a_thread_that_ends_lets_go_of_its_plan_and_workspace() -> None:
         assert buffer.ctypes.data <= at < buffer.ctypes.data + buffer.nbytes
         buffers.append(weakref.ref(buffer))
 
-    for seed in range(3):
+    # a new thread usually gets the id of the one that just ended, but under load the
+    # C library may hand out another first: run threads until one reuses an id
+    for seed in range(20):
         _run_threads(1, lambda _, seed=seed: work(seed))
         assert f._caller._native.plan_of(idents[-1]) is None
         assert buffers[-1]() is None, "the ended thread's workspace is still held"
-    assert len(set(idents)) < 3, "no thread was given an ended one's id: nothing tested"
+        if seed >= 2 and len(set(idents)) < len(idents):
+            break
+    assert len(set(idents)) < len(idents), "no thread was given an ended one's id: nothing tested"
 
 
 def test_steps_from_two_threads_in_turn_run_natively() -> None:
