@@ -15,19 +15,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects import arith, llvm, ptr
-from xdsl.dialects.builtin import IntegerAttr, i32
+from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
 from aotk import dtypes
 from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels.heuristics import MatmulTiles
 from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.prefetch import LINE_BYTES, prefetch
 
 Range = tuple[DimV, DimV]
-LINE_BYTES = 64
-# llvm.prefetch's arguments after the address: a read, into L2 (locality 2 of 0-3), data
-_READ, _INTO_L2, _DATA = 0, 2, 1
 
 
 @dataclass(frozen=True)
@@ -50,18 +47,6 @@ class Walk:
     start: DimV
     stride: DimV
     last: DimV
-
-
-def prefetch(k: Kernel, buf: Buf, offset: DimV) -> None:
-    """Ask for the cache line holding element `offset` of `buf` to be brought into L2."""
-    base = k.b.insert(ptr.ToPtrOp(buf.mem)).res
-    byte_offset = k.index(k.mul(offset, dtypes.byte_size(buf.elem)))
-    at = k.b.insert(ptr.PtrAddOp(base, byte_offset)).result
-    flags = [
-        k.b.insert(llvm.ConstantOp(IntegerAttr(v, i32), i32)).result
-        for v in (_READ, _INTO_L2, _DATA)
-    ]
-    k.b.insert(llvm.CallIntrinsicOp("llvm.prefetch.p0", [at, *flags], []))
 
 
 def next_panel(

@@ -29,6 +29,7 @@ from aotk.kernels import matmul_microkernel as mk
 from aotk.kernels import matmul_packed as packed
 from aotk.kernels import matmul_prefetch as pf
 from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.kernels.prefetch import LINE_BYTES
 from aotk.kernels.scalar import const
 
 Range = tuple[DimV, DimV]
@@ -276,7 +277,7 @@ def _sliver_by_sliver(k: Kernel, plan: tuple[mk.Operands, mk.Operands]) -> None:
     ops, packed_ops = plan
     tiles = _tiles(ops.c.elem)
     width = tiles.nr * tiles.lanes
-    per_line = pf.LINE_BYTES // dtypes.byte_size(ops.c.elem)
+    per_line = LINE_BYTES // dtypes.byte_size(ops.c.elem)
     slivers, row_tiles = _counts(k, ops, tiles)
     enough = k.mul(library.parallel_width(k), SLIVERS_PER_THREAD)
     many, few = k.compare("sge", slivers, enough), k.compare("slt", slivers, enough)

@@ -12,6 +12,14 @@ loops LLVM vectorizes, with `vecmath`'s polynomials.
 Against the compositions (max, sub+exp, sum, then div or log+add: each a kernel streaming
 the whole tensor through memory, the exponentials written out and read back), the input
 is read from memory once and the output written once.
+
+While the exponentials of a row are computed, memory would idle: the maximum's pass,
+which waits on memory, is done. So each step of them prefetches the lines
+PREFETCH_AHEAD_BYTES further on, of the input and (to be written) of the output, and the
+passes of the rows there find them in L2. W7's softmax (4096 x 1024 f32, 32 MB in and
+out, about this host's L3) took 0.96 ms without, 0.88 with on one thread and 0.69 -> 0.50
+on two; its logsumexp 1.04 -> 0.67. Rows in cache run as before. Of the distances tried,
+a row (4 KB) ahead was slower than none and four rows (16 KB) gained less than two.
 """
 
 from __future__ import annotations
@@ -28,12 +36,14 @@ from aotk.kernels import heuristics, vecmath, vecmath_lanes
 from aotk.kernels import transcendental as tr
 from aotk.kernels.kernel import Buf, DimV, Kernel
 from aotk.kernels.matmul_microkernel import lane_mask, splat, vload, vload_masked, vstore_lanes
+from aotk.kernels.prefetch import LINE_BYTES, prefetch
 from aotk.kernels.scalar import REASSOC, compute_type, const, insert, reassociating_add
 
 ROW_MAX_ACCUMULATORS = 4  # vmaxps has a latency of 3-4 cycles and issues 1-2 a cycle
 # softmax's exponentials: vectors loaded before the first is stored (so that a load of x
 # seldom follows a store to the output whose address it matches in the low 12 bits)
 EXP_GROUP = 4
+PREFETCH_AHEAD_BYTES = 8192
 _SUM = vector.CombiningKindAttr(vector.CombiningKindFlag.ADD)
 _COMBINE = {
     "max": vector.CombiningKindAttr(vector.CombiningKindFlag.MAXNUMF),
@@ -43,14 +53,16 @@ _COMBINE = {
 
 def emit_softmax(k: Kernel, out: Buf, x: Buf) -> None:
     """out = softmax(x) along x's last axis (rank >= 1)."""
-    width = x.dims[-1]
+    width, rows = x.dims[-1], k.product(x.dims[:-1])
     ct = compute_type(x.elem)
     lanes = _lanes(x.elem)
-    with k.loop(k.product(x.dims[:-1]), parallel=True) as row:  # all rows, one loop
+    vectors = vecmath_lanes.supported(lanes)
+    with k.loop(rows, parallel=True) as row:  # all rows, one loop
         start = k.mul(row, width)
+        ahead = _ahead(k, x, start, rows) if vectors else 0
         peak = row_extremum(k, x, (start, width), "max")  # NaNs reach every output anyway
-        if vecmath_lanes.supported(lanes):
-            total = _exp_and_sum_lanes(k, (out, x), (start, width), peak, lanes)
+        if vectors:
+            total = _exp_and_sum_lanes(k, (out, x), (start, width), peak, lanes, ahead=ahead)
         else:
             total = _exp_and_sum(k, (out, x), (start, width), peak, vecmath.exp_nonpositive)
         scale = insert(k.b, arith.DivfOp(const(k.b, 1.0, ct), total))
@@ -87,13 +99,15 @@ def _exp_and_sum_lanes(
     shift: SSAValue,
     vt: VectorType,
     *,
+    ahead: DimV,
     capped: bool = False,
 ) -> SSAValue:
     """The sum of exp(x[i] - shift) over the `row` (start, width) of x, each also stored
     to out[i] unless out is None, in vectors with `vecmath_lanes`'s exponential:
     EXP_GROUP vectors a step, then single ones, then one masked vector whose other lanes
     read as -inf (whose exponential adds 0). x[i] - shift must be <= 0 or NaN, unless
-    `capped` makes it min(x[i] - shift, 0) (one op a vector more; a NaN stays NaN)."""
+    `capped` makes it min(x[i] - shift, 0) (one op a vector more; a NaN stays NaN).
+    Each step of EXP_GROUP prefetches the lines of element `ahead` + i (`_ahead`)."""
     (out, x), (start, width) = bufs, row
     lanes = vt.get_shape()[0]
     top = splat(k, shift, vt)
@@ -114,6 +128,8 @@ def _exp_and_sum_lanes(
 
         def body(i: SSAValue, acc: Sequence[SSAValue]) -> list[SSAValue]:
             ats = [k.add(start, k.add(i, j * lanes)) for j in range(count)]
+            if count > 1:
+                _prefetch_lines(k, bufs, k.add(ahead, i), count * lanes)
             if masked is None:
                 vs = [vload(k, x, at, vt) for at in ats]
             else:
@@ -142,20 +158,43 @@ def _exp_and_sum_lanes(
     return _reduce(k, acc[0], _SUM, REASSOC)
 
 
+def _ahead(k: Kernel, x: Buf, start: DimV, rows: DimV) -> DimV:
+    """Where the lines to prefetch while the row from element `start` is worked on begin:
+    PREFETCH_AHEAD_BYTES on, or as far as keeps a row's width of them inside x."""
+    width = x.dims[-1]
+    last_row = k.mul(k.sub(rows, 1), width)
+    return k.min(k.add(start, PREFETCH_AHEAD_BYTES // dtypes.byte_size(x.elem)), last_row)
+
+
+def _prefetch_lines(k: Kernel, bufs: tuple[Buf | None, Buf], at: DimV, count: int) -> None:
+    """Prefetch the lines of elements [at, at + count) of x, and of out (to be written)
+    unless it is None."""
+    out, x = bufs
+    per_line = LINE_BYTES // dtypes.byte_size(x.elem)
+    for line in range(max(1, count // per_line)):
+        offset = k.add(at, line * per_line)
+        prefetch(k, x, offset)
+        if out is not None:
+            prefetch(k, out, offset, write=True)
+
+
 def emit_logsumexp(k: Kernel, out: Buf, x: Buf) -> None:
     """out[...] = log(sum(exp(x[..., :]))) along x's last axis (rank >= 1)."""
-    width = x.dims[-1]
+    width, rows = x.dims[-1], k.product(x.dims[:-1])
     ct = compute_type(x.elem)
     lanes = _lanes(x.elem)
     vectors = vecmath_lanes.supported(lanes)
-    with k.loop(k.product(x.dims[:-1]), parallel=True) as row:
+    with k.loop(rows, parallel=True) as row:
         start = k.mul(row, width)
+        ahead = _ahead(k, x, start, rows) if vectors else 0
         peak = row_extremum(k, x, (start, width), "max")  # NaNs reach every output anyway
         magnitude = insert(k.b, math.AbsFOp(peak))
         finite = insert(k.b, arith.CmpfOp(magnitude, const(k.b, float("inf"), ct), "olt"))
         shift = insert(k.b, arith.SelectOp(finite, peak, const(k.b, 0.0, ct)))
         if vectors:
-            total = _exp_and_sum_lanes(k, (None, x), (start, width), shift, lanes, capped=True)
+            total = _exp_and_sum_lanes(
+                k, (None, x), (start, width), shift, lanes, ahead=ahead, capped=True
+            )
         else:
             total = _exp_and_sum(k, (None, x), (start, width), shift, _full_exp)
         result = insert(k.b, arith.AddfOp(tr.emit("log", k.b, total), shift))

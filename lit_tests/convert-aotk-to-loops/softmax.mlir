@@ -15,9 +15,19 @@
 // (AVX2's 8 lanes here), all loaded before the first is stored: 2**(j/8) is read from a
 // table of 8 held in one vector by a lane permute (a vpermps once LLVM sees it) and
 // scaled by 2**m in its exponent bits, then times 1 + p(r) for a polynomial of degree 4
-// on |r| <= ln2/16.
+// on |r| <= ln2/16. Each step of the exponentials first prefetches the same lines 8 KB
+// (2048 elements) on, or from the last row's start if that is nearer: of x to be read
+// (0) and of the output to be written (1), into L2 (2), each line of 16 elements (64
+// bytes) once; a step covers two here.
 // CHECK-LABEL: func.func @softmax_rows(
-// CHECK:         scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-DAG:     %[[AHEAD:.*]] = arith.constant 2048 : index
+// CHECK-DAG:     %[[LINE:.*]] = arith.constant 16 : index
+// CHECK:         scf.for %[[ROW:.*]] = %{{.*}} to %[[ROWS:.*]] step %[[ONE:.*]] {
+// CHECK-NEXT:      %[[START:.*]] = arith.muli %[[ROW]], %[[WIDTH:.*]] : index
+// CHECK-NEXT:      %[[BEFORE_LAST:.*]] = arith.subi %[[ROWS]], %[[ONE]] : index
+// CHECK-NEXT:      %[[LAST:.*]] = arith.muli %[[BEFORE_LAST]], %[[WIDTH]] : index
+// CHECK-NEXT:      %[[ON:.*]] = arith.addi %[[START]], %[[AHEAD]] : index
+// CHECK-NEXT:      %[[FROM:.*]] = arith.minsi %[[ON]], %[[LAST]] : index
 // CHECK:           %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK-COUNT-4:       %{{.*}} = vector.load %x[{{.*}}] : memref<?xf32>, vector<8xf32>
 // CHECK-NEXT:          %[[GT:.*]] = arith.cmpf ogt, %{{.*}}, %{{.*}} : vector<8xf32>
@@ -25,8 +35,27 @@
 // CHECK:           %[[MAX:.*]] = vector.reduction <maxnumf>, %{{.*}} : vector<8xf32> into f32
 // CHECK-NEXT:      %[[TOP:.*]] = vector.broadcast %[[MAX]] : f32 to vector<8xf32>
 // CHECK-NOT:       memref.load
-// CHECK:           %[[SUM:.*]] = scf.for %{{.*}} iter_args(%[[S:.*]] = %{{.*}}) -> (vector<8xf32>) {
-// CHECK-COUNT-4:       %{{.*}} = vector.load %x[{{.*}}] : memref<?xf32>, vector<8xf32>
+// CHECK:           %[[SUM:.*]] = scf.for %[[I:[^ ]+]] = {{.*}} iter_args(%[[S:.*]] = %{{.*}}) -> (vector<8xf32>) {
+// CHECK:             %[[AT:.*]] = arith.addi %[[FROM]], %[[I]] : index
+// CHECK-NEXT:        %[[XP:.*]] = ptr_xdsl.to_ptr %x
+// CHECK-NEXT:        %[[BYTES:.*]] = arith.muli %[[AT]], %{{.*}} : index
+// CHECK-NEXT:        %[[XL:.*]] = ptr_xdsl.ptradd %[[XP]], %[[BYTES]]
+// CHECK-NEXT:        %[[READ:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT:        %[[L2:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK-NEXT:        %[[DATA:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:        llvm.call_intrinsic "llvm.prefetch.p0"(%[[XL]], %[[READ]], %[[L2]], %[[DATA]])
+// CHECK-NEXT:        %[[OP:.*]] = ptr_xdsl.to_ptr %out0
+// CHECK-NEXT:        %[[OL:.*]] = ptr_xdsl.ptradd %[[OP]], %[[BYTES]]
+// CHECK-NEXT:        %[[WRITE:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:        %[[L2W:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK-NEXT:        %[[DATAW:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:        llvm.call_intrinsic "llvm.prefetch.p0"(%[[OL]], %[[WRITE]], %[[L2W]], %[[DATAW]])
+// CHECK-NEXT:        %[[AT2:.*]] = arith.addi %[[AT]], %[[LINE]] : index
+// CHECK-NEXT:        %[[BYTES2:.*]] = arith.muli %[[AT2]], %{{.*}} : index
+// CHECK-NEXT:        ptr_xdsl.ptradd %[[XP]], %[[BYTES2]]
+// CHECK-COUNT-2:     llvm.call_intrinsic "llvm.prefetch.p0"
+// CHECK-NOT:         llvm.call_intrinsic "llvm.prefetch.p0"
+// CHECK-COUNT-4:     %{{.*}} = vector.load %x[{{.*}}] : memref<?xf32>, vector<8xf32>
 // CHECK-NEXT:        %[[D:.*]] = arith.subf %{{.*}}, %[[TOP]] : vector<8xf32>
 // CHECK:             %[[MN:.*]] = math.fma %[[D]], %{{.*}}, %{{.*}} : vector<8xf32>
 // CHECK:             %[[BITS:.*]] = arith.bitcast %[[MN]] : vector<8xf32> to vector<8xi32>
