@@ -37,9 +37,9 @@ from aotk.ir_walk import ops_within
 from aotk.kernels import library
 from aotk.kernels.checked_sizes import SizeKernel
 from aotk.kernels.kernel import Buf, DimV, Kernel
+from aotk.lowering.aliasing import EntryAliasing
 from aotk.lowering.bufferize import Bufferizer, dynamic_dims, flat_memref
 from aotk.lowering.op_memo import OpMemo
-from aotk.lowering.outline_kernels import EntryAliasing
 
 
 def lower_function(fn: func.FuncOp) -> list[func.FuncOp]:
@@ -65,8 +65,9 @@ def _kernel(fn: func.FuncOp) -> tuple[list[func.FuncOp], list[Any]]:
         i for out, arg in variable_updates(fn).items() for i in (arg, len(ins) + out) if i >= 0
     ]
     low = Bufferizer(fn, block, code=True)
-    low.memo = OpMemo(block, fn.sym_name.data, EntryAliasing.of_arguments(block.args, aliased))
     low.ws = block.args[len(ins) + len(outs)]
+    aliasing = EntryAliasing.of_arguments(block.args, aliased, low.ws)
+    low.memo = OpMemo(block, fn.sym_name.data, aliasing)
     dims = low.dims_from_args(list(block.args[len(ins) + len(outs) + 1 :]))
     for i, (arg, mem) in enumerate(zip(fn.body.block.args, in_args, strict=True)):
         low.bind_input(arg, mem, i, dims)

@@ -34,7 +34,7 @@ from aotk.dialect import metadata
 from aotk.dialect.base import elem_of
 from aotk.kernels.kernel import INDEX, Buf, DimV, Kernel
 from aotk.kernels.make import flat_memref_type, func_call_op
-from aotk.lowering.outline_kernels import EntryAliasing
+from aotk.lowering.aliasing import EntryAliasing
 from aotk.transforms.structure import op_structure_key
 
 # emits an op's loops with `Kernel` on buffers (outputs first, as the op's lowering had them)

@@ -22,14 +22,14 @@ and `aotk-memory-to-llvm`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import func, llvm, ptr
-from xdsl.dialects.builtin import MemRefType, ModuleOp, SymbolRefAttr
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.dialects import func, llvm
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
@@ -37,6 +37,7 @@ from aotk.dialect import metadata
 from aotk.ir_walk import ops_within
 from aotk.kernels.kernel import PARALLEL_ATTR
 from aotk.kernels.make import func_call_op
+from aotk.lowering.aliasing import EntryAliasing
 from aotk.lowering.parallelize import erase_unused, free_values, rebuild, rebuildable
 from aotk.transforms.structure import structure_key
 
@@ -66,79 +67,6 @@ def kernels_of(block: Block) -> list[Operation]:
                 for inner in region.blocks:
                     found.extend(kernels_of(inner))
     return found
-
-
-# ops that give another view of the memory their first operand points to
-_VIEWS = (ptr.FromPtrOp, ptr.ToPtrOp, ptr.PtrAddOp, llvm.GEPOp, llvm.BitcastOp)
-
-
-def _is_pointer(t: Attribute) -> bool:
-    return isinstance(t, MemRefType | ptr.PtrType | llvm.LLVMPointerType)
-
-
-def _base(v: SSAValue) -> SSAValue | None:
-    """The argument of the entry function a pointer is computed from, if it is one."""
-    while isinstance(v.owner, _VIEWS):
-        v = v.owner.operands[0]
-    return v if isinstance(v, BlockArgument) else None
-
-
-@dataclass
-class EntryAliasing:
-    """What aliasing needs to know of the function kernels are outlined from: which of
-    its arguments are `noalias` pointers, and which of those may still overlap."""
-
-    position: dict[SSAValue, int]  # the `noalias` arguments' classes: equal may overlap
-    shared: set[int]  # classes never taken as `noalias` (a variable and its update)
-
-    @classmethod
-    def of(cls, entry: func.FuncOp) -> EntryAliasing:
-        """An entry's arguments are each a class; the loops ops share (`op_memo`) record
-        the classes their arguments had where they were called."""
-        if metadata.ALIAS_CLASSES in entry.attributes:
-            classes = metadata.ints(entry, metadata.ALIAS_CLASSES)
-            position: dict[SSAValue, int] = {
-                a: c for a, c in zip(entry.args, classes, strict=True) if c >= 0
-            }
-            return cls(position, set())
-        return cls.of_arguments(entry.args, metadata.ints(entry, metadata.MAY_ALIAS))
-
-    @classmethod
-    def of_arguments(cls, args: Sequence[SSAValue], shared: Iterable[int]) -> EntryAliasing:
-        """An entry's: each of `args` a class, those of `shared` never `noalias`."""
-        position: dict[SSAValue, int] = {a: i for i, a in enumerate(args)}
-        return cls(position, set(shared))
-
-    def classes(self, passed: Sequence[SSAValue]) -> list[int]:
-        """For each pointer `passed`, the first position in `passed` of a pointer from the
-        same class of arguments; -1 when it comes from none (or one never `noalias`), and
-        for what is no pointer."""
-        first: dict[int, int] = {}
-        out = []
-        for i, v in enumerate(passed):
-            base = _base(v) if _is_pointer(v.type) else None
-            index = self.position.get(base) if base is not None else None
-            if index is None or index in self.shared:
-                out.append(-1)
-            else:
-                out.append(first.setdefault(index, i))
-        return out
-
-    def may_alias(self, passed: Sequence[SSAValue]) -> list[int]:
-        """The pointer arguments of a kernel that must not be `noalias`.
-
-        An argument keeps `noalias` when it is computed from an argument of the entry that
-        is `noalias` itself and no other argument of the kernel is computed from that one
-        (or one of its class): then nothing else the kernel reaches can overlap it. Two
-        views of the workspace, or a variable and the buffer its update is written to,
-        may overlap.
-        """
-        classes = self.classes(passed)
-        return [
-            i
-            for i, (v, c) in enumerate(zip(passed, classes, strict=True))
-            if _is_pointer(v.type) and (c < 0 or classes.count(c) > 1)
-        ]
 
 
 def outline_kernel(kernel: Operation, name: str, entry: EntryAliasing) -> func.FuncOp:
@@ -232,7 +160,6 @@ def _call_first_copies(entry: func.FuncOp, same_as: dict[str, str]) -> None:
 
 __all__ = [
     "AotkOutlineKernelsPass",
-    "EntryAliasing",
     "kernels_of",
     "move_into_function",
     "outline_kernel",

@@ -3,6 +3,9 @@
 // A marked loop becomes a task over [begin, end) and a launch: the values its body takes
 // from outside go through a stack context (constants are rebuilt in the task instead),
 // and trip counts below the mark's threshold call the task directly on this thread.
+// Its pointers, loaded from the context, would be known apart from nothing: the task
+// passes them to a function of the iterations, which takes as `noalias` (no
+// aotk.may_alias) those the enclosing function has as `noalias`: here %x and %y.
 // CHECK:       func.func private @aotk_parallel_for(!llvm.ptr, !llvm.ptr, i64) -> ()
 // CHECK-LABEL: func.func @scale(
 // CHECK-SAME:      %x: !llvm.ptr, %y: !llvm.ptr, %n: index)
@@ -25,19 +28,23 @@
 // CHECK-NEXT:    func.return
 // CHECK-LABEL: func.func private @scale_par0(
 // CHECK-SAME:      %[[C:.*]]: !llvm.ptr, %[[BEGIN:.*]]: i64, %[[END:.*]]: i64) {
+// CHECK:         %[[XP:.*]] = llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr -> !llvm.ptr
+// CHECK:         %[[YP:.*]] = llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT:    func.call @scale_par0_body(%[[XP]], %[[YP]], %[[BEGIN]], %[[END]])
+// CHECK-NEXT:    func.return
+// CHECK-LABEL: func.func private @scale_par0_body(
+// CHECK-SAME:      %[[X:.*]]: !llvm.ptr, %[[Y:.*]]: !llvm.ptr, %[[FROM:.*]]: i64, %[[TO:.*]]: i64) {
 // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
 // CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
 // CHECK-DAG:     %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
-// CHECK:         %[[XP:.*]] = llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr -> !llvm.ptr
-// CHECK:         %[[YP:.*]] = llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr -> !llvm.ptr
-// CHECK:         arith.index_cast %[[BEGIN]] : i64 to index
+// CHECK:         arith.index_cast %[[FROM]] : i64 to index
 // CHECK:         %[[LO:.*]] = arith.addi %[[C0]], %{{.*}} : index
-// CHECK:         arith.index_cast %[[END]] : i64 to index
+// CHECK:         arith.index_cast %[[TO]] : i64 to index
 // CHECK:         %[[HI:.*]] = arith.addi %[[C0]], %{{.*}} : index
 // CHECK-NEXT:    scf.for %[[I:.*]] = %[[LO]] to %[[HI]] step %[[C1]] {
-// CHECK:           llvm.getelementptr inbounds %[[XP]][
+// CHECK:           llvm.getelementptr inbounds %[[X]][
 // CHECK:           arith.mulf %{{.*}}, %[[TWO]] : f32
-// CHECK:           llvm.getelementptr inbounds %[[YP]][
+// CHECK:           llvm.getelementptr inbounds %[[Y]][
 // CHECK:         }
 // CHECK-NEXT:    func.return
 func.func @scale(%x: !llvm.ptr, %y: !llvm.ptr, %n: index) {
@@ -89,5 +96,27 @@ func.func @nested(%out: !llvm.ptr, %rows: index, %cols: index) {
       llvm.store %zero, %p : f32, !llvm.ptr
     } {aotk.parallel = 8 : i64}
   } {aotk.parallel = 1 : i64}
+  func.return
+}
+
+// -----
+
+// Pointers that may overlap where the loop is (aotk.may_alias of the enclosing function:
+// a variable and its update) may overlap in the iterations too: then nothing is gained
+// by a function of the iterations, and the task runs them itself.
+// CHECK-LABEL: func.func private @update_par0(
+// CHECK-NOT:     func.call
+// CHECK:         scf.for
+// CHECK-NOT:   func.func private @update_par0_body(
+func.func @update(%w: !llvm.ptr, %w_new: !llvm.ptr, %n: index) attributes {aotk.may_alias = array<i64: 0, 1>} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %n step %c1 {
+    %i64 = arith.index_cast %i : index to i64
+    %p = llvm.getelementptr inbounds %w[%i64] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %p : !llvm.ptr -> f32
+    %q = llvm.getelementptr inbounds %w_new[%i64] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %v, %q : f32, !llvm.ptr
+  } {aotk.parallel = 4 : i64}
   func.return
 }

@@ -10,6 +10,10 @@
 // CHECK:         call {{.*}}@"aotk_parallel_for"({{.*}}@"big_k0_par0", ptr
 // CHECK:         call {{.*}}@"big_k0_par0"(ptr
 // CHECK-LABEL: define void @"big_k0_par0"(ptr noalias {{.*}}, i64 {{.*}}, i64 {{.*}}) noinline
+// CHECK:         call {{.*}}@"big_k0_par0_body"(i64 {{.*}}, ptr {{.*}}, ptr {{.*}}, i64 {{.*}}, i64 {{.*}})
+// The iterations take the kernel's input and output as `noalias` again, so LLVM's
+// vectorizer need not check at run time that they do not overlap.
+// CHECK-LABEL: define void @"big_k0_par0_body"(i64 {{.*}}, ptr noalias {{.*}}, ptr noalias {{.*}}, i64 {{.*}}, i64 {{.*}}) noinline
 // CHECK:         fmul float
 // CHECK-LABEL: define void @"small"(
 // CHECK:         call {{.*}}@"small_k0"(

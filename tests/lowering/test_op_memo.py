@@ -16,8 +16,8 @@ from aotk import backend as K
 from aotk.dialect import metadata, trace
 from aotk.kernels.kernel import Buf, Kernel
 from aotk.lowering import pipeline
+from aotk.lowering.aliasing import EntryAliasing
 from aotk.lowering.op_memo import OpMemo, op_key
-from aotk.lowering.outline_kernels import EntryAliasing
 
 
 def _loops(inputs: list, outputs: list) -> ModuleOp:
@@ -64,9 +64,11 @@ def test_layers_of_one_width_call_one_function_and_compute_as_numpy() -> None:
     shared = _shared(module)
     assert shared, "three same layers share no loops"
     assert all(_calls(module, name) >= 2 for name in shared)
-    # the layers' buffers are views of one workspace: the shared loops may not take
-    # them as `noalias`
-    assert any(metadata.ints(f, metadata.MAY_ALIAS) for f in shared.values())
+    # the layers' buffers are distinct allocations in one workspace, live at once: each
+    # is a class of its own, and the shared loops take them all as `noalias`
+    for f in shared.values():
+        assert metadata.ints(f, metadata.ALIAS_CLASSES)[:3] == (0, 1, 2)
+        assert not metadata.ints(f, metadata.MAY_ALIAS)
     f = K.function(inputs, outputs)
     a = np.random.default_rng(1).standard_normal((5, 16)).astype(np.float32)
     np.testing.assert_allclose(f([a])[0], _numpy_layers(a, weights), rtol=1e-5, atol=1e-5)
@@ -199,5 +201,8 @@ def test_kernel_gradients_of_alike_convs_share_loops_that_view_their_scratch() -
     branching = [
         name for name, f in shared.items() if any(isinstance(o, scf.IfOp) for o in f.walk())
     ]
-    assert len(branching) == 2, sorted(shared)
-    assert all(_calls(module, name) == 2 for name in shared)
+    # each scratch buffer is its own aliasing class (`aliasing`), so the three convs'
+    # gradients call three such functions, one of them thrice
+    assert len(branching) == 3, sorted(shared)
+    assert sorted(_calls(module, name) for name in branching) == [2, 2, 3]
+    assert all(_calls(module, name) >= 2 for name in shared)
