@@ -11,6 +11,9 @@
   (`lowering.op_memo`); its kernels are outlined as an entry's are.
 - `aotk.alias_classes = array<i64: ...>`: of such loops, for each argument, the first
   argument that came from the same `noalias` argument of the entry (-1: none did).
+- `aotk.allocation` (on a `ptr_xdsl.ptradd` of an entry's workspace pointer): a buffer
+  the workspace planner placed there, which overlaps no other buffer live with it
+  (`lowering.aliasing`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ KERNEL = "aotk.kernel"
 MAY_ALIAS = "aotk.may_alias"
 SHARED_LOOPS = "aotk.shared_loops"
 ALIAS_CLASSES = "aotk.alias_classes"
+ALLOCATION = "aotk.allocation"
 
 
 def set_ints(op: Operation, name: str, values: Iterable[int]) -> None:

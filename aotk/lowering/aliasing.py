@@ -36,8 +36,10 @@ class EntryAliasing:
 
     An entry's workspace holds many buffers, each its own class: the buffers live at
     one time never overlap (`workspace_plan` frees a slice only after the last op that
-    uses it), and each is one `ptradd` from the workspace (`Bufferizer.alloc`), which its
-    views are computed from.
+    uses it), and each is one `ptradd` from the workspace marked `aotk.allocation`
+    (`Bufferizer.alloc`), which its views are computed from. Other pointers into the
+    workspace (a view of the buffer at offset 0 once canonicalize has dropped that
+    buffer's `ptradd` of 0) are the workspace's class.
     """
 
     position: dict[SSAValue, int]  # the `noalias` arguments' classes: equal may overlap
@@ -97,7 +99,7 @@ class EntryAliasing:
         """The allocation or the argument pointer `v` is computed from, if either."""
         while isinstance(v.owner, _VIEWS):
             source = v.owner.operands[0]
-            if source is self.workspace and isinstance(v.owner, ptr.PtrAddOp):
+            if source is self.workspace and metadata.ALLOCATION in v.owner.attributes:
                 return v
             v = source
         index = self.position.get(v) if isinstance(v, BlockArgument) else None

@@ -15,12 +15,12 @@ from typing import Any
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, MemRefType, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from aotk import dtypes
-from aotk.dialect import strided_views
+from aotk.dialect import metadata, strided_views
 from aotk.dialect.base import elem_of, shape_of, tensor
 from aotk.dialect.elementwise import lower_scalar
 from aotk.dialect.registry import Kind, lookup
@@ -112,8 +112,10 @@ class Bufferizer:
         if self.ws is None:  # planning the workspace size only
             return Buf(self.k.index(0), tuple(dims), elem_of(t))
         offset = self.k.index(self.plan.offset(self.k, place))
-        mem = self.k.memref_at(self.k.moved(self.ws, offset), flat_memref(t))
-        return Buf(mem, tuple(dims), elem_of(t))
+        at = self.k.moved(self.ws, offset)
+        assert isinstance(at.owner, Operation)
+        at.owner.attributes[metadata.ALLOCATION] = UnitAttr()  # its own class (`aliasing`)
+        return Buf(self.k.memref_at(at, flat_memref(t)), tuple(dims), elem_of(t))
 
     def result_dims(self, op: Any, ins: list[Buf]) -> list[DimV]:
         t = op.results[0].type

@@ -4,7 +4,8 @@
 // workspace slices `ptr_xdsl` views of one pointer. Two kernels that are the same code
 // on other buffers become one function. An argument keeps noalias when nothing else the
 // kernel is passed comes from the same entry argument or the same allocation in the
-// workspace (a `ptradd` of the workspace pointer of the entry, `aotk.kernel`): k0 takes
+// workspace (a `ptradd` of the workspace pointer of the entry, `aotk.kernel`, marked
+// `aotk.allocation`; %a, at the start, is the workspace pointer itself): k0 takes
 // %x and one slice, k1 two slices (buffers live at once never overlap). Two views of one
 // slice may overlap (k3: aotk.may_alias; k2 was k1 again).
 // CHECK-LABEL: func.func @entry(
@@ -32,7 +33,7 @@ func.func @entry(%x: memref<8xf32>, %ws: !ptr_xdsl.ptr, %n: index) attributes {a
   %c32 = arith.constant 32 : index
   %two = arith.constant 2.0 : f32
   %a = ptr_xdsl.from_ptr %ws : !ptr_xdsl.ptr -> memref<8xf32>
-  %wsb = ptr_xdsl.ptradd %ws, %c32 : (!ptr_xdsl.ptr, index) -> !ptr_xdsl.ptr
+  %wsb = ptr_xdsl.ptradd %ws, %c32 {aotk.allocation} : (!ptr_xdsl.ptr, index) -> !ptr_xdsl.ptr
   %b = ptr_xdsl.from_ptr %wsb : !ptr_xdsl.ptr -> memref<8xf32>
   %c4 = arith.constant 4 : index
   %c16 = arith.constant 16 : index
