@@ -149,8 +149,9 @@ def optimize(
     context: llvm_binding.ContextRef | None = None,
     slp: bool = False,
     siblings: Collection[str] = (),
+    level: int = 3,
 ) -> llvm_binding.ModuleRef:
-    """Parse and run LLVM's O3 module pipeline, its loop vectorizer included.
+    """Parse and run LLVM's O3 module pipeline (or O`level`), its loop vectorizer included.
 
     LLVM's loop unroller is off: hot loops are unrolled where aotk emits them (register
     tiles) or interleaved by the vectorizer, which still runs. On the W4 training step
@@ -168,7 +169,7 @@ def optimize(
     `prefix`, `siblings`: as `parsed`'s.
     """
     mod = parsed(llvm_text, tm, prefix, context, siblings=siblings)
-    options = llvm_binding.PipelineTuningOptions(speed_level=3)
+    options = llvm_binding.PipelineTuningOptions(speed_level=level)
     options.loop_vectorization = True
     options.slp_vectorization = slp
     options.loop_unrolling = False

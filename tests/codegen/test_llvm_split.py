@@ -86,18 +86,25 @@ def test_small_entry_points_and_micro_kernels_split_as_before(monkeypatch) -> No
     assert llvm_split.pieces(TEXT, {"a", "b", "c"}) == expected  # nothing but glue
 
 
-def test_a_quick_piece_is_emitted_at_codegen_level_0(monkeypatch) -> None:
+def test_a_quick_piece_is_optimized_at_o1_and_emitted_at_codegen_level_0(monkeypatch) -> None:
     levels: list[int] = []
-    make = llvm_ir.target_machine
+    ir_levels: list[int] = []
+    make, optimize = llvm_ir.target_machine, llvm_ir.optimize
 
     def spy(*args, codegen_level: int = 3, **kwargs):
         levels.append(codegen_level)
         return make(*args, codegen_level=codegen_level, **kwargs)
 
+    def spy_optimize(*args, **kwargs):
+        ir_levels.append(args[6])
+        return optimize(*args, **kwargs)
+
     monkeypatch.setattr(llvm_ir, "target_machine", spy)
+    monkeypatch.setattr(llvm_ir, "optimize", spy_optimize)
     pieces = [llvm_split.Piece(TEXT, quick=True), llvm_split.Piece(TEXT)]
     parts = llvm_split.compile_parts(pieces, None, None)
     assert sorted(levels) == [0, 3]
+    assert sorted(ir_levels) == [1, 3]
     assert all(part.obj for part in parts)
 
 
