@@ -53,19 +53,23 @@ def _size(op: Operation) -> int:
 
 
 def kernels_of(block: Block) -> list[Operation]:
-    """The region ops of `block`, or of the large ones inside it, to outline in order."""
+    """The region ops of `block`, or of the large ones inside it, to outline in order.
+
+    A large op with nothing to outline inside (a loop whose body is one long block, a
+    register tile unrolled) is outlined whole: left in the entry, it would be compiled
+    as glue is, with LLVM's quick code generation (`codegen.llvm_split`)."""
     found: list[Operation] = []
     for op in block.ops:
         if not op.regions:
             continue
         size = _size(op)
-        whole = size <= MAX_OPS or PARALLEL_ATTR in op.attributes
-        if whole and size >= MIN_OPS and len(op.results) <= 1:
-            found.append(op)
-        elif not whole:
-            for region in op.regions:
-                for inner in region.blocks:
-                    found.extend(kernels_of(inner))
+        one_result = len(op.results) <= 1
+        if size <= MAX_OPS or PARALLEL_ATTR in op.attributes:
+            if size >= MIN_OPS and one_result:
+                found.append(op)
+            continue
+        inner = [k for region in op.regions for b in region.blocks for k in kernels_of(b)]
+        found.extend(inner if inner or not one_result else [op])
     return found
 
 
