@@ -151,7 +151,8 @@ def optimize(
     siblings: Collection[str] = (),
     level: int = 3,
 ) -> llvm_binding.ModuleRef:
-    """Parse and run LLVM's O3 module pipeline (or O`level`), its loop vectorizer included.
+    """Parse and run LLVM's O3 module pipeline (O1 with `level=1`), its loop vectorizer
+    included.
 
     LLVM's loop unroller is off: hot loops are unrolled where aotk emits them (register
     tiles) or interleaved by the vectorizer, which still runs. On the W4 training step
