@@ -13,8 +13,8 @@ A large model's entry points are glue: its `main` calls each kernel in turn, onc
 call. They go in a part of their own, optimized by LLVM's O1 pipeline and emitted by its
 fast instruction selector and register allocator: ResNet50's training-step `main`, 560 KB
 of IR in one block of 2,400 calls, took 2.15 s to emit at O3 and 0.41 s so; NASNetMobile's,
-1.6 MB and 9,400 calls, 1.9-2.3 s to optimize at O3 and 0.9 s at O1, to the same number
-of instructions (O1 cleans up and merges the index arithmetic as O3 does, makes a fill
+1.6 MB and 9,400 calls, 1.5-2.3 s to optimize at O3 and 0.9-1.0 s at O1, to 0.1% more
+instructions (O1 cleans up and merges the index arithmetic as O3 does, makes a fill
 or copy loop a memset or memcpy, and vectorizes a scalar loop: the loop vectorizer is on
 at both levels).
 """
