@@ -393,8 +393,10 @@ class AotkParallelizePass(ModulePass):
         taken = {o.sym_name.data for o in op.ops if isinstance(o, func.FuncOp | llvm.FuncOp)}
         for loop in loops:  # pre-order: outer loops first
             base = _enclosing_func(loop).sym_name.data
-            name = next(
-                f"{base}_par{i}" for i in range(len(taken) + 1) if f"{base}_par{i}" not in taken
+            name = next(  # free, with the name of its function of iterations (`_task`)
+                f"{base}_par{i}"
+                for i in range(len(taken) + 1)
+                if not {f"{base}_par{i}", f"{base}_par{i}_body"} & taken
             )
             taken.update(fn.sym_name.data for fn in outline(op, loop, name))
 

@@ -120,3 +120,34 @@ func.func @update(%w: !llvm.ptr, %w_new: !llvm.ptr, %n: index) attributes {aotk.
   } {aotk.parallel = 4 : i64}
   func.return
 }
+
+// -----
+
+// A task's name is one whose function of the iterations is free too: @twice_par0_body is
+// taken here, so the task is @twice_par1, and it calls @twice_par1_body.
+// CHECK-LABEL: func.func @twice(
+// CHECK:         llvm.mlir.addressof @twice_par1 : !llvm.ptr
+// CHECK-LABEL: func.func private @twice_par1(
+// CHECK:         func.call @twice_par1_body(
+// CHECK-LABEL: func.func private @twice_par1_body(
+// CHECK-LABEL: func.func @twice_par0_body(
+// CHECK-NEXT:    func.return
+func.func @twice(%x: !llvm.ptr, %y: !llvm.ptr, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %two = arith.constant 2.0 : f32
+  scf.for %i = %c0 to %n step %c1 {
+    %c4 = arith.constant 4 : index
+    %off = arith.muli %i, %c4 : index
+    %off64 = arith.index_cast %off : index to i64
+    %p = llvm.getelementptr inbounds %x[%off64] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    %v = llvm.load %p : !llvm.ptr -> f32
+    %w = arith.mulf %v, %two : f32
+    %q = llvm.getelementptr inbounds %y[%off64] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+    llvm.store %w, %q : f32, !llvm.ptr
+  } {aotk.parallel = 4 : i64}
+  func.return
+}
+func.func @twice_par0_body() {
+  func.return
+}
